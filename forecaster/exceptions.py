@@ -1,0 +1,37 @@
+"""Foresight's own exception hierarchy.
+
+Library errors are translated into these at the boundary (``raise ... from``); HTTP
+errors exist only in ``api/``.
+"""
+
+
+class ForesightError(Exception):
+    """Base class of every error Foresight raises on purpose."""
+
+
+class ConfigError(ForesightError):
+    """A settings or pools configuration value is missing or invalid."""
+
+
+class DataValidationError(ForesightError):
+    """A series frame breaks the data contract in a way that cannot be cleaned."""
+
+
+class InsufficientHistoryError(DataValidationError):
+    """A series is too short for the requested model, horizon or backtest."""
+
+
+class NotFittedError(ForesightError):
+    """A model was asked to predict before ``fit`` was called."""
+
+
+class ModelError(ForesightError):
+    """A model failed to fit or predict on a series."""
+
+
+class TrackingError(ForesightError):
+    """The MLflow tracking server or model registry failed or is unreachable."""
+
+
+class SourceError(ForesightError):
+    """A data file or metric source could not be read."""

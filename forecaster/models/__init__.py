@@ -1,0 +1,1 @@
+"""Forecasting model families, all behind the one estimator contract of ``base``."""

@@ -1,0 +1,246 @@
+"""The estimator contract every Foresight forecaster follows.
+
+scikit-learn's contract: ``__init__`` stores hyperparameters only, ``fit(df)`` returns
+``self`` and leaves learned state in attributes ending in ``_``, ``predict`` checks it
+is fitted. A model fits every series of a long frame independently; subclasses
+implement the per-series point forecast and, where they can do it cheaply and
+exactly, the per-series calibration residuals.
+
+Intervals are split-conformal: at fit time each model produces out-of-sample
+residuals (actual minus forecast) per step ahead on the most recent history; a
+quantile ``q`` at step ``k`` is the point forecast plus the ``q`` empirical quantile
+of the step-``k`` residuals. This keeps every family's intervals calibrated the same
+way, needs no distributional assumption (queue depth is bursty and zero-inflated),
+and the backtest measures the coverage it actually gets.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Self
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from forecaster.exceptions import InsufficientHistoryError, NotFittedError
+from forecaster.types import (
+    DEFAULT_LEVELS,
+    DS,
+    MEAN,
+    MODEL,
+    STEP,
+    UID,
+    Y,
+    Levels,
+    SeriesFrame,
+    quantile_column,
+)
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class SeriesFit:
+    """Learned state of one series: the model's own state plus calibration data."""
+
+    state: Any
+    residuals: FloatArray
+    """Out-of-sample residuals, shape ``(n_windows, horizon)``; may hold NaN."""
+    last_ds: pd.Timestamp
+    step: pd.Timedelta
+    nonnegative: bool
+    """True when the training values were all >= 0, so forecasts are clipped at 0."""
+
+
+class Forecaster(ABC):
+    """Base class of every model: per-series fit, point forecast, conformal quantiles.
+
+    Args:
+        horizon: the longest step ahead the intervals are calibrated for; longer
+            predictions widen the last step's residuals by ``sqrt(h / horizon)``.
+        alias: the name of the model in forecast frames; defaults to ``name``.
+    """
+
+    name: str = "forecaster"
+
+    def __init__(self, horizon: int = 36, alias: str | None = None) -> None:
+        self.horizon = horizon
+        self.alias = alias
+
+    # -- subclass hooks -------------------------------------------------------
+
+    def min_history(self) -> int:
+        """Return the fewest observations a series needs for ``fit``."""
+        return 2
+
+    @abstractmethod
+    def _fit_series(self, y: FloatArray, ds: pd.DatetimeIndex) -> Any:
+        """Fit one series and return its learned state."""
+
+    @abstractmethod
+    def _predict_series(self, state: Any, h: int) -> FloatArray:
+        """Return the point forecast of steps ``1..h`` after the series' end."""
+
+    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
+        """Return out-of-sample residuals of shape ``(n_windows, horizon)``.
+
+        The default refits on prefixes ending at up to ``n`` recent cutoffs; families
+        with an exact cheap form (naive methods) override it.
+        """
+        return refit_residuals(self, y, ds, self.horizon, n_windows=8)
+
+    # -- public contract ------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        """The name written to the ``model`` column."""
+        return self.alias or self.name
+
+    def get_params(self) -> dict[str, Any]:
+        """Return the hyperparameters given to ``__init__`` (for tracking)."""
+        return {k: v for k, v in vars(self).items() if not k.endswith("_")}
+
+    def fit(self, df: SeriesFrame) -> Self:
+        """Fit every series of a validated long frame and return ``self``."""
+        fits: dict[str, SeriesFit] = {}
+        for uid, group in df.groupby(UID, sort=True, observed=True):
+            fits[str(uid)] = self.fit_one(str(uid), group)
+        self.fits_ = fits
+        return self
+
+    def fit_one(self, uid: str, group: pd.DataFrame) -> SeriesFit:
+        """Fit a single series' rows (sorted, regular) and return its state."""
+        y = group[Y].to_numpy(dtype=np.float64)
+        if len(y) < self.min_history():
+            raise InsufficientHistoryError(
+                f"series {uid!r} has {len(y)} observations; {self.model_name} needs at "
+                f"least {self.min_history()}. Provide more history or drop the series."
+            )
+        ds = pd.DatetimeIndex(group[DS])
+        step = infer_step(ds, uid)
+        return SeriesFit(
+            state=self._fit_series(y, ds),
+            residuals=self._calibration_residuals(y, ds),
+            last_ds=ds[-1],
+            step=step,
+            nonnegative=bool(np.nanmin(y) >= 0.0),
+        )
+
+    def predict(self, h: int, levels: Levels = DEFAULT_LEVELS) -> pd.DataFrame:
+        """Forecast ``h`` steps of every fitted series.
+
+        Returns:
+            A frame ``unique_id, ds, step, model, mean, q<level>...``.
+        """
+        fits = self._check_fitted()
+        if h < 1:
+            raise ValueError(f"h must be a positive number of steps, got {h}")
+        frames = [self._predict_one(uid, fit, h, levels) for uid, fit in fits.items()]
+        return pd.concat(frames, ignore_index=True)
+
+    # -- internals ------------------------------------------------------------
+
+    def _check_fitted(self) -> dict[str, SeriesFit]:
+        fits: dict[str, SeriesFit] | None = getattr(self, "fits_", None)
+        if fits is None:
+            raise NotFittedError(
+                f"{type(self).__name__} is not fitted yet: call fit(df) before predict()."
+            )
+        return fits
+
+    def _predict_one(
+        self, uid: str, fit: SeriesFit, h: int, levels: Levels
+    ) -> pd.DataFrame:
+        mean = np.asarray(self._predict_series(fit.state, h), dtype=np.float64)
+        steps = np.arange(1, h + 1)
+        out: dict[str, Any] = {
+            UID: uid,
+            DS: fit.last_ds + fit.step * steps,
+            STEP: steps,
+            MODEL: self.model_name,
+            MEAN: mean,
+        }
+        offsets = residual_quantiles(fit.residuals, h, levels)
+        for i, level in enumerate(levels):
+            out[quantile_column(level)] = mean + offsets[i]
+        frame = pd.DataFrame(out)
+        if fit.nonnegative:
+            value_cols = [MEAN, *(quantile_column(level) for level in levels)]
+            frame[value_cols] = frame[value_cols].clip(lower=0.0)
+        return frame
+
+
+def infer_step(ds: pd.DatetimeIndex, uid: str) -> pd.Timedelta:
+    """Return the regular step of a validated series' timestamps."""
+    if len(ds) < 2:
+        raise InsufficientHistoryError(
+            f"series {uid!r} has fewer than 2 timestamps, so its step is unknown."
+        )
+    ns = ds.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    return pd.Timedelta(int(np.median(np.diff(ns))), unit="ns")
+
+
+def residual_quantiles(residuals: FloatArray, h: int, levels: Levels) -> FloatArray:
+    """Return quantile offsets of shape ``(len(levels), h)`` from step residuals.
+
+    Steps beyond the calibrated horizon reuse the last step's residuals widened by
+    ``sqrt(step / horizon)``; steps with no finite residual get offset 0.
+    """
+    horizon = residuals.shape[1] if residuals.ndim == 2 else 0
+    qs = np.asarray(list(levels), dtype=np.float64)
+    offsets = np.zeros((len(qs), h), dtype=np.float64)
+    if horizon == 0:
+        return offsets
+    for k in range(h):
+        col = residuals[:, min(k, horizon - 1)]
+        col = col[np.isfinite(col)]
+        if col.size == 0:
+            continue
+        scale = np.sqrt((k + 1) / horizon) if k >= horizon else 1.0
+        offsets[:, k] = np.quantile(col, qs) * scale
+    return offsets
+
+
+def refit_residuals(
+    model: Forecaster,
+    y: FloatArray,
+    ds: pd.DatetimeIndex,
+    horizon: int,
+    n_windows: int,
+) -> FloatArray:
+    """Residuals by refitting ``model`` on prefixes that end at recent cutoffs.
+
+    Cutoffs are spaced ``max(1, horizon // 2)`` steps apart so that windows overlap
+    little but still cover recent behaviour; each window scores ``horizon`` steps.
+    """
+    residuals = np.full((n_windows, horizon), np.nan)
+    spacing = max(1, horizon // 2)
+    for w in range(n_windows):
+        end = len(y) - horizon - w * spacing
+        if end < model.min_history():
+            break
+        state = model._fit_series(y[:end], ds[:end])
+        pred = np.asarray(model._predict_series(state, horizon), dtype=np.float64)
+        residuals[w] = y[end : end + horizon] - pred
+    return residuals
+
+
+def lagged_residuals(y: FloatArray, horizon: int, period: int, window: int) -> FloatArray:
+    """Exact residuals of a naive forecast that repeats the value ``period`` back.
+
+    For persistence (``period=1``) the step-``k`` residual from origin ``t`` is
+    ``y[t+k] - y[t]``; for seasonal naive it is ``y[t+k] - y[t+k-period*ceil(k/p)]``.
+    Only the last ``window`` origins are used, so intervals track recent volatility.
+    """
+    n = len(y)
+    origins = np.arange(max(period - 1, n - window - horizon), n - 1)
+    residuals = np.full((len(origins), horizon), np.nan)
+    for k in range(1, horizon + 1):
+        back = period * int(np.ceil(k / period))
+        target = origins + k
+        source = target - back
+        ok = (target < n) & (source >= 0)
+        residuals[ok, k - 1] = y[target[ok]] - y[source[ok]]
+    return residuals
