@@ -1,0 +1,271 @@
+"""Rolling-origin backtest: refit every model at several cutoffs and keep the errors.
+
+At each cutoff a fresh copy of each model (rebuilt from ``get_params``) is fitted on at
+most ``max_train`` observations up to and including the cutoff and forecasts the next
+``horizon`` steps; the result keeps the forecasts next to the actuals. Models are
+treated alike through the estimator contract: the backtest never looks at a model's
+type. Series are independent, so an executor may run one task per series.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future, as_completed
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, Self
+
+import numpy as np
+import pandas as pd
+
+from forecaster.exceptions import InsufficientHistoryError
+from forecaster.metrics import SCALE, naive_scale
+from forecaster.types import (
+    CUTOFF,
+    DEFAULT_LEVELS,
+    DS,
+    MODEL,
+    STEP,
+    UID,
+    Levels,
+    SeriesFrame,
+    Y,
+)
+
+ERROR: Final = "error"
+"""Column of the failures frame: exception type and message."""
+FAILURE_COLUMNS: Final = (UID, CUTOFF, MODEL, ERROR)
+
+
+class Estimator(Protocol):
+    """What the backtest needs of a model: the estimator contract, nothing more."""
+
+    @property
+    def model_name(self) -> str:
+        """The name written to the ``model`` column."""
+        ...
+
+    def get_params(self) -> dict[str, Any]:
+        """Return the ``__init__`` arguments that rebuild an unfitted copy."""
+        ...
+
+    def min_history(self) -> int:
+        """Return the fewest observations a series needs for ``fit``."""
+        ...
+
+    def fit(self, df: SeriesFrame) -> Self:
+        """Fit every series of a long frame."""
+        ...
+
+    def predict(self, h: int, levels: Levels = ...) -> pd.DataFrame:
+        """Forecast ``h`` steps: ``unique_id, ds, step, model, mean, q<level>...``."""
+        ...
+
+
+@dataclass(frozen=True, eq=False)  # frames have no useful ``==``; identity is enough
+class BacktestResult:
+    """Forecasts beside actuals at every cutoff, plus what scoring needs.
+
+    Attributes:
+        frame: ``unique_id, ds, cutoff, step, model, mean, q<level>..., y`` sorted by
+            ``unique_id, cutoff, model, step``; ``cutoff`` is the timestamp of the
+            last training observation.
+        scales: ``unique_id, cutoff, scale``: the naive in-sample MAE of each window's
+            training data (NaN for a constant window), the MASE denominator.
+        fit_seconds: total wall seconds each model spent in ``fit`` over all windows.
+        failures: ``unique_id, cutoff, model, error``: windows where a model raised;
+            those windows are missing from ``frame``.
+    """
+
+    frame: pd.DataFrame
+    scales: pd.DataFrame
+    fit_seconds: Mapping[str, float]
+    failures: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(FAILURE_COLUMNS))
+    )
+
+
+def rolling_origin_cutoffs(
+    n_obs: int,
+    *,
+    horizon: int,
+    n_windows: int,
+    start_frac: float = 0.75,
+    min_train: int = 2,
+) -> list[int]:
+    """Return cutoff positions spread evenly over the last part of a series.
+
+    A cutoff is the 0-based position of the last training observation. The latest
+    cutoff leaves exactly ``horizon`` observations after it; the earliest lies at the
+    start of the last ``1 - start_frac`` of the series (or later, to leave
+    ``min_train`` training observations); the others are evenly spaced between them.
+
+    Raises:
+        InsufficientHistoryError: when fewer than ``n_windows`` distinct cutoffs fit.
+    """
+    if horizon < 1 or n_windows < 1 or min_train < 1:
+        raise ValueError("horizon, n_windows and min_train must all be >= 1")
+    if not 0.0 <= start_frac < 1.0:
+        raise ValueError(f"start_frac must be in [0, 1), got {start_frac}")
+    last = n_obs - 1 - horizon
+    first = max(math.ceil(start_frac * n_obs) - 1, min_train - 1)
+    if last - first + 1 < n_windows:
+        raise InsufficientHistoryError(
+            f"a series of {n_obs} observations leaves {max(0, last - first + 1)} possible "
+            f"cutoffs between position {first} (start_frac={start_frac}, "
+            f"min_train={min_train}) and {last} (horizon={horizon}), fewer than "
+            f"n_windows={n_windows}. Use fewer windows, a shorter horizon, a smaller "
+            "start_frac or more history."
+        )
+    if n_windows == 1:
+        return [last]
+    span = last - first
+    # Count back from the latest cutoff so the newest data is always scored.
+    return [last - round((n_windows - 1 - i) * span / (n_windows - 1)) for i in range(n_windows)]
+
+
+def clone(model: Estimator) -> Estimator:
+    """Return an unfitted copy of ``model`` with the same hyperparameters."""
+    return type(model)(**model.get_params())
+
+
+@dataclass(frozen=True)
+class _Plan:
+    horizon: int
+    n_windows: int
+    levels: tuple[float, ...]
+    max_train: int | None
+    start_frac: float
+    min_train: int
+
+
+@dataclass(frozen=True)
+class _SeriesOutcome:
+    frames: list[pd.DataFrame]
+    scales: list[tuple[str, pd.Timestamp, float]]
+    fit_seconds: dict[str, float]
+    failures: list[tuple[str, pd.Timestamp, str, str]]
+
+
+def backtest(
+    models: Sequence[Estimator],
+    df: SeriesFrame,
+    *,
+    horizon: int,
+    n_windows: int,
+    levels: Levels = DEFAULT_LEVELS,
+    max_train: int | None = None,
+    start_frac: float = 0.75,
+    progress: Callable[[int, int], None] | None = None,
+    executor: Executor | None = None,
+) -> BacktestResult:
+    """Backtest ``models`` on every series of ``df`` over rolling origins.
+
+    Args:
+        models: unfitted models with distinct ``model_name`` values; each window
+            fits a fresh copy, so these are never mutated.
+        df: validated long frame ``unique_id, ds, y`` (sorted, regular).
+        horizon: steps forecast at each cutoff.
+        n_windows: cutoffs per series (see ``rolling_origin_cutoffs``).
+        levels: quantile levels every model predicts.
+        max_train: fit on at most this many latest observations (``None``: all).
+        start_frac: cutoffs lie in the last ``1 - start_frac`` of each series.
+        progress: called with ``(series done, series total)`` after each series.
+        executor: when given, one task per series is submitted to it; the result is
+            the same as without it.
+
+    Raises:
+        ValueError: when model names repeat.
+        InsufficientHistoryError: when a series is too short for the windows.
+    """
+    names = [m.model_name for m in models]
+    if len(set(names)) != len(names):
+        raise ValueError(
+            f"model names must be unique, got {names}; give repeated families an alias=."
+        )
+    if max_train is not None and max_train < 2:
+        raise ValueError(f"max_train must be >= 2 (the naive scale needs 2), got {max_train}")
+    min_train = max(2, min((m.min_history() for m in models), default=2))
+    groups = [(str(uid), g) for uid, g in df.groupby(UID, sort=True, observed=True)]
+    plan = _Plan(horizon, n_windows, tuple(levels), max_train, start_frac, min_train)
+    todo = list(models)
+    outcomes: list[_SeriesOutcome] = []
+    total = len(groups)
+    if executor is None:
+        for i, (uid, group) in enumerate(groups, start=1):
+            outcomes.append(_backtest_series(uid, group, todo, plan))
+            if progress is not None:
+                progress(i, total)
+    else:
+        futures: list[Future[_SeriesOutcome]] = [
+            executor.submit(_backtest_series, uid, group, todo, plan) for uid, group in groups
+        ]
+        for i, future in enumerate(as_completed(futures), start=1):
+            future.result()  # surface a worker's error as soon as it happens
+            if progress is not None:
+                progress(i, total)
+        outcomes = [f.result() for f in futures]
+    return _combine(outcomes, names)
+
+
+def _backtest_series(
+    uid: str, group: pd.DataFrame, models: list[Estimator], plan: _Plan
+) -> _SeriesOutcome:
+    """Backtest every model on one series (module level so executors can pickle it)."""
+    group = group.reset_index(drop=True)
+    try:
+        cutoffs = rolling_origin_cutoffs(
+            len(group),
+            horizon=plan.horizon,
+            n_windows=plan.n_windows,
+            start_frac=plan.start_frac,
+            min_train=plan.min_train,
+        )
+    except InsufficientHistoryError as exc:
+        raise InsufficientHistoryError(f"series {uid!r}: {exc}") from exc
+    y = group[Y].to_numpy(dtype=np.float64)
+    frames: list[pd.DataFrame] = []
+    scales: list[tuple[str, pd.Timestamp, float]] = []
+    seconds = dict.fromkeys((m.model_name for m in models), 0.0)
+    failures: list[tuple[str, pd.Timestamp, str, str]] = []
+    for c in cutoffs:
+        start = 0 if plan.max_train is None else max(0, c + 1 - plan.max_train)
+        train = group.iloc[start : c + 1]
+        cutoff = pd.Timestamp(group[DS].iloc[c])
+        scales.append((uid, cutoff, naive_scale(y[start : c + 1])))
+        actual = group[[DS, Y]].iloc[c + 1 : c + 1 + plan.horizon]
+        for model in models:
+            name = model.model_name
+            began = time.perf_counter()
+            try:
+                fitted = clone(model).fit(train)
+                seconds[name] += time.perf_counter() - began
+                pred = fitted.predict(plan.horizon, plan.levels)
+            # A window's failure must not abort the others: any family may raise its
+            # library's own errors (LinAlgError, ValueError...), so all are recorded.
+            except Exception as exc:
+                failures.append((uid, cutoff, name, f"{type(exc).__name__}: {exc}"))
+                continue
+            pred = pred.drop(columns=[Y, CUTOFF], errors="ignore")
+            pred = pred.merge(actual, on=DS, how="left")
+            pred.insert(2, CUTOFF, cutoff)
+            frames.append(pred)
+    return _SeriesOutcome(frames, scales, seconds, failures)
+
+
+def _combine(outcomes: list[_SeriesOutcome], names: list[str]) -> BacktestResult:
+    frames = [f for o in outcomes for f in o.frames]
+    if frames:
+        frame = pd.concat(frames, ignore_index=True)
+        frame = frame.sort_values([UID, CUTOFF, MODEL, STEP], kind="stable", ignore_index=True)
+    else:
+        frame = pd.DataFrame(columns=[UID, DS, CUTOFF, STEP, MODEL, Y])
+    scales = pd.DataFrame(
+        [s for o in outcomes for s in o.scales], columns=[UID, CUTOFF, SCALE]
+    ).astype({SCALE: np.float64})
+    seconds = {n: float(sum(o.fit_seconds.get(n, 0.0) for o in outcomes)) for n in names}
+    failures = pd.DataFrame(
+        [f for o in outcomes for f in o.failures], columns=list(FAILURE_COLUMNS)
+    )
+    return BacktestResult(frame=frame, scales=scales, fit_seconds=seconds, failures=failures)

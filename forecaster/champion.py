@@ -1,0 +1,145 @@
+"""The champion: one model that routes every series to the family selected for it.
+
+It follows the estimator contract, so it can itself be backtested (the backtest
+rebuilds it from ``get_params`` and refits it per window) and compared with the
+current champion by the promotion gate.
+
+Naming choice: forecast frames carry ``model`` = the champion's alias (``champion``
+by default) for every series, plus a ``family`` column with the family chosen for
+that series. A fixed model name keeps one row per ``unique_id, ds, model`` when the
+champion is backtested beside its own candidates (which use the family names), and
+lets scoring and the gate treat the champion as one model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, Self
+
+import pandas as pd
+
+from forecaster.backtest import Estimator, clone
+from forecaster.exceptions import ModelError, NotFittedError
+from forecaster.types import DEFAULT_LEVELS, MODEL, UID, Levels, SeriesFrame
+
+FAMILY: Final = "family"
+"""Column of the champion's forecast frames: the family that produced each row."""
+
+
+class ChampionForecaster:
+    """Per-series routing model over fitted candidate families.
+
+    Args:
+        selection: ``{unique_id: family}``, e.g. from ``select_per_series``.
+        candidates: ``{family: unfitted prototype}``; each series is fitted on a fresh
+            copy of its family's prototype (rebuilt from ``get_params``).
+        default: family for series absent from ``selection``; ``None`` makes such a
+            series an error at ``fit``.
+        alias: the name written to the ``model`` column.
+    """
+
+    name = "champion"
+
+    def __init__(
+        self,
+        selection: Mapping[str, str],
+        candidates: Mapping[str, Estimator],
+        default: str | None = None,
+        alias: str | None = None,
+    ) -> None:
+        self.selection = selection
+        self.candidates = candidates
+        self.default = default
+        self.alias = alias
+
+    @classmethod
+    def from_selection(
+        cls,
+        selection: Mapping[str, str],
+        candidates: Mapping[str, Estimator],
+        df: SeriesFrame,
+        *,
+        default: str | None = None,
+        alias: str | None = None,
+    ) -> ChampionForecaster:
+        """Build the champion and fit it on ``df`` in one call."""
+        return cls(selection, candidates, default=default, alias=alias).fit(df)
+
+    @property
+    def model_name(self) -> str:
+        """The name written to the ``model`` column."""
+        return self.alias or self.name
+
+    def get_params(self) -> dict[str, Any]:
+        """Return the ``__init__`` arguments (for cloning and tracking)."""
+        return {
+            "selection": self.selection,
+            "candidates": self.candidates,
+            "default": self.default,
+            "alias": self.alias,
+        }
+
+    def min_history(self) -> int:
+        """Return the fewest observations any selected family needs."""
+        families = set(self.selection.values()) | ({self.default} if self.default else set())
+        needs = [self.candidates[f].min_history() for f in families if f in self.candidates]
+        return min(needs, default=2)
+
+    def family_of(self, uid: str) -> str:
+        """Return the family that serves ``uid``.
+
+        Raises:
+            ModelError: when the series has no selected family, or the family is not
+                among the candidates.
+        """
+        family = self.selection.get(uid, self.default)
+        if family is None:
+            raise ModelError(
+                f"series {uid!r} has no selected model and no default; add it to the "
+                "selection or pass default= (e.g. 'persistence')."
+            )
+        if family not in self.candidates:
+            raise ModelError(
+                f"series {uid!r} selects {family!r}, which is not a candidate "
+                f"({sorted(self.candidates)})."
+            )
+        return family
+
+    def fit(self, df: SeriesFrame) -> Self:
+        """Fit every series of ``df`` with a fresh copy of its selected family."""
+        models: dict[str, Estimator] = {}
+        for uid, group in df.groupby(UID, sort=True, observed=True):
+            key = str(uid)
+            models[key] = clone(self.candidates[self.family_of(key)]).fit(group)
+        self.models_ = models
+        self.families_ = {uid: self.family_of(uid) for uid in models}
+        return self
+
+    def predict(self, h: int, levels: Levels = DEFAULT_LEVELS) -> pd.DataFrame:
+        """Forecast ``h`` steps of every fitted series.
+
+        Returns:
+            ``unique_id, ds, step, model, mean, q<level>..., family``; ``model`` is
+            the champion's name, ``family`` the family that forecast the series.
+        """
+        models = self._check_fitted()
+        frames = []
+        for uid, model in models.items():
+            frame = model.predict(h, levels)
+            frame[MODEL] = self.model_name
+            frame[FAMILY] = self.families_[uid]
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True)
+
+    def describe(self) -> dict[str, str]:
+        """Return ``{unique_id: family}`` of the fitted series."""
+        self._check_fitted()
+        return dict(self.families_)
+
+    def _check_fitted(self) -> dict[str, Estimator]:
+        models: dict[str, Estimator] | None = getattr(self, "models_", None)
+        if models is None:
+            raise NotFittedError(
+                "ChampionForecaster is not fitted yet: call fit(df) or from_selection()."
+            )
+        return models

@@ -1,0 +1,26 @@
+"""Configuration: the typed deployment settings and the node pools file."""
+
+from forecaster.config.pools import (
+    PoolConfig,
+    PoolsConfig,
+    ScaleDownConfig,
+    ServiceConfig,
+    SignalSource,
+    load_pools,
+    parse_duration,
+    series_id,
+)
+from forecaster.config.settings import Settings, load_settings
+
+__all__ = [
+    "PoolConfig",
+    "PoolsConfig",
+    "ScaleDownConfig",
+    "ServiceConfig",
+    "Settings",
+    "SignalSource",
+    "load_pools",
+    "load_settings",
+    "parse_duration",
+    "series_id",
+]

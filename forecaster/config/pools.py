@@ -1,0 +1,393 @@
+"""Node pools: the unit of every scale decision, read from a YAML file.
+
+A pool is one cluster-autoscaler node group. Only its identity (``name`` and
+``node_group_id``) is required; every other field has a documented default. The file
+is a mapping with one key, ``pools``, holding a list of pools; see
+``data/sample/pools.yaml`` for an annotated example.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from string import Template
+from typing import Any, Final
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from forecaster.exceptions import ConfigError
+
+QUEUE_GPUS: Final = "queue_gpus"
+ALLOCATED_GPUS: Final = "allocated_gpus"
+GPU_UTIL: Final = "gpu_util"
+NODES: Final = "nodes"
+SIGNALS: Final = (QUEUE_GPUS, ALLOCATED_GPUS, GPU_UTIL, NODES)
+"""The signals every pool has (more may be added per pool)."""
+
+# Nodes and GPU pods carry the label ``foresight.io/pool=<pool>``; kube-state-metrics
+# exports it once allowed (``--metric-labels-allowlist=nodes=[foresight.io/pool],
+# pods=[foresight.io/pool]``). ``$pool`` and ``$node_group_id`` are substituted per pool;
+# ``$1`` in label_replace is not an identifier, so substitution leaves it alone.
+_POOL_NODES: Final = 'kube_node_labels{label_foresight_io_pool="$pool"}'
+_GPU_REQUESTS: Final = 'kube_pod_container_resource_requests{resource="nvidia_com_gpu"}'
+DEFAULT_PROMQL: Final[Mapping[str, str]] = {
+    QUEUE_GPUS: (
+        f"sum({_GPU_REQUESTS}"
+        ' * on(namespace, pod) group_left() (kube_pod_status_phase{phase="Pending"} == 1)'
+        ' * on(namespace, pod) group_left() kube_pod_labels{label_foresight_io_pool="$pool"})'
+    ),
+    ALLOCATED_GPUS: (
+        f"sum({_GPU_REQUESTS}"
+        ' * on(namespace, pod) group_left() (kube_pod_status_phase{phase="Running"} == 1)'
+        f" * on(node) group_left() {_POOL_NODES})"
+    ),
+    GPU_UTIL: (
+        "avg(DCGM_FI_DEV_GPU_UTIL * on(Hostname) group_left() "
+        f'label_replace({_POOL_NODES}, "Hostname", "$1", "node", "(.*)"))'
+    ),
+    NODES: (
+        'sum(kube_node_status_condition{condition="Ready",status="true"}'
+        f" * on(node) group_left() {_POOL_NODES})"
+    ),
+}
+
+_DNS_LABEL: Final = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+_SIGNAL_NAME: Final = re.compile(r"^[a-z][a-z0-9_]*$")
+_DURATION: Final = re.compile(r"-?\s*(?:\d+(?:\.\d+)?\s*[a-z]+\s*)+")
+_DURATION_PART: Final = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
+_UNITS: Final[Mapping[str, timedelta]] = {
+    **dict.fromkeys(("ms", "msec", "millisecond", "milliseconds"), timedelta(milliseconds=1)),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), timedelta(seconds=1)),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), timedelta(minutes=1)),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), timedelta(hours=1)),
+    **dict.fromkeys(("d", "day", "days"), timedelta(days=1)),
+}
+
+
+def parse_duration(value: Any) -> Any:
+    """Parse compact durations such as ``10m``, ``15min``, ``900s`` or ``1h30m``.
+
+    Anything else (a ``timedelta``, a number of seconds, ISO 8601 ``PT10M``,
+    ``HH:MM:SS``) is returned unchanged for pydantic's own ``timedelta`` parsing.
+
+    Raises:
+        ValueError: a compact duration uses an unknown unit.
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip().lower()
+    if not _DURATION.fullmatch(text):
+        return value
+    total = timedelta(0)
+    sign = -1 if text.startswith("-") else 1
+    for amount, unit in _DURATION_PART.findall(text):
+        if unit not in _UNITS:
+            raise ValueError(f"unknown unit {unit!r} in duration {value!r}; use s, m, min, h or d")
+        total += float(amount) * _UNITS[unit]
+    return sign * total
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SignalSource(_Strict):
+    """Where one signal of a pool comes from: a PromQL query or a file column."""
+
+    promql: str | None = Field(
+        default=None,
+        description="a PromQL query returning one series; $pool and $node_group_id are substituted",
+    )
+    column: str | None = Field(
+        default=None,
+        description="the column of a wide metrics file; unset: the long-format series "
+        "<pool>/<signal>",
+    )
+
+
+class ServiceConfig(_Strict):
+    """A service of the call chain that runs on the pool, with its latency SLO."""
+
+    name: str = Field(min_length=1, description="the service name as it appears in traces")
+    slo_p95_ms: float = Field(gt=0, description="the p95 latency SLO in milliseconds, > 0")
+
+
+class ScaleDownConfig(_Strict):
+    """How cautiously the pool shrinks: scale-up is immediate, scale-down is not."""
+
+    window: timedelta = Field(
+        default=timedelta(minutes=10),
+        description="how long a lower recommendation must hold before nodes are removed, "
+        "a duration such as '10m'",
+    )
+    max_step_nodes: int = Field(
+        default=1, ge=1, description="the most nodes removed in one step, an integer >= 1"
+    )
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _parse_window(cls, value: Any) -> Any:
+        return parse_duration(value)
+
+    @field_validator("window")
+    @classmethod
+    def _nonnegative_window(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0):
+            raise ValueError("window must not be negative")
+        return value
+
+
+def _default_signals() -> dict[str, SignalSource]:
+    return {name: SignalSource(promql=query) for name, query in DEFAULT_PROMQL.items()}
+
+
+class PoolConfig(_Strict):
+    """One node pool (cluster-autoscaler node group) and how to decide its size."""
+
+    name: str = Field(
+        pattern=_DNS_LABEL,
+        description="a DNS label: lowercase letters, digits and '-', at most 63 characters, "
+        "e.g. a100-train",
+    )
+    node_group_id: str = Field(
+        pattern=r"^\S+$",
+        description="the node group id cluster-autoscaler sees (AWS ASG name, GCE MIG URL, "
+        "clusterapi Kind/namespace/name), without spaces",
+    )
+    gpus_per_node: int = Field(default=8, ge=1, description="GPUs on one node, an integer >= 1")
+    min_nodes: int = Field(default=0, ge=0, description="the fewest nodes, an integer >= 0")
+    max_nodes: int = Field(
+        default=100, ge=1, description="the most nodes, an integer >= 1 and >= min_nodes"
+    )
+    lead_time: timedelta = Field(
+        default=timedelta(minutes=10),
+        description="time from requesting a node to it running work, a positive duration "
+        "such as '10m', '15min', '900s' or 'PT10M'",
+    )
+    cost_per_node_hour: float = Field(
+        # An example, not a quote: the on-demand list price of an AWS p4d.24xlarge
+        # (8x A100 40GB) in us-east-1 at its launch. Set each pool's own price.
+        default=32.77,
+        ge=0,
+        description="the price of one node-hour in your currency, a number >= 0",
+    )
+    target_utilisation: float = Field(
+        default=0.8,
+        gt=0,
+        le=1,
+        description="the share of a node's GPUs planned to be busy, a number in (0, 1]",
+    )
+    quantile: float = Field(
+        default=0.9,
+        gt=0,
+        lt=1,
+        description="the demand forecast quantile the policy provisions for, in (0, 1); "
+        "higher means fewer waits and more cost",
+    )
+    signals: dict[str, SignalSource] = Field(
+        default_factory=_default_signals,
+        description="a mapping of signal name to {promql, column}; defaults are kept for "
+        "signals not listed",
+    )
+    services: list[ServiceConfig] = Field(
+        default_factory=list, description="a list of {name, slo_p95_ms} with unique names"
+    )
+    scale_down: ScaleDownConfig = Field(
+        default_factory=ScaleDownConfig, description="a mapping {window, max_step_nodes}"
+    )
+
+    @field_validator("lead_time", mode="before")
+    @classmethod
+    def _parse_lead_time(cls, value: Any) -> Any:
+        return parse_duration(value)
+
+    @field_validator("lead_time")
+    @classmethod
+    def _positive_lead_time(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("lead_time must be positive")
+        return value
+
+    @field_validator("signals", mode="before")
+    @classmethod
+    def _merge_default_signals(cls, value: Any) -> Any:
+        # Listing one signal to change its query must not drop the other defaults.
+        if not isinstance(value, Mapping):
+            return value
+        bad = [name for name in value if not _SIGNAL_NAME.match(str(name))]
+        if bad:
+            raise PydanticCustomError(
+                "signal_name",
+                "signal names {bad} must be lowercase identifiers such as gpu_util",
+                {"bad": bad},
+            )
+        return {**_default_signals(), **value}
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> PoolConfig:
+        if self.max_nodes < self.min_nodes:
+            raise PydanticCustomError(
+                "pool_bounds",
+                "{max_nodes} is below min_nodes {min_nodes}; raise max_nodes or lower min_nodes",
+                {"field": "max_nodes", "max_nodes": self.max_nodes, "min_nodes": self.min_nodes},
+            )
+        names = [service.name for service in self.services]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise PydanticCustomError(
+                "duplicate_service",
+                "services {duplicates} are listed more than once; list each service once",
+                {"field": "services", "duplicates": duplicates},
+            )
+        return self
+
+    def promql(self, signal: str) -> str | None:
+        """Return the PromQL of a signal with this pool's placeholders filled in."""
+        source = self.signals.get(signal)
+        if source is None or source.promql is None:
+            return None
+        return Template(source.promql).safe_substitute(
+            pool=self.name, node_group_id=self.node_group_id
+        )
+
+    def series_id(self, signal: str) -> str:
+        """Return the ``unique_id`` of one of this pool's signals."""
+        return series_id(self.name, signal)
+
+
+class PoolsConfig(_Strict):
+    """Every pool of a deployment; names and node group ids are unique."""
+
+    pools: list[PoolConfig] = Field(
+        min_length=1, description="a list of pools, at least one, each with name and node_group_id"
+    )
+
+    @model_validator(mode="after")
+    def _check_unique(self) -> PoolsConfig:
+        problems = []
+        for attribute in ("name", "node_group_id"):
+            values = [getattr(pool, attribute) for pool in self.pools]
+            duplicates = sorted({value for value in values if values.count(value) > 1})
+            if duplicates:
+                problems.append(f"{attribute} {duplicates} is used by more than one pool")
+        if problems:
+            raise PydanticCustomError(
+                "duplicate_pool",
+                "{problems}; give each pool its own name and node_group_id",
+                {"problems": "; ".join(problems)},
+            )
+        return self
+
+    @property
+    def names(self) -> list[str]:
+        """The pool names, in file order."""
+        return [pool.name for pool in self.pools]
+
+    def get(self, name: str) -> PoolConfig:
+        """Return the pool called ``name``.
+
+        Raises:
+            KeyError: no pool has that name; the message lists the known ones.
+        """
+        for pool in self.pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(f"no pool named {name!r}; known pools: {', '.join(self.names)}")
+
+
+def series_id(pool: str | PoolConfig, signal: str) -> str:
+    """Return the ``unique_id`` ``<pool>/<signal>`` of a pool's signal."""
+    name = pool.name if isinstance(pool, PoolConfig) else pool
+    return f"{name}/{signal}"
+
+
+def load_pools(path: Path) -> PoolsConfig:
+    """Read and validate a pools YAML file.
+
+    Args:
+        path: the YAML file, a mapping with the key ``pools``.
+
+    Returns:
+        The validated pools with every default filled in.
+
+    Raises:
+        ConfigError: the file is missing, not YAML, or a pool is invalid; each problem
+            names the file, the pool (by name, or by position when unnamed), the field
+            and the fix.
+    """
+    if not path.is_file():
+        raise ConfigError(
+            f"pools file {path} does not exist; create it (see data/sample/pools.yaml) "
+            "or point FORESIGHT_POOLS_FILE at it"
+        )
+    try:
+        content = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"pools file {path} is not valid YAML: {exc}") from exc
+    if not isinstance(content, Mapping) or "pools" not in content:
+        raise ConfigError(
+            f"pools file {path} must be a mapping with the key 'pools' holding a list of pools"
+        )
+    try:
+        return PoolsConfig.model_validate(content)
+    except ValidationError as exc:
+        problems = [_describe(error, content) for error in exc.errors()]
+        raise ConfigError(
+            f"pools file {path} has {len(problems)} problem(s):\n  " + "\n  ".join(problems)
+        ) from exc
+
+
+def _describe(error: Any, content: Mapping[str, Any]) -> str:
+    """Turn one pydantic error into 'pool <who> field <what>: <problem>; <fix>'."""
+    loc: tuple[int | str, ...] = tuple(error["loc"])
+    ctx = error.get("ctx") or {}
+    if error["type"] == "duplicate_pool":
+        return f"pools: {error['msg']}"
+    if len(loc) >= 2 and loc[0] == "pools" and isinstance(loc[1], int):
+        where, path = _pool_label(content.get("pools"), loc[1]), loc[2:]
+        if "field" in ctx:
+            path = (*path, ctx["field"])
+        if not path:
+            return (
+                f"{where}: {error['msg']}; write each pool as a mapping with name and node_group_id"
+            )
+        owner = _model_at(path[:-1])
+    else:
+        where, path, owner = "top level", loc, PoolsConfig
+    field = ".".join(str(part) for part in path)
+    if error["type"] == "extra_forbidden":
+        known = ", ".join(owner.model_fields) if owner is not None else "see the docs"
+        return f"{where} field {field}: unknown field; remove it or use one of: {known}"
+    if error["type"].startswith(("pool_", "duplicate_")):
+        return f"{where} field {field}: {error['msg']}"
+    info = owner.model_fields.get(str(path[-1])) if owner is not None and path else None
+    expected = info.description if info is not None and info.description else "a valid value"
+    if error["type"] == "missing":
+        return f"{where} field {field}: required but missing; add {expected}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{where} field {field}: {message} (got {error.get('input')!r}); use {expected}"
+
+
+def _pool_label(pools: Any, index: int) -> str:
+    entry = pools[index] if isinstance(pools, Sequence) and index < len(pools) else None
+    if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+        return f"pool {entry['name']!r}"
+    return f"pool #{index}"
+
+
+def _model_at(path: Sequence[int | str]) -> type[BaseModel] | None:
+    """Return the model owning the fields at ``path`` inside one pool (None if unknown)."""
+    if not path:
+        return PoolConfig
+    head, rest = path[0], path[1:]
+    if head == "signals" and len(rest) == 1:
+        return SignalSource
+    if head == "services" and len(rest) == 1:
+        return ServiceConfig
+    if head == "scale_down" and not rest:
+        return ScaleDownConfig
+    return None

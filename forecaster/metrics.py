@@ -1,0 +1,226 @@
+"""Forecast accuracy metrics: pure functions over arrays and over backtest frames.
+
+MASE follows ``ANCHORS.md``: the mean absolute error over forecast steps ``1..h`` of a
+window divided by the in-sample MAE of the 1-step naive forecast on that window's
+training data, then averaged over windows (cutoffs). sMAPE is on the 0-200 scale.
+Pinball loss and coverage are reported per quantile level.
+
+Constant training windows: their naive scale is 0 and MASE would be infinite (or
+0/0). Such windows get scale NaN and are left out of the MASE average (the other
+metrics still count them); a series whose every window is constant has MASE NaN.
+An epsilon scale was rejected because one idle-then-busy window would then dominate
+every mean it enters.
+
+Pairs where the actual or the forecast is not finite are ignored by the array
+metrics, so a missing actual never turns a whole score into NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from forecaster.types import CUTOFF, MEAN, MODEL, STEP, UID, Levels, Y, quantile_column
+
+ArrayLike = npt.ArrayLike
+HORIZON: Final = "horizon"
+"""Column of score frames: the horizon label, e.g. ``1h`` or ``h36``."""
+SCALE: Final = "scale"
+"""Column of scale frames: the naive in-sample MAE of a window's training data."""
+N_WINDOWS: Final = "n_windows"
+
+
+def _pair(actual: ArrayLike, pred: ArrayLike) -> tuple[npt.NDArray[np.float64], ...]:
+    a = np.asarray(actual, dtype=np.float64).ravel()
+    p = np.asarray(pred, dtype=np.float64).ravel()
+    if a.shape != p.shape:
+        raise ValueError(f"actual and forecast differ in length: {a.size} vs {p.size}")
+    ok = np.isfinite(a) & np.isfinite(p)
+    return a[ok], p[ok]
+
+
+def naive_scale(y_train: ArrayLike, period: int = 1) -> float:
+    """Return the in-sample MAE of the naive forecast ``period`` steps back.
+
+    Args:
+        y_train: the training values of one window, oldest first.
+        period: the lag of the naive forecast (1 = persistence, as MASE uses).
+
+    Returns:
+        The mean of ``|y[t] - y[t - period]|``; NaN when the window is constant (the
+        scale would be 0) or shorter than ``period + 1``, so that the window is left
+        out of MASE averages instead of producing infinities.
+    """
+    if period < 1:
+        raise ValueError(f"period must be >= 1, got {period}")
+    y = np.asarray(y_train, dtype=np.float64).ravel()
+    if y.size <= period:
+        return float("nan")
+    diffs = np.abs(y[period:] - y[:-period])
+    diffs = diffs[np.isfinite(diffs)]
+    if diffs.size == 0:
+        return float("nan")
+    scale = float(diffs.mean())
+    return scale if scale > 0.0 else float("nan")
+
+
+def mae(actual: ArrayLike, pred: ArrayLike) -> float:
+    """Return the mean absolute error (NaN when no finite pair exists)."""
+    a, p = _pair(actual, pred)
+    return float(np.mean(np.abs(a - p))) if a.size else float("nan")
+
+
+def mase(actual: ArrayLike, pred: ArrayLike, scale: float) -> float:
+    """Return the MAE of one window divided by its naive ``scale``.
+
+    A non-positive or non-finite scale gives NaN (see the module docstring).
+    """
+    if not np.isfinite(scale) or scale <= 0.0:
+        return float("nan")
+    return mae(actual, pred) / scale
+
+
+def smape(actual: ArrayLike, pred: ArrayLike) -> float:
+    """Return the symmetric MAPE on the 0-200 scale; a 0/0 term counts as 0."""
+    a, p = _pair(actual, pred)
+    if a.size == 0:
+        return float("nan")
+    num = np.abs(a - p)
+    den = np.abs(a) + np.abs(p)
+    # Both zero means a perfect forecast of an idle signal: no error, not NaN.
+    terms = np.divide(num, den, out=np.zeros_like(num), where=den > 0.0)
+    return float(200.0 * terms.mean())
+
+
+def pinball(actual: ArrayLike, pred_q: ArrayLike, level: float) -> float:
+    """Return the mean pinball (quantile) loss of a ``level`` quantile forecast."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"quantile level must be in (0, 1), got {level}")
+    a, q = _pair(actual, pred_q)
+    if a.size == 0:
+        return float("nan")
+    diff = a - q
+    return float(np.mean(np.maximum(level * diff, (level - 1.0) * diff)))
+
+
+def coverage(actual: ArrayLike, upper: ArrayLike) -> float:
+    """Return the share of actuals at or under the forecast ``upper`` bound."""
+    a, u = _pair(actual, upper)
+    return float(np.mean(a <= u)) if a.size else float("nan")
+
+
+def horizon_steps(labels: Mapping[str, str] | list[str], step: pd.Timedelta) -> dict[str, int]:
+    """Map horizon labels such as ``10min``, ``1h``, ``3h`` to step counts.
+
+    Args:
+        labels: pandas offset strings (a list, or a mapping whose values are used and
+            whose keys become the labels).
+        step: the series' sampling step.
+
+    Raises:
+        ValueError: when a horizon is not a positive whole number of steps.
+    """
+    pairs = labels.items() if isinstance(labels, Mapping) else ((s, s) for s in labels)
+    out: dict[str, int] = {}
+    for label, text in pairs:
+        span = pd.Timedelta(text)
+        steps, rest = divmod(span, step)
+        if rest != pd.Timedelta(0) or steps < 1:
+            raise ValueError(f"horizon {text!r} is not a positive multiple of the step {step}")
+        out[label] = int(steps)
+    return out
+
+
+def score_backtest(
+    frame: pd.DataFrame,
+    scales: pd.DataFrame,
+    levels: Levels | None = None,
+    horizons: Mapping[str, int] | None = None,
+) -> pd.DataFrame:
+    """Score a backtest frame per series, model and horizon.
+
+    Args:
+        frame: backtest frame ``unique_id, ds, cutoff, step, model, mean, q<level>..., y``.
+        scales: frame ``unique_id, cutoff, scale`` (naive scale of each window).
+        levels: quantile levels to score; ``None`` takes every ``q<level>`` column.
+        horizons: horizon label -> number of steps (steps ``1..n`` are scored);
+            ``None`` scores all steps under the one label ``h<max step>``.
+
+    Returns:
+        One row per ``unique_id, model, horizon`` with ``mase`` (mean over windows of
+        the window's MAE / scale, windows with NaN scale left out), ``smape``,
+        ``mae``, ``pinball_q<l>`` and ``coverage_q<l>`` per level (means over all
+        scored rows), ``pinball`` (mean over levels) and ``n_windows`` (cutoffs scored).
+    """
+    if levels is None:
+        levels = _levels_in(frame)
+    missing = {UID, CUTOFF, STEP, MODEL, MEAN, Y} - set(frame.columns)
+    missing |= {quantile_column(lv) for lv in levels} - set(frame.columns)
+    if missing:
+        raise ValueError(f"backtest frame lacks columns {sorted(missing)}")
+    if horizons is None:
+        max_step = int(frame[STEP].max()) if len(frame) else 0
+        horizons = {f"h{max_step}": max_step}
+    keys = [UID, MODEL, CUTOFF]
+    base = frame.merge(scales[[UID, CUTOFF, SCALE]], on=[UID, CUTOFF], how="left")
+    y = base[Y].to_numpy(dtype=np.float64)
+    mean = base[MEAN].to_numpy(dtype=np.float64)
+    ok = np.isfinite(y) & np.isfinite(mean)
+    err = np.where(ok, np.abs(y - mean), np.nan)
+    den = np.abs(y) + np.abs(mean)
+    sm = np.where(den > 0.0, 200.0 * err / np.where(den > 0.0, den, 1.0), 0.0)
+    cols: dict[str, npt.NDArray[np.float64]] = {"_err": err, "_smape": np.where(ok, sm, np.nan)}
+    for lv in levels:
+        q = base[quantile_column(lv)].to_numpy(dtype=np.float64)
+        okq = np.isfinite(y) & np.isfinite(q)
+        d = y - q
+        cols[f"pinball_{quantile_column(lv)}"] = np.where(
+            okq, np.maximum(lv * d, (lv - 1.0) * d), np.nan
+        )
+        cols[f"coverage_{quantile_column(lv)}"] = np.where(okq, (y <= q).astype(float), np.nan)
+    rows = pd.concat([base[[*keys, STEP, SCALE]], pd.DataFrame(cols, index=base.index)], axis=1)
+    pin_cols = [f"pinball_{quantile_column(lv)}" for lv in levels]
+    cov_cols = [f"coverage_{quantile_column(lv)}" for lv in levels]
+    out = []
+    for label, n_steps in horizons.items():
+        part = rows[rows[STEP] <= n_steps]
+        per_window = part.groupby(keys, sort=True, observed=True).agg(
+            _mae=("_err", "mean"), _scale=(SCALE, "first")
+        )
+        scale = per_window["_scale"].where(per_window["_scale"] > 0.0)
+        per_window["_mase"] = per_window["_mae"] / scale
+        by_model = per_window.groupby([UID, MODEL], sort=True, observed=True)
+        scored = pd.DataFrame(
+            {
+                "mase": by_model["_mase"].mean(),
+                N_WINDOWS: by_model.size(),
+            }
+        )
+        means = part.groupby([UID, MODEL], sort=True, observed=True)[
+            ["_smape", "_err", *pin_cols, *cov_cols]
+        ].mean()
+        scored = scored.join(means.rename(columns={"_smape": "smape", "_err": "mae"}))
+        scored["pinball"] = scored[pin_cols].mean(axis=1) if pin_cols else np.nan
+        scored.insert(0, HORIZON, label)
+        out.append(scored.reset_index())
+    columns = [UID, MODEL, HORIZON, "mase", "smape", "mae", "pinball", *pin_cols, *cov_cols]
+    if not out:
+        return pd.DataFrame(columns=[*columns, N_WINDOWS])
+    result = pd.concat(out, ignore_index=True)
+    return result[[*columns, N_WINDOWS]]
+
+
+def _levels_in(frame: pd.DataFrame) -> list[float]:
+    """Return the quantile levels of a frame's ``q<level>`` columns, sorted."""
+    levels = []
+    for col in frame.columns:
+        if isinstance(col, str) and col.startswith("q"):
+            try:
+                levels.append(float(col[1:]))
+            except ValueError:
+                continue
+    return sorted(levels)

@@ -1,0 +1,1 @@
+"""Getting data and running work on a clock: sources, store, jobs, scheduler, CLI, simulator."""
