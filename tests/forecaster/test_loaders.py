@@ -183,9 +183,11 @@ def assert_demand_is_sum(df: pd.DataFrame, entity: str) -> None:
 @needs_data
 def test_helios_earth_total() -> None:
     df = load_trace("helios_earth_total")
-    assert {"earth_total/allocated_gpus", "earth_total/pending_gpus", "earth_total/demand_gpus"} <= (
-        signals_of(df)
-    )
+    assert {
+        "earth_total/allocated_gpus",
+        "earth_total/pending_gpus",
+        "earth_total/demand_gpus",
+    } <= (signals_of(df))
     assert str(df["ds"].dtype) == "datetime64[ns, UTC]"
     assert df["ds"].min() == pd.Timestamp("2020-05-01", tz="UTC")
     assert_demand_is_sum(df, "earth_total")
