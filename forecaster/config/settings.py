@@ -119,6 +119,17 @@ class Settings(BaseSettings):
         gt=0,
         description="a positive number of rolling-origin backtest cutoffs per training run",
     )
+    horizons: tuple[str, ...] = Field(
+        default=("10min", "1h", "3h"),
+        min_length=1,
+        description="a list of labelled horizons backtest scores are reported at, e.g. "
+        "['10min', '1h']; each must fit within horizon steps",
+    )
+    selection_horizon: str = Field(
+        default="1h",
+        description="the horizon label (one of horizons) models are selected and gated on; "
+        "about a node's lead time plus a step",
+    )
     max_train_days: int = Field(
         default=28,
         gt=0,
@@ -193,6 +204,15 @@ class Settings(BaseSettings):
         if bad:
             raise ValueError(f"levels {bad} are outside (0, 1)")
         return tuple(sorted(set(value)))
+
+    @model_validator(mode="after")
+    def _check_selection_horizon(self) -> Settings:
+        if self.selection_horizon not in self.horizons:
+            raise ValueError(
+                f"selection_horizon {self.selection_horizon!r} is not one of horizons "
+                f"{list(self.horizons)}; pick one of them or add it to horizons"
+            )
+        return self
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from forecaster.exceptions import InsufficientHistoryError, NotFittedError
+from forecaster.exceptions import InsufficientHistoryError, ModelError, NotFittedError
 from forecaster.types import (
     DEFAULT_LEVELS,
     DS,
@@ -32,9 +32,9 @@ from forecaster.types import (
     MODEL,
     STEP,
     UID,
-    Y,
     Levels,
     SeriesFrame,
+    Y,
     quantile_column,
 )
 
@@ -91,6 +91,15 @@ class Forecaster(ABC):
         """
         return refit_residuals(self, y, ds, self.horizon, n_windows=8)
 
+    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
+        """Return the learned state and the calibration residuals of one series.
+
+        The default calls ``_fit_series`` then ``_calibration_residuals``; families whose
+        calibration shares work with the fit (a held-out fold, parameters estimated once
+        on a prefix) override this one hook so the expensive part runs once.
+        """
+        return self._fit_series(y, ds), self._calibration_residuals(y, ds)
+
     # -- public contract ------------------------------------------------------
 
     @property
@@ -120,9 +129,14 @@ class Forecaster(ABC):
             )
         ds = pd.DatetimeIndex(group[DS])
         step = infer_step(ds, uid)
+        try:
+            state, residuals = self._fit_and_calibrate(y, ds)
+        except ModelError as exc:
+            # The hooks see arrays only; the series id is added here, where it is known.
+            raise ModelError(f"series {uid!r}: {exc}") from exc
         return SeriesFit(
-            state=self._fit_series(y, ds),
-            residuals=self._calibration_residuals(y, ds),
+            state=state,
+            residuals=residuals,
             last_ds=ds[-1],
             step=step,
             nonnegative=bool(np.nanmin(y) >= 0.0),
@@ -150,9 +164,7 @@ class Forecaster(ABC):
             )
         return fits
 
-    def _predict_one(
-        self, uid: str, fit: SeriesFit, h: int, levels: Levels
-    ) -> pd.DataFrame:
+    def _predict_one(self, uid: str, fit: SeriesFit, h: int, levels: Levels) -> pd.DataFrame:
         mean = np.asarray(self._predict_series(fit.state, h), dtype=np.float64)
         steps = np.arange(1, h + 1)
         out: dict[str, Any] = {

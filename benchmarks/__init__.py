@@ -1,0 +1,1 @@
+"""Reproducible measurements; each prints a table and writes JSON under results/."""

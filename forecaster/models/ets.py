@@ -1,0 +1,263 @@
+"""Exponential smoothing (additive Holt-Winters) with a damped trend and a daily season.
+
+Parameters are estimated once by statsmodels on a prefix of the history that ends
+where the calibration origins begin; the smoothing recursion then runs with those
+frozen parameters over the rest of the history. Its forecasts from the calibration
+origins are out of sample (neither the parameters nor the states saw the values they
+are scored on), and the state at the end of the history is the one the point forecast
+starts from. One optimisation per series serves both the fit and the intervals.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from forecaster.exceptions import ModelError
+from forecaster.models.base import FloatArray, Forecaster
+
+
+@dataclass(frozen=True)
+class SmoothingParams:
+    """Frozen smoothing parameters and initial states of additive Holt-Winters."""
+
+    alpha: float
+    beta: float
+    gamma: float
+    phi: float
+    level0: float
+    trend0: float
+    season0: FloatArray
+    """Initial seasonal indices for the phases of steps ``0..m-1``; empty: no season."""
+
+
+@dataclass(frozen=True)
+class SmoothingState:
+    """Level, trend and seasonal indices after the last observation."""
+
+    level: float
+    trend: float
+    phi: float
+    season: FloatArray
+    """Seasonal index per phase; the next step ``j`` ahead uses ``season[(n - 1 + j) % m]``."""
+    n: int
+
+
+def smoothing_forecast(state: SmoothingState, h: int) -> FloatArray:
+    """Return the ``h``-step point forecast of a smoothing state."""
+    return _forecast(state, h)
+
+
+def _forecast(state: SmoothingState, h: int) -> FloatArray:
+    damp = np.cumsum(state.phi ** np.arange(1, h + 1))
+    out = state.level + damp * state.trend
+    m = len(state.season)
+    if m:
+        out = out + state.season[(state.n - 1 + np.arange(1, h + 1)) % m]
+    return np.asarray(out, dtype=np.float64)
+
+
+def smoothing_filter(
+    y: FloatArray, params: SmoothingParams, origins: range, horizon: int
+) -> tuple[SmoothingState, FloatArray]:
+    """Run the additive recursion over ``y`` with frozen parameters.
+
+    Returns:
+        The state after the last value and the forecasts from each origin in
+        ``origins`` (indices of the last value seen), shape ``(len(origins), horizon)``.
+    """
+    alpha, beta, gamma, phi = params.alpha, params.beta, params.gamma, params.phi
+    level, trend = params.level0, params.trend0
+    season = params.season0.astype(np.float64, copy=True)
+    m = len(season)
+    forecasts = np.full((len(origins), horizon), np.nan)
+    first = origins.start if len(origins) else len(y)
+    for t, value in enumerate(y.tolist()):
+        prior = level + phi * trend
+        s = season[t % m] if m else 0.0
+        new_level = alpha * (value - s) + (1.0 - alpha) * prior
+        trend = beta * (new_level - level) + (1.0 - beta) * phi * trend
+        if m:
+            season[t % m] = gamma * (value - prior) + (1.0 - gamma) * s
+        level = new_level
+        if t >= first and t < origins.stop:
+            now = SmoothingState(level=level, trend=trend, phi=phi, season=season, n=t + 1)
+            forecasts[t - first] = _forecast(now, horizon)
+    return SmoothingState(level=level, trend=trend, phi=phi, season=season, n=len(y)), forecasts
+
+
+def estimate_params(
+    y: FloatArray, trend: bool, damped: bool, season_length: int
+) -> SmoothingParams:
+    """Estimate Holt-Winters parameters with statsmodels, simplifying on failure.
+
+    Tries the requested specification, then without the season, then a simple level.
+    A constant series needs no optimiser: its level is the value.
+
+    Raises:
+        ModelError: when even the simple level cannot be estimated.
+    """
+    if not np.all(np.isfinite(y)):
+        raise ModelError(
+            "exponential smoothing needs finite values; clean the frame (fill gaps) first"
+        )
+    if np.ptp(y) == 0.0:
+        return SmoothingParams(1.0, 0.0, 0.0, 1.0, float(y[0]), 0.0, np.zeros(0))
+    specs: list[tuple[bool, int]] = [(trend, season_length)]
+    if season_length:
+        specs.append((trend, 0))
+    if trend:
+        specs.append((False, 0))
+    last: Exception | None = None
+    for use_trend, m in specs:
+        try:
+            return _statsmodels_params(y, use_trend, damped and use_trend, m)
+        except (ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
+            last = exc
+    raise ModelError(
+        f"exponential smoothing failed on {len(y)} observations even as a simple level: {last}"
+    ) from last
+
+
+def _statsmodels_params(y: FloatArray, trend: bool, damped: bool, m: int) -> SmoothingParams:
+    from statsmodels.tsa.holtwinters import ExponentialSmoothing as _HoltWinters
+
+    model = _HoltWinters(
+        y,
+        trend="add" if trend else None,
+        damped_trend=damped,
+        seasonal="add" if m else None,
+        seasonal_periods=m or None,
+        # The heuristic start avoids optimising m initial seasonal indices (5x faster).
+        initialization_method="heuristic" if m else "estimated",
+    )
+    with warnings.catch_warnings():
+        # Convergence warnings are common on flat or zero-heavy series; the result is
+        # checked for finiteness below, which is what matters for forecasting.
+        warnings.simplefilter("ignore")
+        fitted = model.fit()
+    p = fitted.params
+
+    def get(key: str, default: float) -> float:
+        value = p.get(key, default)
+        return default if value is None or not np.isfinite(value) else float(value)
+
+    params = SmoothingParams(
+        alpha=get("smoothing_level", 1.0),
+        beta=get("smoothing_trend", 0.0) if trend else 0.0,
+        gamma=get("smoothing_seasonal", 0.0) if m else 0.0,
+        phi=get("damping_trend", 1.0) if damped else 1.0,
+        level0=float(p["initial_level"]),
+        trend0=get("initial_trend", 0.0) if trend else 0.0,
+        season0=np.asarray(p["initial_seasons"], dtype=np.float64) if m else np.zeros(0),
+    )
+    if not (np.isfinite(params.level0) and np.all(np.isfinite(params.season0))):
+        raise ValueError("statsmodels returned non-finite initial states")
+    return params
+
+
+def calibration_split(n: int, horizon: int, window: int) -> tuple[int, range]:
+    """Return the prefix length for parameter estimation and the calibration origins.
+
+    Origins are the last ``window`` positions from which a full ``horizon`` can still be
+    scored, capped at half of what is left after the horizon so the prefix keeps at
+    least the other half.
+    """
+    n_origins = max(1, min(window, (n - horizon) // 2))
+    last_origin = n - horizon - 1
+    first_origin = last_origin - n_origins + 1
+    return first_origin + 1, range(first_origin, last_origin + 1)
+
+
+def mean_abs(residuals: FloatArray) -> float:
+    """Mean absolute residual ignoring NaN (``inf`` when there is none)."""
+    finite = np.abs(residuals[np.isfinite(residuals)])
+    return float(finite.mean()) if finite.size else float("inf")
+
+
+def residuals_at(y: FloatArray, origins: range, forecasts: FloatArray) -> FloatArray:
+    """Return ``actual - forecast`` for each origin's next ``horizon`` values."""
+    horizon = forecasts.shape[1]
+    idx = np.asarray(origins)[:, None] + np.arange(1, horizon + 1)[None, :]
+    ok = idx < len(y)
+    actual = np.where(ok, y[np.minimum(idx, len(y) - 1)], np.nan)
+    return np.asarray(actual - forecasts, dtype=np.float64)
+
+
+class ExponentialSmoothing(Forecaster):
+    """Additive Holt-Winters: level, optional damped trend, optional daily season.
+
+    Args:
+        season_length: steps in one season (288 = a day of 5-min steps); the season is
+            dropped when the estimation prefix holds fewer than two seasons; 0 disables.
+        trend: whether to model a trend.
+        damped_trend: whether the trend is damped (recommended: undamped trends
+            overshoot on persistent load series).
+        max_history: only the last this many observations are used (4 weeks of 5 min).
+        calibration_window: how many recent origins provide out-of-sample residuals.
+        select: when true, also try the specification without trend and/or season and
+            keep the one with the least mean absolute error on the calibration origins
+            (an out-of-sample AutoETS over the additive family).
+        horizon: steps ahead the intervals are calibrated for.
+        alias: name in forecast frames.
+    """
+
+    name = "ets"
+
+    def __init__(
+        self,
+        *,
+        season_length: int = 288,
+        trend: bool = True,
+        damped_trend: bool = True,
+        max_history: int = 8064,
+        calibration_window: int = 576,
+        select: bool = True,
+        horizon: int = 36,
+        alias: str | None = None,
+    ) -> None:
+        super().__init__(horizon=horizon, alias=alias)
+        self.season_length = season_length
+        self.trend = trend
+        self.damped_trend = damped_trend
+        self.max_history = max_history
+        self.calibration_window = calibration_window
+        self.select = select
+
+    def min_history(self) -> int:
+        """Return the horizon plus a few points: one calibration window and a prefix."""
+        return self.horizon + 8
+
+    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
+        y = y[-self.max_history :]
+        prefix, origins = calibration_split(len(y), self.horizon, self.calibration_window)
+        m = self.season_length if 0 < 2 * self.season_length <= prefix else 0
+        trend = self.trend and prefix >= 10
+        specs = [(trend, m)]
+        if self.select:
+            specs += [(t, s) for t in {trend, False} for s in {m, 0} if (t, s) != (trend, m)]
+        best: tuple[float, SmoothingState, FloatArray] | None = None
+        for use_trend, season in specs:
+            params = estimate_params(y[:prefix], use_trend, self.damped_trend, season)
+            state, forecasts = smoothing_filter(y, params, origins, self.horizon)
+            residuals = residuals_at(y, origins, forecasts)
+            score = mean_abs(residuals)
+            if best is None or score < best[0]:
+                best = (score, state, residuals)
+        assert best is not None  # specs is never empty
+        return best[1], best[2]
+
+    def _fit_series(self, y: FloatArray, ds: pd.DatetimeIndex) -> Any:
+        return self._fit_and_calibrate(y, ds)[0]
+
+    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
+        return np.asarray(self._fit_and_calibrate(y, ds)[1], dtype=np.float64)
+
+    def _predict_series(self, state: Any, h: int) -> FloatArray:
+        if not isinstance(state, SmoothingState):
+            raise TypeError(f"expected a SmoothingState, got {type(state).__name__}")
+        return smoothing_forecast(state, h)

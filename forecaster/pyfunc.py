@@ -1,0 +1,214 @@
+"""The MLflow pyfunc wrapper of a fitted Foresight forecaster.
+
+A logged model answers "forecast these series this many steps ahead": its input is a
+frame ``unique_id`` (str), ``h`` (int), one row per series wanted, and its output the
+forecast frame ``unique_id, ds, step, model, mean, q<level>...`` of exactly those
+series, the same rows ``model.predict(h, levels)`` gives for them. ``ds`` stays a
+UTC datetime column and the signature says so.
+
+The fitted model is stored as a cloudpickle artifact and the wrapper is logged as
+MLflow "models from code" (a three-line generated entry file), so MLflow never
+pickles the wrapper itself. Loading it needs the ``foresight`` package installed,
+as any pickle of our classes does.
+"""
+
+from __future__ import annotations
+
+import pickle
+import tempfile
+import warnings
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import cloudpickle  # type: ignore[import-untyped]
+import mlflow
+import pandas as pd
+from mlflow.models import infer_signature
+from mlflow.models.model import ModelInfo
+from mlflow.pyfunc.model import PythonModel, PythonModelContext
+
+from forecaster.exceptions import DataValidationError
+from forecaster.types import UID, Levels
+
+H = "h"
+"""Request column: how many steps ahead to forecast the row's series."""
+ARTIFACT_KEY = "forecaster"
+_ENTRY_CODE = '''"""MLflow models-from-code entry point of a Foresight forecaster (generated)."""
+
+import mlflow
+
+from forecaster.pyfunc import ForecastPyfunc
+
+mlflow.models.set_model(ForecastPyfunc())
+'''
+# Distributions a loaded forecaster needs at predict time; listing them spares MLflow
+# its requirement inference, which loads the model in a subprocess (seconds per log).
+_REQUIREMENTS = ("mlflow", "cloudpickle", "numpy", "pandas", "scikit-learn", "statsmodels")
+
+
+@runtime_checkable
+class SupportsPredict(Protocol):
+    """A fitted model that forecasts every series it knows ``h`` steps ahead."""
+
+    def predict(self, h: int, levels: Levels) -> pd.DataFrame:
+        """Return the forecast frame ``unique_id, ds, step, model, mean, q<level>...``."""
+        ...
+
+
+def forecast_requests(
+    model: SupportsPredict, requests: pd.DataFrame, levels: Levels
+) -> pd.DataFrame:
+    """Forecast the series a request frame names, each for its own ``h``.
+
+    Args:
+        model: the fitted forecaster.
+        requests: columns ``unique_id`` and ``h``, one row per series.
+        levels: the quantile levels of the output.
+
+    Returns:
+        The rows of ``model.predict(h, levels)`` for the requested series, grouped by
+        ``h`` in order of first appearance, in the model's series order within a group.
+
+    Raises:
+        DataValidationError: a column is missing, ``h`` is not a positive integer, a
+            series is requested twice, or the model does not know a series.
+    """
+    _check_requests(requests)
+    frames = []
+    for h in pd.unique(requests[H]):
+        wanted = set(requests.loc[requests[H] == h, UID].astype(str))
+        forecast = model.predict(int(h), levels)
+        unknown = sorted(wanted - set(forecast[UID].astype(str)))
+        if unknown:
+            raise DataValidationError(
+                f"the model has no series {unknown[:5]}"
+                f"{f' (and {len(unknown) - 5} more)' if len(unknown) > 5 else ''}; "
+                f"it knows {forecast[UID].nunique()} series. Request only series it was "
+                "trained on, or retrain with them."
+            )
+        frames.append(forecast[forecast[UID].astype(str).isin(wanted)])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _check_requests(requests: pd.DataFrame) -> None:
+    missing = [c for c in (UID, H) if c not in requests.columns]
+    if missing:
+        raise DataValidationError(
+            f"forecast request lacks columns {missing}; send a frame with columns "
+            f"{UID!r} (str) and {H!r} (int), one row per series."
+        )
+    if requests.empty:
+        raise DataValidationError("forecast request has no rows; name at least one series.")
+    h = pd.to_numeric(requests[H], errors="coerce")
+    if h.isna().any() or (h % 1 != 0).any() or (h < 1).any():
+        raise DataValidationError(
+            f"forecast request column {H!r} must hold positive integers, got "
+            f"{sorted(set(requests[H].astype(str)))[:5]}."
+        )
+    duplicated = requests[UID][requests[UID].duplicated()].astype(str).unique().tolist()
+    if duplicated:
+        raise DataValidationError(
+            f"forecast request names series {duplicated[:5]} more than once; send one row "
+            "per series."
+        )
+
+
+class ForecastPyfunc(PythonModel):
+    """MLflow pyfunc model that serves a fitted forecaster.
+
+    Args:
+        model: the fitted forecaster; ``None`` when MLflow builds the wrapper and
+            ``load_context`` restores it from the artifact.
+        levels: quantile levels of the output frame.
+    """
+
+    def __init__(self, model: SupportsPredict | None = None, levels: Levels = ()) -> None:
+        self.model = model
+        self.levels = tuple(float(level) for level in levels)
+
+    def load_context(self, context: PythonModelContext) -> None:
+        """Restore the fitted forecaster and the levels saved with the model."""
+        with open(context.artifacts[ARTIFACT_KEY], "rb") as fh:
+            self.model = pickle.load(fh)
+        self.levels = tuple(float(level) for level in context.model_config["levels"])
+
+    def predict(
+        self,
+        context: PythonModelContext | None,
+        model_input: pd.DataFrame,
+        params: dict[str, Any] | None = None,
+    ) -> pd.DataFrame:
+        """Forecast the series of ``model_input`` (columns ``unique_id``, ``h``)."""
+        if self.model is None:
+            raise DataValidationError("ForecastPyfunc has no model: load it through MLflow.")
+        return forecast_requests(self.model, model_input, self.levels)
+
+
+def default_input_example(model: SupportsPredict, levels: Levels, n: int = 3) -> pd.DataFrame:
+    """Return a request for one step of the model's first ``n`` series."""
+    ids = pd.unique(model.predict(1, levels)[UID].astype(str))[:n]
+    return pd.DataFrame({UID: pd.Series(ids, dtype=str), H: pd.Series([1] * len(ids))})
+
+
+def log_forecaster(
+    model: SupportsPredict,
+    *,
+    levels: Levels,
+    name: str = "model",
+    input_example: pd.DataFrame | None = None,
+) -> ModelInfo:
+    """Log a fitted forecaster as a pyfunc model into MLflow's active run.
+
+    Args:
+        model: the fitted forecaster (pickled with cloudpickle).
+        levels: quantile levels the served model outputs.
+        name: the logged model's name within the run.
+        input_example: a request frame (``unique_id``, ``h``); defaults to one step of
+            the model's first three series. The signature is inferred from it and the
+            model's answer to it.
+
+    Returns:
+        MLflow's ``ModelInfo``; ``model_uri`` is what ``registry.register`` takes.
+    """
+    example = default_input_example(model, levels) if input_example is None else input_example
+    output = forecast_requests(model, example, levels)
+    with warnings.catch_warnings():
+        # MLflow hints that integer columns cannot hold missing values; ``h`` never may.
+        warnings.filterwarnings("ignore", message=".*integer column", category=UserWarning)
+        signature = infer_signature(example, output)
+    with tempfile.TemporaryDirectory() as tmp:
+        pickled = Path(tmp) / "forecaster.pkl"
+        with pickled.open("wb") as fh:
+            cloudpickle.dump(model, fh)
+        entry = Path(tmp) / "forecast_model.py"
+        entry.write_text(_ENTRY_CODE)
+        info: ModelInfo = mlflow.pyfunc.log_model(
+            name=name,
+            python_model=str(entry),
+            artifacts={ARTIFACT_KEY: str(pickled)},
+            model_config={"levels": [float(level) for level in levels]},
+            signature=signature,
+            input_example=example,
+            pip_requirements=_pinned_requirements(),
+        )
+    return info
+
+
+def load_forecaster(path: str | Path) -> SupportsPredict:
+    """Load the fitted forecaster of a pyfunc model saved in a local directory."""
+    loaded = mlflow.pyfunc.load_model(str(path))
+    wrapper = loaded.unwrap_python_model()
+    if not isinstance(wrapper, ForecastPyfunc) or wrapper.model is None:
+        raise DataValidationError(f"{path} is not a Foresight forecaster pyfunc model.")
+    return wrapper.model
+
+
+def _pinned_requirements() -> list[str]:
+    pins = []
+    for dist in _REQUIREMENTS:
+        try:
+            pins.append(f"{dist}=={version(dist)}")
+        except PackageNotFoundError:
+            continue
+    return pins

@@ -1,0 +1,329 @@
+"""MLflow experiment tracking of training runs.
+
+One experiment per deployment, one run per training. A run carries the training's
+parameters, summary metrics per model and horizon, the per-series score table, the
+backtest frame, the forecast-vs-actual plot and the champion chosen for each series,
+so a reviewer can tell from the MLflow UI what was trained, on what, and why a model
+won. Every MLflow call goes through :func:`tracking_errors`, which turns library and
+connection failures into :class:`~forecaster.exceptions.TrackingError` naming the
+tracking URI without its credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import mlflow
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param
+from mlflow.exceptions import MlflowException
+from mlflow.models.model import ModelInfo
+
+from forecaster.exceptions import TrackingError
+from forecaster.types import MODEL, UID, Levels
+
+KIND_TAG = "foresight.kind"
+HORIZON_COLUMN = "horizon"
+"""Column of score frames holding the horizon label (``10min``, ``1h``...)."""
+SCORE_KEYS = (UID, MODEL, HORIZON_COLUMN)
+_NOT_METRICS = frozenset({*SCORE_KEYS, "n_windows"})
+_MAX_KEY_LENGTH = 250
+_MAX_PARAM_LENGTH = 6000
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    """Where runs and registered models live.
+
+    Args:
+        tracking_uri: MLflow tracking and registry URI (``sqlite:///...`` or ``http://...``).
+        experiment_name: the deployment's experiment; created on first use.
+        artifact_location: artifact root of a newly created experiment; ``None`` lets the
+            server decide (the embedded default points it under ``models/``).
+    """
+
+    tracking_uri: str
+    experiment_name: str = "foresight"
+    artifact_location: str | None = None
+
+    @property
+    def safe_uri(self) -> str:
+        """The tracking URI without credentials, fit for messages and logs."""
+        return redact_uri(self.tracking_uri)
+
+    def client(self) -> MlflowClient:
+        """Return a client bound to this tracking and registry URI (no global state)."""
+        return MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
+
+
+def redact_uri(uri: str) -> str:
+    """Return ``uri`` without ``user:password@`` and without its query string."""
+    parts = urlsplit(uri)
+    if not parts.netloc:
+        return uri
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+@contextmanager
+def tracking_errors(uri: str, action: str) -> Iterator[None]:
+    """Translate MLflow and I/O errors raised inside the block into ``TrackingError``.
+
+    Args:
+        uri: the tracking URI in use (credentials are removed from the message).
+        action: what was being done, e.g. ``"start a training run"``.
+    """
+    try:
+        yield
+    except (MlflowException, OSError) as exc:
+        # MLflow's own message repeats the URI with its credentials: scrub it.
+        detail = _USERINFO.sub("", str(exc).replace(uri, redact_uri(uri)))
+        raise TrackingError(
+            f"could not {action} at MLflow tracking URI {redact_uri(uri)}: {detail}"
+        ) from exc
+
+
+@contextmanager
+def _scoped_tracking_uri(uri: str) -> Iterator[None]:
+    # mlflow.pyfunc.log_model only logs into the fluent active run of the global
+    # tracking URI; set it for the run's duration and restore the caller's setting.
+    previous = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None  # type: ignore[no-untyped-call]
+    mlflow.set_tracking_uri(uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(previous)  # type: ignore[arg-type]  # None unsets it
+
+
+def metric_key(*parts: str) -> str:
+    """Join parts into a metric key MLflow accepts on every platform.
+
+    MLflow keys allow alphanumerics, ``_ - . /`` and spaces and must be normalised
+    paths; anything else in a part (a model alias, a horizon label) becomes ``_``.
+    """
+    clean = []
+    for part in parts:
+        safe = re.sub(r"[^\w.\- ]", "_", str(part)).strip() or "_"
+        clean.append("_" if set(safe) == {"."} else safe)
+    return "/".join(clean)[:_MAX_KEY_LENGTH]
+
+
+def summary_metrics(
+    scores: pd.DataFrame, champions: Mapping[str, str] | None = None
+) -> dict[str, float]:
+    """Aggregate a score frame into ``<metric>/<model>/<horizon>`` means over series.
+
+    Args:
+        scores: one row per ``unique_id, model, horizon`` with metric columns.
+        champions: optional ``unique_id -> model`` routing; adds
+            ``<metric>/champion/<horizon>`` over each series' own champion rows.
+
+    Returns:
+        Metric key to the mean of its finite values (keys with none are left out).
+    """
+    missing = [c for c in SCORE_KEYS if c not in scores.columns]
+    if missing:
+        raise ValueError(f"score frame lacks columns {missing}; it needs {list(SCORE_KEYS)}")
+    value_cols = [
+        c
+        for c in scores.columns
+        if c not in _NOT_METRICS and pd.api.types.is_numeric_dtype(scores[c])
+    ]
+    groups: list[tuple[str, pd.DataFrame]] = [
+        (str(model), frame) for model, frame in scores.groupby(MODEL, sort=True)
+    ]
+    if champions:
+        chosen = scores[scores[UID].map(champions).eq(scores[MODEL])]
+        groups.append(("champion", chosen))
+    out: dict[str, float] = {}
+    for model, frame in groups:
+        for horizon, rows in frame.groupby(HORIZON_COLUMN, sort=False):
+            for col in value_cols:
+                values = rows[col].to_numpy(dtype=np.float64)
+                values = values[np.isfinite(values)]
+                if values.size:
+                    out[metric_key(col, model, str(horizon))] = float(values.mean())
+    return out
+
+
+class TrainingRun:
+    """An open MLflow run of one training; created by :func:`start_training_run`."""
+
+    def __init__(self, config: TrackingConfig, client: MlflowClient, run_id: str) -> None:
+        self.config = config
+        self.run_id = run_id
+        self._client = client
+
+    def _errors(self, action: str) -> AbstractContextManager[None]:
+        return tracking_errors(self.config.tracking_uri, action)
+
+    def log_params(self, params: Mapping[str, object]) -> None:
+        """Log hyperparameters and settings; values are stringified and truncated."""
+        batch = [Param(metric_key(str(k)), str(v)[:_MAX_PARAM_LENGTH]) for k, v in params.items()]
+        with self._errors("log parameters"):
+            self._client.log_batch(self.run_id, params=batch)
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
+        """Log numeric metrics (keys are used as given, so build them with ``metric_key``)."""
+        now = int(pd.Timestamp.now(tz="UTC").timestamp() * 1000)
+        batch = [Metric(k, float(v), now, step) for k, v in metrics.items()]
+        with self._errors("log metrics"):
+            self._client.log_batch(self.run_id, metrics=batch)
+
+    def log_scores(
+        self, scores: pd.DataFrame, champions: Mapping[str, str] | None = None
+    ) -> dict[str, float]:
+        """Log summary metrics per model and horizon and the full table as ``scores.csv``.
+
+        Per-series values go only to the table artifact: a metric per series, model,
+        horizon and score would be tens of thousands of metrics for 1000 series.
+
+        Returns:
+            The summary metrics that were logged.
+        """
+        metrics = summary_metrics(scores, champions)
+        self.log_metrics(metrics)
+        self.log_frame("scores.csv", scores)
+        return metrics
+
+    def log_frame(self, name: str, frame: pd.DataFrame) -> None:
+        """Log a frame as an artifact; ``name`` ends in ``.csv`` or ``.parquet``."""
+        suffix = Path(name).suffix
+        if suffix not in {".csv", ".parquet"}:
+            raise ValueError(f"artifact name {name!r} must end in .csv or .parquet")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / Path(name).name
+            if suffix == ".csv":
+                frame.to_csv(path, index=False)
+            else:
+                frame.to_parquet(path, index=False)
+            self._log_file(path, Path(name).parent)
+
+    def log_figure(self, figure: Figure | Path, name: str = "forecast_vs_actual.png") -> None:
+        """Log a matplotlib figure (rendered to PNG) or an existing image file."""
+        if isinstance(figure, Path):
+            with self._errors("log a figure"):
+                self._client.log_artifact(self.run_id, str(figure))
+            return
+        with self._errors("log a figure"):
+            self._client.log_figure(self.run_id, figure, name)
+
+    def log_json(self, name: str, obj: Any) -> None:
+        """Log a JSON-serialisable object as an artifact file ``name``."""
+        with self._errors(f"log {name}"):
+            self._client.log_text(self.run_id, json.dumps(obj, indent=2, sort_keys=True), name)
+
+    def log_champions(self, champions: Mapping[str, str]) -> None:
+        """Record each series' champion model as ``champions.json`` and summary tags.
+
+        Tags the run with the series count, the pools (the ``<pool>`` part of
+        ``<pool>/<signal>`` ids) and how many series each model family won.
+        """
+        self.log_json("champions.json", dict(champions))
+        wins = Counter(champions.values())
+        self.set_tags(
+            {
+                "foresight.series_count": str(len(champions)),
+                "foresight.pools": describe_pools(champions),
+                "foresight.champion_wins": json.dumps(dict(wins.most_common())),
+            }
+        )
+
+    def set_tags(self, tags: Mapping[str, object]) -> None:
+        """Set run tags (shown and searchable in the MLflow UI)."""
+        with self._errors("set run tags"):
+            for key, value in tags.items():
+                self._client.set_tag(self.run_id, key, str(value))
+
+    def log_forecaster(
+        self,
+        model: Any,
+        *,
+        levels: Levels,
+        name: str = "model",
+        input_example: pd.DataFrame | None = None,
+    ) -> ModelInfo:
+        """Log a fitted forecaster as a pyfunc model of this run (see ``forecaster.pyfunc``)."""
+        from forecaster.pyfunc import log_forecaster
+
+        with self._errors("log the model"):
+            return log_forecaster(model, name=name, levels=levels, input_example=input_example)
+
+    def _log_file(self, path: Path, artifact_dir: Path) -> None:
+        subdir = None if str(artifact_dir) in {"", "."} else artifact_dir.as_posix()
+        with self._errors(f"log artifact {path.name}"):
+            self._client.log_artifact(self.run_id, str(path), subdir)
+
+
+def ensure_experiment(config: TrackingConfig, client: MlflowClient | None = None) -> str:
+    """Return the id of the configured experiment, creating it when it does not exist."""
+    client = client or config.client()
+    with tracking_errors(config.tracking_uri, f"open experiment {config.experiment_name!r}"):
+        experiment = client.get_experiment_by_name(config.experiment_name)
+        if experiment is not None:
+            return str(experiment.experiment_id)
+        return str(
+            client.create_experiment(
+                config.experiment_name, artifact_location=config.artifact_location
+            )
+        )
+
+
+@contextmanager
+def start_training_run(
+    config: TrackingConfig,
+    *,
+    run_name: str,
+    tags: Mapping[str, str] | None = None,
+    description: str | None = None,
+) -> Iterator[TrainingRun]:
+    """Open a training run; it ends FINISHED, or FAILED when the block raises.
+
+    The run is also MLflow's active run for the block (so ``log_forecaster`` attaches
+    the model to it) and the global tracking URI is restored afterwards. Do not open
+    two training runs at once in one process.
+
+    Args:
+        config: where to track.
+        run_name: the run's display name.
+        tags: extra run tags; ``foresight.kind=train`` is always set.
+        description: the run's note in the MLflow UI.
+    """
+    client = config.client()
+    experiment_id = ensure_experiment(config, client)
+    all_tags = {KIND_TAG: "train", **(tags or {})}
+    with _scoped_tracking_uri(config.tracking_uri):
+        with tracking_errors(config.tracking_uri, "start a training run"):
+            active = mlflow.start_run(
+                experiment_id=experiment_id,
+                run_name=run_name,
+                tags=all_tags,
+                description=description,
+            )
+        status = "FAILED"
+        try:
+            yield TrainingRun(config, client, active.info.run_id)
+            status = "FINISHED"
+        finally:
+            with tracking_errors(config.tracking_uri, "end the training run"):
+                mlflow.end_run(status=status)
+
+
+def describe_pools(unique_ids: Iterable[str]) -> str:
+    """Return the sorted, comma-separated pools of ``<pool>/<signal>`` series ids."""
+    return ",".join(sorted({uid.split("/", 1)[0] for uid in unique_ids}))

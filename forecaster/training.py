@@ -1,0 +1,238 @@
+"""One training: backtest the candidates, select per series, gate, register, promote.
+
+The order of the side effects is what keeps a crash harmless: the run is logged
+first, the new version is registered next, the ``champion`` alias moves only after
+the gate said so, and the last-known-good copy is replaced last (atomically). A
+training killed at any point leaves the previous champion serving.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from forecaster.backtest import BacktestResult, Estimator, backtest
+from forecaster.champion import ChampionForecaster
+from forecaster.exceptions import TrackingError
+from forecaster.metrics import score_backtest
+from forecaster.plotting import forecast_vs_actual
+from forecaster.registry import (
+    champion_version,
+    export_last_known_good,
+    load_champion,
+    promote,
+    register,
+)
+from forecaster.selection import PromotionDecision, promotion_gate, select_per_series
+from forecaster.tracking import TrackingConfig, start_training_run
+from forecaster.types import MODEL, UID, Levels
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
+"""Progress callback: ``(stage, done, total)``."""
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What a training evaluates and how.
+
+    Attributes:
+        horizon: steps ahead every candidate is backtested for.
+        horizons: labelled horizons the scores are reported at (``{"1h": 12}``).
+        selection_horizon: the label models are selected and gated on (the one that
+            matters to the policy, about a node's lead time); ``None`` averages all.
+        n_windows: rolling-origin cutoffs.
+        levels: quantile levels.
+        max_train: most recent observations each fit sees.
+    """
+
+    horizon: int
+    horizons: Mapping[str, int]
+    selection_horizon: str | None
+    n_windows: int
+    levels: Levels
+    max_train: int | None = None
+
+
+@dataclass(frozen=True)
+class TrainingOutcome:
+    """What one training did."""
+
+    run_id: str
+    selection: dict[str, str]
+    scores: pd.DataFrame
+    decision: PromotionDecision
+    version: str
+    promoted: bool
+    champion: ChampionForecaster
+    failures: pd.DataFrame = field(repr=False)
+
+
+def train(
+    df: pd.DataFrame,
+    candidates: Sequence[Estimator],
+    plan: TrainingPlan,
+    *,
+    tracking: TrackingConfig,
+    model_name: str,
+    models_dir: Path,
+    run_name: str = "train",
+    progress: Progress | None = None,
+    executor: Executor | None = None,
+) -> TrainingOutcome:
+    """Train on a validated series frame and promote the winner if it earns it.
+
+    Args:
+        df: validated long frame (see ``forecaster.contract.validate_series``).
+        candidates: unfitted model prototypes; names must be unique.
+        plan: horizons, windows and levels.
+        tracking: the MLflow tracking server and registry.
+        model_name: the registered model's name.
+        models_dir: where the last-known-good copy lives.
+        run_name: the MLflow run's display name.
+        progress: called as stages advance.
+        executor: fans the backtest out per series.
+    """
+    report = progress or (lambda stage, done, total: None)
+    result = backtest(
+        candidates,
+        df,
+        horizon=plan.horizon,
+        n_windows=plan.n_windows,
+        levels=plan.levels,
+        max_train=plan.max_train,
+        progress=lambda done, total: report("backtest", done, total),
+        executor=executor,
+    )
+    scores = score_backtest(result.frame, result.scales, plan.levels, plan.horizons)
+    selection = select_per_series(scores, horizon=plan.selection_horizon)
+    challenger_rows = champion_rows(result.frame, selection)
+    incumbent_rows = _incumbent_rows(
+        df,
+        plan,
+        tracking=tracking,
+        model_name=model_name,
+        models_dir=models_dir,
+        executor=executor,
+    )
+    decision = promotion_gate(challenger_rows, incumbent_rows, scales=result.scales)
+    report("fit", 0, 1)
+    champion = ChampionForecaster(
+        selection, {c.model_name: c for c in candidates}, default="persistence"
+    ).fit(recent_history(df, plan.max_train))
+    report("fit", 1, 1)
+
+    with start_training_run(
+        tracking, run_name=run_name, tags={"foresight.model_name": model_name}
+    ) as run:
+        run.log_params(_params(plan, candidates, df))
+        run.log_scores(scores, champions=selection)
+        run.log_champions(selection)
+        run.log_frame("backtest.parquet", result.frame)
+        if not result.failures.empty:
+            run.log_frame("failures.csv", result.failures)
+        champion_plot = challenger_rows.assign(**{MODEL: "champion"})
+        run.log_figure(forecast_vs_actual(champion_plot, level=max(plan.levels)))
+        run.set_tags({"foresight.gate": decision.reason[:500]})
+        info = run.log_forecaster(champion, levels=plan.levels)
+        run_id = run.run_id
+    version = register(info.model_uri, model_name, tracking=tracking, run_id=run_id)
+    promoted = promote(model_name, version, decision, tracking=tracking)
+    if promoted:
+        export_last_known_good(
+            info.model_uri,
+            models_dir,
+            {"name": model_name, "version": version, "run_id": run_id},
+            tracking=tracking,
+        )
+    report("register", 1, 1)
+    return TrainingOutcome(
+        run_id=run_id,
+        selection=selection,
+        scores=scores,
+        decision=decision,
+        version=version,
+        promoted=promoted,
+        champion=champion,
+        failures=result.failures,
+    )
+
+
+def champion_rows(frame: pd.DataFrame, selection: Mapping[str, str]) -> pd.DataFrame:
+    """Return the backtest rows of each series' selected model, renamed ``champion``.
+
+    Equal to backtesting a ``ChampionForecaster`` with this selection, since it
+    refits the same family with the same parameters on the same windows.
+    """
+    chosen = frame[frame[MODEL].eq(frame[UID].map(selection))]
+    return chosen.assign(**{MODEL: "champion"}).reset_index(drop=True)
+
+
+def _incumbent_rows(
+    df: pd.DataFrame,
+    plan: TrainingPlan,
+    *,
+    tracking: TrackingConfig,
+    model_name: str,
+    models_dir: Path,
+    executor: Executor | None,
+) -> pd.DataFrame | None:
+    """Backtest the current champion on the same windows; ``None`` when there is none."""
+    try:
+        if champion_version(model_name, tracking=tracking) is None:
+            return None
+        loaded = load_champion(
+            model_name, models_dir=models_dir, tracking=tracking, refresh_last_known_good=False
+        )
+    except TrackingError as exc:
+        logger.warning("no current champion to compare with: %s", exc)
+        return None
+    incumbent = loaded.model
+    if not isinstance(incumbent, ChampionForecaster):
+        return None
+    # Series the old champion never saw are served by persistence, as they would be.
+    prototype = ChampionForecaster(
+        incumbent.selection, incumbent.candidates, default="persistence", alias="champion"
+    )
+    result: BacktestResult = backtest(
+        [prototype],
+        df,
+        horizon=plan.horizon,
+        n_windows=plan.n_windows,
+        levels=plan.levels,
+        max_train=plan.max_train,
+        executor=executor,
+    )
+    return result.frame
+
+
+def recent_history(df: pd.DataFrame, max_train: int | None) -> pd.DataFrame:
+    """Return each series' last ``max_train`` observations (all when ``None``)."""
+    if max_train is None:
+        return df
+    return df.groupby(UID, sort=False, observed=True).tail(max_train).reset_index(drop=True)
+
+
+def _params(
+    plan: TrainingPlan, candidates: Sequence[Estimator], df: pd.DataFrame
+) -> dict[str, object]:
+    params: dict[str, object] = {
+        "horizon": plan.horizon,
+        "horizons": dict(plan.horizons),
+        "selection_horizon": plan.selection_horizon,
+        "n_windows": plan.n_windows,
+        "levels": list(plan.levels),
+        "max_train": plan.max_train,
+        "n_series": df[UID].nunique(),
+        "n_rows": len(df),
+    }
+    for candidate in candidates:
+        for key, value in candidate.get_params().items():
+            params[f"{candidate.model_name}.{key}"] = value
+    return params

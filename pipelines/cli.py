@@ -1,0 +1,243 @@
+"""The ``foresight`` command line: train, backtest and forecast.
+
+Every command works on the committed sample by default (``data/sample``) or on any
+CSV / Parquet file given with ``--data``; settings come from ``--config`` (YAML) and
+``FORESIGHT_*`` variables.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import pandas as pd
+import typer
+from rich.console import Console
+
+from forecaster.backtest import backtest
+from forecaster.champion import ChampionForecaster
+from forecaster.config.settings import Settings, load_settings
+from forecaster.exceptions import ForesightError
+from forecaster.metrics import horizon_steps, score_backtest
+from forecaster.models.catalog import default_models, make_model, steps_in
+from forecaster.registry import load_champion
+from forecaster.tracking import TrackingConfig
+from forecaster.training import TrainingPlan, recent_history, train
+from pipelines.dataset import Dataset, load_dataset
+from pipelines.reporting import (
+    forecast_table,
+    progress_bar,
+    scores_table,
+    training_table,
+    write_frame,
+)
+
+app = typer.Typer(
+    help="Foresight: predictive autoscaling for GPU clusters.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="YAML settings file (FORESIGHT_* env wins).")
+]
+DataOption = Annotated[
+    Path | None,
+    typer.Option("--data", help="CSV/Parquet series file; default: the committed sample."),
+]
+SeriesOption = Annotated[
+    list[str] | None, typer.Option("--series", help="Only this series id (repeatable).")
+]
+WorkersOption = Annotated[
+    int, typer.Option("--workers", min=1, help="Processes the backtest fans out to.")
+]
+FastOption = Annotated[
+    bool, typer.Option("--fast", help="Quick candidate set (no MSTL, no gradient boosting).")
+]
+
+
+def main() -> None:
+    """Entry point of the ``foresight`` console script."""
+    app()
+
+
+@app.command("train")
+def train_command(
+    config: ConfigOption = None,
+    data: DataOption = None,
+    series: SeriesOption = None,
+    workers: WorkersOption = 2,
+    fast: FastOption = False,
+) -> None:
+    """Backtest every model family, pick a champion per series, register and gate it."""
+    with _errors():
+        settings = _settings(config)
+        dataset = load_dataset(settings, data, series=series)
+        plan = _plan(settings, dataset)
+        candidates = default_models(dataset.step, plan.horizon, fast=fast)
+        console.print(
+            f"Training on [bold]{dataset.frame['unique_id'].nunique()}[/] series from "
+            f"{dataset.source} (step {dataset.step}, {plan.n_windows} backtest windows, "
+            f"models: {', '.join(c.model_name for c in candidates)})"
+        )
+        with progress_bar(console) as report, _executor(workers) as executor:
+            outcome = train(
+                dataset.frame,
+                candidates,
+                plan,
+                tracking=_tracking(settings),
+                model_name=settings.registered_model_name,
+                models_dir=settings.models_dir,
+                progress=report,
+                executor=executor,
+            )
+        console.print(training_table(outcome, plan))
+        verdict = "promoted to @champion" if outcome.promoted else "not promoted"
+        console.print(
+            f"Model {settings.registered_model_name} version {outcome.version} {verdict}: "
+            f"{outcome.decision.reason}"
+        )
+        _print_mlflow_hint(settings, outcome.run_id)
+
+
+@app.command("backtest")
+def backtest_command(
+    config: ConfigOption = None,
+    data: DataOption = None,
+    series: SeriesOption = None,
+    models: Annotated[
+        list[str] | None,
+        typer.Option("--model", help="Model family to score (repeatable); default all."),
+    ] = None,
+    workers: WorkersOption = 2,
+    fast: FastOption = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", help="Write the scores (.csv or .json).")
+    ] = None,
+) -> None:
+    """Score model families by rolling-origin backtest, without registering anything."""
+    with _errors():
+        settings = _settings(config)
+        dataset = load_dataset(settings, data, series=series)
+        plan = _plan(settings, dataset)
+        candidates = (
+            [make_model(name, horizon=plan.horizon) for name in models]
+            if models
+            else default_models(dataset.step, plan.horizon, fast=fast)
+        )
+        with progress_bar(console) as report, _executor(workers) as executor:
+            result = backtest(
+                candidates,
+                dataset.frame,
+                horizon=plan.horizon,
+                n_windows=plan.n_windows,
+                levels=plan.levels,
+                max_train=plan.max_train,
+                progress=lambda done, total: report("backtest", done, total),
+                executor=executor,
+            )
+        scores = score_backtest(result.frame, result.scales, plan.levels, plan.horizons)
+        console.print(scores_table(scores, plan.levels))
+        if not result.failures.empty:
+            console.print(f"[yellow]{len(result.failures)} windows failed[/] (see --output)")
+        if output is not None:
+            write_frame(scores, output)
+            console.print(f"Scores written to {output}")
+
+
+@app.command("forecast")
+def forecast_command(
+    config: ConfigOption = None,
+    data: DataOption = None,
+    series: SeriesOption = None,
+    steps: Annotated[
+        int | None, typer.Option("--steps", min=1, help="Steps ahead; default the horizon.")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", help="Write the forecast frame (.csv or .json).")
+    ] = None,
+) -> None:
+    """Forecast every series with the @champion model refitted on the latest data."""
+    with _errors():
+        settings = _settings(config)
+        dataset = load_dataset(settings, data, series=series)
+        loaded = load_champion(
+            settings.registered_model_name,
+            models_dir=settings.models_dir,
+            tracking=_tracking(settings),
+        )
+        if loaded.source != "registry":
+            console.print(f"[yellow]Using the last-known-good champion:[/] {loaded.reason}")
+        plan = _plan(settings, dataset)
+        model = loaded.model
+        if isinstance(model, ChampionForecaster):
+            # Refit the chosen families on the latest data: the registered state is as
+            # old as the training, the hyperparameters and selection are what it chose.
+            model = ChampionForecaster(
+                model.selection, model.candidates, default="persistence", alias="champion"
+            )
+            model.fit(recent_history(dataset.frame, plan.max_train))
+        frame = model.predict(steps or plan.horizon, plan.levels)
+        console.print(forecast_table(frame, plan.horizons, plan.levels))
+        console.print(f"Champion version {loaded.version} ({loaded.source}).")
+        if output is not None:
+            write_frame(frame, output)
+            console.print(f"Forecasts written to {output}")
+
+
+def _settings(config: Path | None) -> Settings:
+    settings = load_settings(config)
+    logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
+    return settings
+
+
+def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
+    horizons = horizon_steps(list(settings.horizons), dataset.step)
+    return TrainingPlan(
+        horizon=max(settings.horizon, *horizons.values()),
+        horizons=horizons,
+        selection_horizon=settings.selection_horizon,
+        n_windows=settings.backtest_windows,
+        levels=settings.levels,
+        max_train=steps_in(pd.Timedelta(days=settings.max_train_days), dataset.step),
+    )
+
+
+def _tracking(settings: Settings) -> TrackingConfig:
+    return TrackingConfig(
+        tracking_uri=settings.mlflow_tracking_uri,
+        experiment_name=settings.experiment_name,
+        artifact_location=settings.mlflow_artifacts_dir.as_uri(),
+    )
+
+
+@contextmanager
+def _executor(workers: int) -> Iterator[Executor | None]:
+    if workers <= 1:
+        yield None
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield pool
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Print our own errors as one readable line and exit 2, instead of a traceback."""
+    try:
+        yield
+    except ForesightError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(code=2) from exc
+
+
+def _print_mlflow_hint(settings: Settings, run_id: str) -> None:
+    uri = settings.mlflow_tracking_uri
+    console.print(
+        f"Run {run_id} is tracked at {uri}.\nReview it in the MLflow UI:\n"
+        f"  .venv/bin/mlflow ui --backend-store-uri {uri} --port 5000"
+    )
