@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# MLflow's per-download progress bars drown the CLI's own output.
+export MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR := false
 
 .PHONY: run test lint format bench clean venv
 

@@ -21,7 +21,7 @@ from rich.console import Console
 from forecaster.backtest import backtest
 from forecaster.champion import ChampionForecaster
 from forecaster.config.settings import Settings, load_settings
-from forecaster.exceptions import ForesightError
+from forecaster.exceptions import ConfigError, ForesightError
 from forecaster.metrics import horizon_steps, score_backtest
 from forecaster.models.catalog import default_models, make_model, steps_in
 from forecaster.registry import load_champion
@@ -197,7 +197,13 @@ def _settings(config: Path | None) -> Settings:
 
 
 def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
-    horizons = horizon_steps(list(settings.horizons), dataset.step)
+    try:
+        horizons = horizon_steps(list(settings.horizons), dataset.step)
+    except ValueError as exc:
+        raise ConfigError(
+            f'{exc}: set horizons (FORESIGHT_HORIZONS, e.g. \'["1h", "3h"]\') to multiples '
+            f"of the data's step {dataset.step}"
+        ) from exc
     return TrainingPlan(
         horizon=max(settings.horizon, *horizons.values()),
         horizons=horizons,
@@ -231,7 +237,7 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except ForesightError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
         raise typer.Exit(code=2) from exc
 
 
@@ -239,5 +245,6 @@ def _print_mlflow_hint(settings: Settings, run_id: str) -> None:
     uri = settings.mlflow_tracking_uri
     console.print(
         f"Run {run_id} is tracked at {uri}.\nReview it in the MLflow UI:\n"
-        f"  .venv/bin/mlflow ui --backend-store-uri {uri} --port 5000"
+        f"  .venv/bin/mlflow ui --backend-store-uri {uri} --port 5000",
+        soft_wrap=True,
     )

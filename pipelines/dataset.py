@@ -75,7 +75,7 @@ def load_dataset(
                 f"series {unknown} are not in {source}; known series include: {known}"
             )
         raw = raw[raw[UID].isin(series)]
-    frame, report = validate_series(raw, on_error="drop")
+    frame, report = validate_series(raw, max_gap_steps=settings.max_gap_steps, on_error="drop")
     if report:
         with warnings.catch_warnings():
             warnings.simplefilter("always")

@@ -130,6 +130,12 @@ class Settings(BaseSettings):
         description="the horizon label (one of horizons) models are selected and gated on; "
         "about a node's lead time plus a step",
     )
+    max_gap_steps: int = Field(
+        default=48,
+        ge=0,
+        description="a number of missing steps a gap may span and still be interpolated; "
+        "history before a longer gap is dropped (48 = 4 h at 5 min: rides out a short outage)",
+    )
     max_train_days: int = Field(
         default=28,
         gt=0,

@@ -1,0 +1,118 @@
+"""Training end to end against a temporary local MLflow store: gate, alias, last-known-good."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecaster.champion import ChampionForecaster
+from forecaster.models.naive import Persistence, SeasonalNaive
+from forecaster.registry import champion_version, last_known_good_dir, load_champion
+from forecaster.tracking import TrackingConfig
+from forecaster.training import TrainingPlan, champion_rows, train
+
+DAY = 24  # hourly steps keep every fit instant
+
+
+def seasonal_frame(days: int = 12, seed: int = 3) -> pd.DataFrame:
+    """Two series with a strong daily cycle: seasonal naive beats persistence."""
+    rng = np.random.default_rng(seed)
+    n = days * DAY
+    t = np.arange(n)
+    ds = pd.date_range("2025-01-01", periods=n, freq="1h", tz="UTC")
+    parts = []
+    for uid, level in (("pool-a/demand_gpus", 40.0), ("pool-b/demand_gpus", 10.0)):
+        y = level + 0.8 * level * np.sin(2 * np.pi * t / DAY) + rng.normal(0, 0.5, n)
+        parts.append(pd.DataFrame({"unique_id": uid, "ds": ds, "y": np.clip(y, 0, None)}))
+    return pd.concat(parts, ignore_index=True)
+
+
+@pytest.fixture
+def tracking(tmp_path: Path) -> TrackingConfig:
+    return TrackingConfig(
+        tracking_uri=f"sqlite:///{tmp_path}/mlflow.db",
+        experiment_name="test-training",
+        artifact_location=(tmp_path / "artifacts").as_uri(),
+    )
+
+
+PLAN = TrainingPlan(
+    horizon=6,
+    horizons={"1h": 1, "6h": 6},
+    selection_horizon="6h",
+    n_windows=4,
+    levels=(0.5, 0.9),
+    max_train=8 * DAY,
+)
+
+
+def run(
+    df: pd.DataFrame,
+    models: list[Persistence | SeasonalNaive],
+    tracking: TrackingConfig,
+    models_dir: Path,
+):  # type: ignore[no-untyped-def]
+    return train(df, models, PLAN, tracking=tracking, model_name="demand", models_dir=models_dir)
+
+
+def test_first_training_becomes_champion_and_is_exported(
+    tracking: TrackingConfig, tmp_path: Path
+) -> None:
+    outcome = run(seasonal_frame(), [Persistence(horizon=6)], tracking, tmp_path / "models")
+
+    assert outcome.promoted
+    assert outcome.version == "1"
+    assert champion_version("demand", tracking=tracking) == "1"
+    assert last_known_good_dir(tmp_path / "models", "demand") is not None
+    assert outcome.selection == {
+        "pool-a/demand_gpus": "persistence",
+        "pool-b/demand_gpus": "persistence",
+    }
+
+
+def test_better_challenger_is_promoted_equal_one_is_not(
+    tracking: TrackingConfig, tmp_path: Path
+) -> None:
+    df = seasonal_frame()
+    models_dir = tmp_path / "models"
+    run(df, [Persistence(horizon=6)], tracking, models_dir)
+
+    better = run(
+        df,
+        [Persistence(horizon=6), SeasonalNaive(season_length=DAY, horizon=6)],
+        tracking,
+        models_dir,
+    )
+    assert set(better.selection.values()) == {"seasonal_naive"}
+    assert better.promoted, better.decision.reason
+    assert champion_version("demand", tracking=tracking) == better.version
+
+    same = run(
+        df,
+        [Persistence(horizon=6), SeasonalNaive(season_length=DAY, horizon=6)],
+        tracking,
+        models_dir,
+    )
+    assert not same.promoted
+    assert champion_version("demand", tracking=tracking) == better.version
+
+    loaded = load_champion("demand", models_dir=models_dir, tracking=tracking)
+    assert loaded.version == better.version
+    assert isinstance(loaded.model, ChampionForecaster)
+    assert loaded.model.describe() == better.selection
+
+
+def test_champion_rows_pick_each_series_selected_model() -> None:
+    frame = pd.DataFrame(
+        {
+            "unique_id": ["a", "a", "b", "b"],
+            "model": ["persistence", "seasonal_naive", "persistence", "seasonal_naive"],
+            "mean": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
+    rows = champion_rows(frame, {"a": "seasonal_naive", "b": "persistence"})
+    assert rows["mean"].tolist() == [2.0, 3.0]
+    assert set(rows["model"]) == {"champion"}
