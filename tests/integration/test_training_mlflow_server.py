@@ -1,0 +1,53 @@
+"""A whole training, twice, against a real ``mlflow server``: run, registry, gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from forecaster.models.naive import Persistence, SeasonalNaive
+from forecaster.registry import champion_version
+from forecaster.tracking import TrackingConfig
+from forecaster.training import TrainingPlan, train
+
+pytestmark = pytest.mark.integration
+
+DAY = 24
+
+
+def test_training_runs_register_and_gate_over_http(
+    mlflow_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+    rng = np.random.default_rng(5)
+    n = 10 * DAY
+    ds = pd.date_range("2025-01-01", periods=n, freq="1h", tz="UTC")
+    y = 20 + 15 * np.sin(2 * np.pi * np.arange(n) / DAY) + rng.normal(0, 0.5, n)
+    df = pd.DataFrame({"unique_id": "pool/demand_gpus", "ds": ds, "y": np.clip(y, 0, None)})
+    config = TrackingConfig(tracking_uri=mlflow_server, experiment_name="foresight-train-it")
+    plan = TrainingPlan(
+        horizon=6, horizons={"6h": 6}, selection_horizon="6h", n_windows=3, levels=(0.5, 0.9)
+    )
+
+    def run(models: list[Persistence | SeasonalNaive]):  # type: ignore[no-untyped-def]
+        return train(df, models, plan, tracking=config, model_name="it-demand", models_dir=tmp_path)
+
+    first = run([Persistence(horizon=6)])
+    second = run([Persistence(horizon=6), SeasonalNaive(season_length=DAY, horizon=6)])
+
+    assert first.promoted
+    assert second.promoted, second.decision.reason
+    assert champion_version("it-demand", tracking=config) == second.version
+    client = MlflowClient(tracking_uri=mlflow_server)
+    artifacts = {a.path for a in client.list_artifacts(second.run_id)}
+    assert {"scores.csv", "backtest.parquet", "champions.json", "forecast_vs_actual.png"} <= (
+        artifacts
+    )
+    metrics = client.get_run(second.run_id).data.metrics
+    assert metrics["mase/champion/6h"] < metrics["mase/persistence/6h"]
+    version = client.get_model_version("it-demand", second.version)
+    assert version.tags["foresight.promotion"] == "promoted"
