@@ -1,0 +1,70 @@
+"""The scale policy: pure functions from forecast and live signals to a recommendation.
+
+The chain (each step a public function, ``decide`` composes them):
+forecast -> :func:`peak_demand` / :func:`nodes_for_gpus` -> :func:`add_latency` ->
+:func:`reactive_floor` -> :func:`assess_health` -> :func:`clamp` -> :func:`stabilise`
+-> :class:`Recommendation` with its :class:`Explanation`.
+"""
+
+from api.policy.bounds import clamp
+from api.policy.decide import decide
+from api.policy.explain import Explanation, InputReading, Stages, term_that_set
+from api.policy.floor import apply_floor, reactive_floor
+from api.policy.health import HealthVerdict, assess_health, covers_window
+from api.policy.need import PeakDemand, add_latency, ceil_nodes, nodes_for_gpus, peak_demand
+from api.policy.recommendation import Recommendation, action_for, headroom
+from api.policy.stabilise import StabilisationLimit, Stabilised, record, stabilise
+from api.policy.types import (
+    DEFAULT_VALIDITY,
+    NO_LATENCY,
+    Action,
+    DemandForecast,
+    DesiredSpan,
+    ForecastHealth,
+    HealthReason,
+    LatencyAdjustment,
+    LiveSignals,
+    Mode,
+    Sample,
+    StabilisationState,
+    Term,
+)
+
+__all__ = [
+    "DEFAULT_VALIDITY",
+    "NO_LATENCY",
+    "Action",
+    "DemandForecast",
+    "DesiredSpan",
+    "Explanation",
+    "ForecastHealth",
+    "HealthReason",
+    "HealthVerdict",
+    "InputReading",
+    "LatencyAdjustment",
+    "LiveSignals",
+    "Mode",
+    "PeakDemand",
+    "Recommendation",
+    "Sample",
+    "StabilisationLimit",
+    "StabilisationState",
+    "Stabilised",
+    "Stages",
+    "Term",
+    "action_for",
+    "add_latency",
+    "apply_floor",
+    "assess_health",
+    "ceil_nodes",
+    "clamp",
+    "covers_window",
+    "decide",
+    "headroom",
+    "nodes_for_gpus",
+    "peak_demand",
+    "reactive_floor",
+    "record",
+    "stabilise",
+    "term_that_set",
+]

@@ -1,0 +1,212 @@
+"""The explanation: which term set the number, and every input's value and age.
+
+The *term* is the last step of the chain that changed the number: a final clamp to
+the bounds beats stabilisation, stabilisation beats the first clamp, the clamp beats
+what the need said, and within the need the reactive floor beats latency, which beats
+the forecast. So the term always names what a reader would have to change to get a
+different answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from api.policy.stabilise import StabilisationLimit
+from api.policy.types import HealthReason, LatencyAdjustment, Mode, Sample, Term, iso_utc
+
+
+@dataclass(frozen=True)
+class Stages:
+    """The node count after each step of the chain.
+
+    Attributes:
+        mode: predictive or reactive.
+        forecast_nodes: nodes for the forecast peak (None in reactive mode).
+        latency_nodes: ``forecast_nodes`` plus the applied latency nodes (None in
+            reactive mode).
+        floor_nodes: nodes the current demand occupies.
+        need: the need after the floor (in reactive mode: the floor).
+        bounded: ``need`` clamped to the pool's bounds.
+        window_max: the largest desired value in force during the stabilisation window.
+        stabilised: after stabilisation.
+        final: after the final clamp (stabilisation can hold a count above a lowered
+            ``max_nodes``; the bounds win).
+    """
+
+    mode: Mode
+    forecast_nodes: int | None
+    latency_nodes: int | None
+    floor_nodes: int
+    need: int
+    bounded: int
+    window_max: int
+    stabilised: int
+    final: int
+
+
+def term_that_set(stages: Stages) -> Term:
+    """Return the last step of the chain that changed the node count."""
+    if stages.final != stages.stabilised:
+        return "bounds"
+    if stages.stabilised != stages.bounded:
+        return "stabilisation"
+    if stages.bounded != stages.need:
+        return "bounds"
+    if stages.mode == "reactive" or stages.forecast_nodes is None or stages.latency_nodes is None:
+        return "reactive"
+    if stages.floor_nodes > stages.latency_nodes:
+        return "floor"
+    if stages.latency_nodes > stages.forecast_nodes:
+        return "latency"
+    return "forecast"
+
+
+@dataclass(frozen=True)
+class InputReading:
+    """One input of the decision: its value, when it was taken and how old it was."""
+
+    value: float | None
+    at: datetime | None
+    age_seconds: float | None
+
+    @classmethod
+    def of(cls, value: float | None, at: datetime | None, now: datetime) -> InputReading:
+        """Return the reading with its age at ``now`` (None when ``at`` is unknown)."""
+        age = None if at is None else (now - at).total_seconds()
+        return cls(value, at, age)
+
+    @classmethod
+    def of_sample(cls, sample: Sample | None, now: datetime) -> InputReading:
+        """Return the reading of a live sample, all None when it is missing."""
+        if sample is None:
+            return cls(None, None, None)
+        return cls.of(sample.value, sample.at, now)
+
+    def to_dict(self) -> dict[str, object]:
+        """Return plain numbers and an ISO 8601 UTC timestamp."""
+        return {"value": self.value, "at": iso_utc(self.at), "age_seconds": self.age_seconds}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why the recommendation says what it says.
+
+    Attributes:
+        term: the step that set the number (see :func:`term_that_set`).
+        mode: predictive, or reactive when the forecast failed a health check.
+        summary: the reasoning in one line of prose.
+        health_reasons: the failed health checks (empty in predictive mode).
+        health_detail: one sentence per failed check.
+        stages: the node count after each step.
+        inputs: every input by name with its value and age.
+        forecast_peak_at: when the forecast peak is due, None without a usable forecast.
+        latency: the call-chain adjustment as received.
+        latency_applied: the latency nodes actually added.
+        stabilisation_limit: what held a scale-down back, None when nothing did.
+        settings: the pool settings the decision used, as plain numbers.
+    """
+
+    term: Term
+    mode: Mode
+    summary: str
+    health_reasons: tuple[HealthReason, ...]
+    health_detail: str
+    stages: Stages
+    inputs: Mapping[str, InputReading]
+    forecast_peak_at: datetime | None
+    latency: LatencyAdjustment
+    latency_applied: int
+    stabilisation_limit: StabilisationLimit | None
+    settings: Mapping[str, float]
+
+    def to_dict(self) -> dict[str, object]:
+        """Return a JSON-ready form: plain numbers, strings and ISO 8601 UTC times."""
+        s = self.stages
+        return {
+            "term": self.term,
+            "mode": self.mode,
+            "summary": self.summary,
+            "health_reasons": list(self.health_reasons),
+            "health_detail": self.health_detail,
+            "stages": {
+                "forecast_nodes": s.forecast_nodes,
+                "latency_nodes": s.latency_nodes,
+                "floor_nodes": s.floor_nodes,
+                "need": s.need,
+                "bounded": s.bounded,
+                "window_max": s.window_max,
+                "stabilised": s.stabilised,
+                "final": s.final,
+            },
+            "inputs": {name: reading.to_dict() for name, reading in self.inputs.items()},
+            "forecast_peak_at": iso_utc(self.forecast_peak_at),
+            "latency": {
+                "extra_nodes": self.latency.extra_nodes,
+                "applied_nodes": self.latency_applied,
+                "not_gpu_bound": self.latency.not_gpu_bound,
+                "reason": self.latency.reason,
+            },
+            "stabilisation_limit": self.stabilisation_limit,
+            "settings": dict(self.settings),
+        }
+
+
+def summarise(
+    stages: Stages,
+    term: Term,
+    *,
+    health_detail: str,
+    peak_gpus: float | None,
+    level: float | None,
+    demand_gpus: float,
+    current_nodes: int,
+    latency: LatencyAdjustment,
+    latency_applied: int,
+    limit: StabilisationLimit | None,
+    settings: Mapping[str, float],
+) -> str:
+    """Return the reasoning as one line of prose, ending with the term that set the number."""
+    parts: list[str] = []
+    gpn = int(settings["gpus_per_node"])
+    if stages.mode == "reactive":
+        parts.append(f"reactive mode: {health_detail}")
+    elif peak_gpus is not None and level is not None:
+        parts.append(
+            f"the q{level:g} demand forecast peaks at {peak_gpus:.4g} GPUs within the lead "
+            "time plus one step; "
+            f"at {gpn} GPUs per node and {settings['target_utilisation']:.0%} target "
+            f"utilisation that is {stages.forecast_nodes} nodes"
+        )
+    if latency.not_gpu_bound:
+        parts.append(
+            "the pool is not GPU-bound (its GPUs idle while its services are slow), so no "
+            f"nodes are added for latency ({latency.reason or 'no reason given'})"
+        )
+    elif latency_applied and stages.mode == "predictive":
+        parts.append(f"call-chain latency adds {latency_applied} nodes ({latency.reason})")
+    elif latency.extra_nodes and stages.mode == "reactive":
+        parts.append(f"the {latency.extra_nodes} latency nodes are not added in reactive mode")
+    parts.append(
+        f"live demand of {demand_gpus:.4g} GPUs occupies {stages.floor_nodes} nodes (the floor)"
+    )
+    if stages.bounded != stages.need or stages.final != stages.stabilised:
+        parts.append(f"the bounds [{settings['min_nodes']:g}, {settings['max_nodes']:g}] apply")
+    if limit == "window":
+        parts.append(
+            f"scale-down held at {stages.window_max} nodes, the highest desired value of the "
+            f"last {settings['scale_down_window_seconds'] / 60:g} min"
+        )
+    elif limit == "step":
+        parts.append(
+            f"scale-down limited to {settings['max_step_nodes']:g} node(s) below the "
+            f"{current_nodes} ready"
+        )
+    elif limit == "warming_up":
+        parts.append(
+            "scale-down waits until the decision history spans the "
+            f"{settings['scale_down_window_seconds'] / 60:g} min window"
+        )
+    parts.append(f"{stages.final} nodes, set by {term}")
+    return "; ".join(parts)
