@@ -35,3 +35,11 @@ class TrackingError(ForesightError):
 
 class SourceError(ForesightError):
     """A data file or metric source could not be read."""
+
+
+class StoreError(ForesightError):
+    """The store's database is unreachable, misconfigured or failed a read or write."""
+
+
+class PublishError(ForesightError):
+    """A consumer format (ConfigMap, manifest, webhook) failed validation or delivery."""
