@@ -1,0 +1,74 @@
+"""Call-chain latency signals: trace ingestion, a sliding window of spans, bottlenecks.
+
+Ingestion (the routes call these): :func:`decode_export_request` for ``POST /v1/traces``
+(OTLP/HTTP protobuf or JSON; answer with :func:`export_response`) and
+:func:`decode_span_list` for ``POST /signals/spans``; both return :class:`Span` records
+for :meth:`SpanWindow.add`. :meth:`SpanWindow.stats` gives :class:`ServiceStats` per
+service, and :func:`analyse` turns them, with the pools' SLOs, into one
+``LatencyAdjustment`` per pool and a :class:`ServiceReport` per service.
+"""
+
+from api.callchain.baseline import Baseline, BaselineState, is_ready, update_baselines
+from api.callchain.bottleneck import (
+    BottleneckSettings,
+    LatencyAnalysis,
+    ServiceReport,
+    ServiceStatus,
+    ThresholdSource,
+    analyse,
+    service_pools,
+)
+from api.callchain.otlp import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    JSON,
+    PROTOBUF,
+    decode_export_request,
+    decode_json,
+    decode_protobuf,
+    export_response,
+)
+from api.callchain.spanlist import SpanIn, decode_span_list, spans_from_models
+from api.callchain.stats import percentile, service_stats
+from api.callchain.types import (
+    PayloadTooLargeError,
+    ServiceStats,
+    Span,
+    SpanKind,
+    SpanStatus,
+    UnsupportedMediaTypeError,
+)
+from api.callchain.window import AddResult, SpanWindow
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_BYTES",
+    "JSON",
+    "PROTOBUF",
+    "AddResult",
+    "Baseline",
+    "BaselineState",
+    "BottleneckSettings",
+    "LatencyAnalysis",
+    "PayloadTooLargeError",
+    "ServiceReport",
+    "ServiceStats",
+    "ServiceStatus",
+    "Span",
+    "SpanIn",
+    "SpanKind",
+    "SpanStatus",
+    "SpanWindow",
+    "ThresholdSource",
+    "UnsupportedMediaTypeError",
+    "analyse",
+    "decode_export_request",
+    "decode_json",
+    "decode_protobuf",
+    "decode_span_list",
+    "export_response",
+    "is_ready",
+    "percentile",
+    "service_pools",
+    "service_stats",
+    "spans_from_models",
+    "update_baselines",
+]

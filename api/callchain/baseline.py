@@ -1,0 +1,141 @@
+"""Each service's usual p95 latency: an exponentially weighted moving average over time.
+
+Services without an SLO are judged against their own history. The average weighs an
+update by the time since the previous one (``weight = 1 - 0.5 ** (elapsed / half_life)``),
+so the baseline means the same whether the analysis runs every ten seconds or every
+minute. While a service is slow against its baseline the baseline is frozen: otherwise
+an incident would slowly teach the baseline that slow is normal. (The flip side: a
+release that is permanently slower stays flagged until someone sets an SLO for it.)
+
+The state is a frozen value passed in and returned, like the policy's stabilisation
+state, with a JSON form for the store.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from types import MappingProxyType
+from typing import Any
+
+from api.callchain.types import ServiceStats
+from api.policy.types import iso_utc, require_aware
+from forecaster.exceptions import DataValidationError
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The usual p95 of one service.
+
+    Attributes:
+        p95_ms: the moving average of the service's p95 call duration, in ms.
+        updated_at: when it last took in a value.
+        updates: how many values it has taken in.
+    """
+
+    p95_ms: float
+    updated_at: datetime
+    updates: int = 1
+
+    def __post_init__(self) -> None:
+        require_aware(self.updated_at, "Baseline.updated_at")
+        if not math.isfinite(self.p95_ms) or self.p95_ms < 0:
+            raise DataValidationError(f"baseline p95_ms must be finite and >= 0: {self.p95_ms}")
+
+
+@dataclass(frozen=True)
+class BaselineState:
+    """Baselines by service name; the empty state knows nothing yet."""
+
+    services: Mapping[str, Baseline] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "services", MappingProxyType(dict(self.services)))
+
+    def get(self, service: str) -> Baseline | None:
+        """Return the baseline of ``service``, None when it has none."""
+        return self.services.get(service)
+
+    def to_dict(self) -> dict[str, object]:
+        """Return a JSON-ready form (ISO 8601 UTC timestamps) for the store."""
+        return {
+            name: {
+                "p95_ms": baseline.p95_ms,
+                "updated_at": iso_utc(baseline.updated_at),
+                "updates": baseline.updates,
+            }
+            for name, baseline in sorted(self.services.items())
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BaselineState:
+        """Rebuild a state written by :meth:`to_dict`.
+
+        Raises:
+            DataValidationError: an entry is missing a field or holds a bad value.
+        """
+        services = {}
+        for name, entry in data.items():
+            try:
+                services[str(name)] = Baseline(
+                    p95_ms=float(entry["p95_ms"]),
+                    updated_at=datetime.fromisoformat(str(entry["updated_at"])),
+                    updates=int(entry["updates"]),
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise DataValidationError(f"baseline of {name!r} is invalid: {exc!r}") from exc
+        return cls(services)
+
+
+def update_baselines(
+    state: BaselineState,
+    stats: Mapping[str, ServiceStats],
+    now: datetime,
+    *,
+    half_life: timedelta = timedelta(hours=1),
+    min_calls: int = 20,
+    freeze_above: float = 2.0,
+    min_updates: int = 5,
+) -> BaselineState:
+    """Fold the window's p95 of every service into its baseline.
+
+    Args:
+        state: the baselines so far.
+        stats: the current window's statistics.
+        now: the time of this update.
+        half_life: after this long, the previous baseline weighs half.
+        min_calls: services with fewer calls in the window are not updated (their p95
+            is noise).
+        freeze_above: a ready baseline is not updated while the service's p95 exceeds
+            ``freeze_above`` times it.
+        min_updates: a baseline with this many updates is ready (see :func:`is_ready`).
+
+    Returns:
+        The new state; services without stats keep their baseline.
+    """
+    require_aware(now, "now")
+    if half_life <= timedelta(0):
+        raise ValueError(f"half_life must be positive, got {half_life}")
+    services = dict(state.services)
+    for name, stat in stats.items():
+        if stat.call_count < min_calls or not math.isfinite(stat.p95_ms):
+            continue
+        old = services.get(name)
+        if old is None:
+            services[name] = Baseline(stat.p95_ms, now, 1)
+            continue
+        if is_ready(old, min_updates) and stat.p95_ms > freeze_above * old.p95_ms:
+            continue
+        elapsed = max(timedelta(0), now - old.updated_at)
+        weight = 1.0 - 0.5 ** (elapsed / half_life)
+        services[name] = Baseline(
+            old.p95_ms + weight * (stat.p95_ms - old.p95_ms), now, old.updates + 1
+        )
+    return BaselineState(services)
+
+
+def is_ready(baseline: Baseline | None, min_updates: int = 5) -> bool:
+    """Return whether a baseline has seen enough windows to judge the service by."""
+    return baseline is not None and baseline.updates >= min_updates

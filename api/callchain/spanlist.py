@@ -1,0 +1,171 @@
+"""The simple span list of ``POST /signals/spans``, for senders without an OTLP exporter.
+
+The body is a JSON array of spans::
+
+    [
+      {"trace_id": "t1", "span_id": "a", "service": "gateway", "name": "GET /search",
+       "start": "2024-05-01T12:00:00.000Z", "duration_ms": 180},
+      {"trace_id": "t1", "span_id": "b", "parent_span_id": "a", "service": "ranker",
+       "start": 1714564800010000000, "end": 1714564800150000000, "status": "error"}
+    ]
+
+Fields:
+
+- ``trace_id``, ``span_id``: ids of 1-64 characters from ``[0-9A-Za-z._:-]``; a span
+  id is unique within its trace.
+- ``parent_span_id``: the caller's span id in the same trace; absent, null or "" for a
+  root span.
+- ``service``: the service that did the work (matched against the pools' services).
+- ``name``: the operation, optional.
+- ``start``: RFC 3339 with a timezone (``Z`` or an offset; microsecond precision) or
+  Unix time in integer nanoseconds (a number or a decimal string).
+- ``end`` (same forms as ``start``) or ``duration_ms`` (a number >= 0): exactly one.
+- ``kind``: ``unspecified`` (default), ``internal``, ``server``, ``client``,
+  ``producer`` or ``consumer``.
+- ``status``: ``unset`` (default), ``ok`` or ``error``.
+
+Unknown fields are rejected, so a misspelt ``duration`` is an error rather than a span
+of unknown length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Annotated, Any, Final
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from api.callchain.types import Span, SpanKind, SpanStatus, datetime_to_ns
+from forecaster.exceptions import DataValidationError
+
+_ID_PATTERN: Final = r"^[0-9A-Za-z._:-]{1,64}$"
+_MAX_REPORTED_ERRORS: Final = 10
+
+SpanId = Annotated[str, Field(pattern=_ID_PATTERN)]
+"""A trace or span id of the simple format."""
+
+SpanTime = Annotated[
+    int | AwareDatetime,
+    Field(description="RFC 3339 with a timezone, or Unix time in integer nanoseconds"),
+]
+"""A point in time: RFC 3339 or Unix nanoseconds."""
+
+
+def _unix_nanos_or_text(value: Any) -> Any:
+    # A float would be ambiguous (seconds? milliseconds?) and lossy; a bool is a mistake.
+    if isinstance(value, bool | float):
+        raise ValueError("give Unix nanoseconds as an integer, or an RFC 3339 string")
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value)
+    return value
+
+
+class SpanIn(BaseModel):
+    """One span of the simple span list (see the module documentation)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trace_id: SpanId
+    span_id: SpanId
+    parent_span_id: SpanId | None = None
+    service: str = Field(min_length=1, max_length=255)
+    name: str = Field(default="", max_length=1024)
+    start: SpanTime
+    end: SpanTime | None = None
+    duration_ms: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    kind: SpanKind = "unspecified"
+    status: SpanStatus = "unset"
+
+    @field_validator("parent_span_id", mode="before")
+    @classmethod
+    def _empty_parent_is_root(cls, value: Any) -> Any:
+        return None if value == "" else value
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _check_time(cls, value: Any) -> Any:
+        return _unix_nanos_or_text(value)
+
+    @model_validator(mode="after")
+    def _end_or_duration(self) -> SpanIn:
+        if (self.end is None) == (self.duration_ms is None):
+            raise ValueError("give exactly one of end and duration_ms")
+        return self
+
+    def to_span(self) -> Span:
+        """Return the span record.
+
+        Raises:
+            DataValidationError: the span ends before it starts or starts before 1970.
+        """
+        start_ns = _to_ns(self.start)
+        if self.end is not None:
+            end_ns = _to_ns(self.end)
+        else:
+            # round(), not int(): 0.1 ms must be 100000 ns, not 99999.
+            end_ns = start_ns + round((self.duration_ms or 0.0) * 1e6)
+        return Span(
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            parent_span_id=self.parent_span_id,
+            service=self.service,
+            name=self.name,
+            start_ns=start_ns,
+            end_ns=end_ns,
+            kind=self.kind,
+            status=self.status,
+        )
+
+
+_SPAN_LIST: Final = TypeAdapter(list[SpanIn])
+
+
+def _to_ns(value: int | datetime) -> int:
+    return value if isinstance(value, int) else datetime_to_ns(value)
+
+
+def spans_from_models(models: Iterable[SpanIn]) -> list[Span]:
+    """Turn validated :class:`SpanIn` models (e.g. a FastAPI body) into span records.
+
+    Raises:
+        DataValidationError: a span ends before it starts; the message gives its index.
+    """
+    spans = []
+    for index, model in enumerate(models):
+        try:
+            spans.append(model.to_span())
+        except DataValidationError as exc:
+            raise DataValidationError(f"span [{index}]: {exc}") from exc
+    return spans
+
+
+def decode_span_list(body: bytes | str) -> list[Span]:
+    """Decode the JSON body of ``POST /signals/spans``.
+
+    Raises:
+        DataValidationError: the body is not a JSON array of valid spans; the message
+            lists the first problems with their index and field.
+    """
+    try:
+        models = _SPAN_LIST.validate_json(body)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(str(part) for part in error['loc']) or 'body'}: {error['msg']}"
+            for error in exc.errors()[:_MAX_REPORTED_ERRORS]
+        ]
+        more = exc.error_count() - len(problems)
+        suffix = f" (and {more} more)" if more > 0 else ""
+        raise DataValidationError(
+            "the span list is invalid: " + "; ".join(problems) + suffix
+        ) from exc
+    return spans_from_models(models)

@@ -1,0 +1,263 @@
+"""Bottleneck rules on hand-built statistics: culprit by self time, downstream, GPU check."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from api.callchain import (
+    Baseline,
+    BaselineState,
+    BottleneckSettings,
+    LatencyAnalysis,
+    ServiceStats,
+    Span,
+    SpanWindow,
+    analyse,
+    service_pools,
+    update_baselines,
+)
+from api.policy import LatencyAdjustment
+from forecaster.config.pools import PoolConfig, ServiceConfig
+from forecaster.exceptions import ConfigError
+
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def pool(name: str, *services: tuple[str, float]) -> PoolConfig:
+    return PoolConfig(
+        name=name,
+        node_group_id=f"asg-{name}",
+        services=[ServiceConfig(name=n, slo_p95_ms=slo) for n, slo in services],
+    )
+
+
+POOLS = [
+    pool("cpu-gw", ("gateway", 190)),
+    pool("a100-rank", ("ranker", 150)),
+    pool("h100-embed", ("embedder", 100)),
+    pool("cpu-tok", ("tokenizer", 50)),
+]
+NODES = {"cpu-gw": 4, "a100-rank": 6, "h100-embed": 10, "cpu-tok": 2}
+BUSY = {"cpu-gw": 90.0, "a100-rank": 90.0, "h100-embed": 90.0, "cpu-tok": 90.0}
+
+
+def st(
+    name: str, p95: float, self_p95: float, callees: tuple[str, ...] = (), calls: int = 100
+) -> ServiceStats:
+    return ServiceStats(name, calls, calls, p95 * 0.6, p95, self_p95 * 0.6, self_p95, (), callees)
+
+
+def run(
+    stats: list[ServiceStats],
+    *,
+    current_nodes: Mapping[str, int] = NODES,
+    gpu_util: Mapping[str, float | None] = BUSY,
+    baselines: BaselineState | None = None,
+) -> LatencyAnalysis:
+    return analyse(
+        {s.service: s for s in stats},
+        POOLS,
+        current_nodes=current_nodes,
+        gpu_util=gpu_util,
+        baselines=baselines or BaselineState(),
+        now=NOW,
+    )
+
+
+def test_a_slow_leaf_is_the_culprit_and_its_callers_are_not_blamed() -> None:
+    # embedder is slow on its own; ranker and gateway are slow only waiting on it.
+    stats = [
+        st("gateway", 200, 30, ("ranker",)),
+        st("ranker", 170, 20, ("embedder",)),
+        st("embedder", 150, 150),
+    ]
+
+    result = analyse(
+        {s.service: s for s in stats},
+        POOLS,
+        current_nodes=NODES,
+        gpu_util=BUSY,
+        baselines=BaselineState(),
+        now=NOW,
+    )
+
+    embedder, ranker, gateway = (result.services[n] for n in ("embedder", "ranker", "gateway"))
+    assert (embedder.culprit, embedder.status, embedder.own_p95_ms) == (True, "slow", 150)
+    # ceil(10 nodes x (150 / 100 - 1) x gain 0.5) = 3
+    assert result.adjustments["h100-embed"].extra_nodes == 3
+    assert "embedder p95 150 ms vs SLO 100 ms" in result.adjustments["h100-embed"].reason
+    assert (ranker.status, ranker.culprit) == ("slow", False)
+    assert ranker.own_p95_ms == pytest.approx(120)  # 170 - embedder's 50 ms excess
+    assert (gateway.status, gateway.culprit) == ("slow", False)
+    assert result.adjustments["a100-rank"].extra_nodes == 0
+    assert result.adjustments["cpu-gw"].extra_nodes == 0
+    assert "not blamed" in result.adjustments["a100-rank"].reason
+    assert result.adjustments["cpu-tok"] == LatencyAdjustment()
+
+
+def test_a_slow_middle_service_scales_its_slow_downstream_with_it() -> None:
+    stats = [
+        st("gateway", 300, 30, ("ranker",)),
+        st("ranker", 270, 120, ("embedder",)),  # slow itself: 120 ms of its own work
+        st("embedder", 150, 150),
+    ]
+
+    result = run(stats)
+
+    services = result.services
+    adjustments = result.adjustments
+    # own = max(120, 270 - 50) = 220 > 150: ranker is a culprit too.
+    assert services["ranker"].culprit
+    assert services["ranker"].own_p95_ms == pytest.approx(220)
+    # ceil(6 x (220 / 150 - 1) x 0.5) = ceil(1.4) = 2
+    assert adjustments["a100-rank"].extra_nodes == 2
+    # embedder: its own 0.5 excess beats ranker's 0.47: ceil(10 x 0.5 x 0.5) = 3
+    assert adjustments["h100-embed"].extra_nodes == 3
+    assert services["embedder"].scaled_with == ("ranker",)
+    assert "downstream of ranker" in adjustments["h100-embed"].reason
+    assert not services["gateway"].culprit
+
+
+def test_near_downstream_services_are_scaled_transitively_and_healthy_ones_are_not() -> None:
+    stats = [
+        st("ranker", 210, 150, ("embedder",)),  # 210 / 150: 40 % over, all its own
+        st("embedder", 40, 30, ("tokenizer",)),  # far below its SLO: left alone
+        st("tokenizer", 45, 45),  # 45 of 50 ms: near, two hops down
+    ]
+
+    result = run(stats)
+
+    services = result.services
+    adjustments = result.adjustments
+    assert adjustments["a100-rank"].extra_nodes == 2  # ceil(6 x 0.4 x 0.5)
+    assert services["embedder"].status == "ok"
+    assert adjustments["h100-embed"].extra_nodes == 0
+    assert (services["tokenizer"].status, services["tokenizer"].scaled_with) == (
+        "near",
+        ("ranker",),
+    )
+    assert adjustments["cpu-tok"].extra_nodes == 1  # ceil(2 x 0.4 x 0.5)
+
+
+def test_an_idle_gpu_pool_is_not_gpu_bound_and_gets_no_nodes() -> None:
+    stats = [st("ranker", 170, 20, ("embedder",)), st("embedder", 150, 150)]
+
+    result = run(stats, gpu_util={**BUSY, "h100-embed": 22.0})
+
+    embed = result.adjustments["h100-embed"]
+    assert embed.not_gpu_bound
+    assert embed.extra_nodes == 0
+    assert "GPU utilisation 22% < 40%: not GPU-bound" in embed.reason
+    assert result.services["embedder"].extra_nodes == 3
+
+
+def test_unknown_gpu_utilisation_counts_as_gpu_bound() -> None:
+    result = run([st("embedder", 150, 150)], gpu_util={})
+
+    embed = result.adjustments["h100-embed"]
+    assert (embed.extra_nodes, embed.not_gpu_bound) == (3, False)
+
+
+def test_extra_nodes_are_capped_and_an_empty_pool_can_grow() -> None:
+    result = run([st("embedder", 1000, 1000)], current_nodes={"h100-embed": 0})
+
+    embed = result.adjustments["h100-embed"]
+    # ceil(1 x 9 x 0.5) = 5 asked, capped at max(1, 1.0 x 1)
+    assert embed.extra_nodes == 1
+    assert "capped at 1 nodes" in embed.reason
+
+
+def test_without_an_slo_a_service_is_judged_against_its_baseline() -> None:
+    # search runs on no pool (so has no SLO); its baseline p95 is 100 ms.
+    ready = BaselineState({"search": Baseline(100.0, NOW - timedelta(minutes=1), updates=10)})
+    stats = [st("search", 250, 200, ("ranker",)), st("ranker", 130, 130)]
+
+    result = run(stats, baselines=ready)
+
+    search = result.services["search"]
+    assert (search.threshold_source, search.threshold_ms, search.status) == (
+        "baseline",
+        200,
+        "slow",
+    )
+    assert search.culprit
+    assert search.pool is None
+    assert "no pool lists it" in search.note
+    # ranker (130 of 150 ms, near) is downstream: ceil(6 x (250 / 200 - 1) x 0.5) = 1
+    assert result.adjustments["a100-rank"].extra_nodes == 1
+    # The baseline is frozen while the service is slow against it.
+    assert result.baselines.get("search") == ready.get("search")
+
+    calm = run([st("search", 190, 190)], baselines=ready)
+    assert calm.services["search"].status == "near"
+
+
+def test_a_young_baseline_or_too_few_calls_is_not_judged() -> None:
+    young = BaselineState({"search": Baseline(100.0, NOW, updates=2)})
+
+    result = run([st("search", 900, 900), st("embedder", 900, 900, calls=5)], baselines=young)
+
+    services = result.services
+    assert services["search"].status == "unjudged"
+    assert services["embedder"].status == "insufficient_data"
+    assert services["tokenizer"].status == "insufficient_data"  # configured, never seen
+    assert all(a.extra_nodes == 0 for a in result.adjustments.values())
+
+
+def test_baselines_are_a_time_weighted_moving_average() -> None:
+    stats = {"svc": st("svc", 200, 200)}
+    start = update_baselines(BaselineState(), stats, NOW)
+    assert start.get("svc") == Baseline(200.0, NOW, 1)
+
+    later = update_baselines(
+        start, {"svc": st("svc", 300, 300)}, NOW + timedelta(hours=1), half_life=timedelta(hours=1)
+    )
+
+    assert later.services["svc"].p95_ms == pytest.approx(250.0)
+    assert BaselineState.from_dict(later.to_dict()) == later
+    few = update_baselines(BaselineState(), {"svc": st("svc", 200, 200, calls=3)}, NOW)
+    assert few.get("svc") is None
+
+
+def test_a_service_on_two_pools_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="'ranker' is listed by pools"):
+        service_pools([pool("a", ("ranker", 1)), pool("b", ("ranker", 2))])
+
+
+def test_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="baseline_factor"):
+        BottleneckSettings(baseline_factor=1.0)
+
+
+def test_from_spans_to_adjustment_blames_the_slow_leaf() -> None:
+    spans = []
+    for i in range(40):
+        t0 = 1_714_564_800_000_000_000 + i * 10**9
+        ms = 1_000_000
+        slow = 140 if i % 10 else 60  # the embedder's own work, mostly 140 ms
+        spans += [
+            Span(f"t{i}", "g", None, "gateway", "GET", t0, t0 + (20 + slow + 10) * ms),
+            Span(f"t{i}", "r", "g", "ranker", "rank", t0 + 5 * ms, t0 + (15 + slow + 5) * ms),
+            Span(f"t{i}", "e", "r", "embedder", "embed", t0 + 10 * ms, t0 + (10 + slow) * ms),
+        ]
+    window = SpanWindow()
+    window.add(spans, NOW)
+
+    result = analyse(
+        window.stats(NOW),
+        POOLS,
+        current_nodes=NODES,
+        gpu_util=BUSY,
+        baselines=BaselineState(),
+        now=NOW,
+    )
+
+    assert [n for n, r in result.services.items() if r.culprit] == ["embedder"]
+    assert result.services["ranker"].status == "slow"
+    assert result.adjustments["h100-embed"].extra_nodes == 2  # ceil(10 x 0.4 x 0.5)
+    assert result.adjustments["a100-rank"].extra_nodes == 0
+    assert json.loads(json.dumps(result.to_dict()))["pools"]["h100-embed"]["extra_nodes"] == 2

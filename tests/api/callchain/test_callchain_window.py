@@ -1,0 +1,212 @@
+"""Per-service statistics on hand-built traces, and the sliding window that feeds them."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from api.callchain import Span, SpanStatus, SpanWindow, percentile, service_stats
+from api.callchain.stats import union_ns
+
+T0_NS = 1_714_564_800_000_000_000
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def sp(
+    trace: str,
+    span_id: str,
+    parent: str | None,
+    service: str,
+    start_ms: float,
+    end_ms: float,
+    status: SpanStatus = "unset",
+) -> Span:
+    return Span(
+        trace,
+        span_id,
+        parent,
+        service,
+        f"{service} op",
+        T0_NS + round(start_ms * 1e6),
+        T0_NS + round(end_ms * 1e6),
+        status=status,
+    )
+
+
+def chain() -> list[Span]:
+    """gateway -> ranker -> (embedder, cache), with nested spans inside two services."""
+    return [
+        sp("t", "g1", None, "gateway", 0, 200),
+        sp("t", "g2", "g1", "gateway", 10, 190),  # the client span of the outgoing call
+        sp("t", "r1", "g2", "ranker", 20, 180, "error"),
+        sp("t", "r2", "r1", "ranker", 30, 60),  # an internal step
+        sp("t", "e1", "r2", "embedder", 60, 100),  # called from the internal step
+        sp("t", "c1", "r1", "cache", 70, 120),  # overlaps the embedder call
+    ]
+
+
+def test_self_time_removes_downstream_calls_once_each() -> None:
+    stats = service_stats(chain())
+
+    # gateway waits on ranker 20-180: 200 - 160.
+    assert stats["gateway"].self_p95_ms == pytest.approx(40.0)
+    # ranker waits on embedder 60-100 and cache 70-120, union 60-120: 160 - 60.
+    assert stats["ranker"].self_p95_ms == pytest.approx(100.0)
+    assert stats["embedder"].self_p95_ms == pytest.approx(40.0)
+    assert stats["cache"].self_p95_ms == pytest.approx(50.0)
+
+
+def test_calls_edges_and_errors() -> None:
+    stats = service_stats(chain())
+
+    gateway, ranker = stats["gateway"], stats["ranker"]
+    assert (gateway.span_count, gateway.call_count, gateway.p95_ms) == (2, 1, 200.0)
+    assert (ranker.span_count, ranker.call_count, ranker.p95_ms) == (2, 1, 160.0)
+    assert gateway.callers == ()
+    assert gateway.callees == ("ranker",)
+    assert ranker.callers == ("gateway",)
+    assert ranker.callees == ("cache", "embedder")
+    assert stats["embedder"].callers == ("ranker",)
+    assert (ranker.error_count, gateway.error_count) == (1, 0)
+    assert sorted(stats) == ["cache", "embedder", "gateway", "ranker"]
+
+
+def test_parallel_calls_are_not_counted_twice() -> None:
+    spans = [
+        sp("t", "p", None, "api", 0, 110),
+        sp("t", "a", "p", "db", 0, 100),
+        sp("t", "b", "p", "db", 5, 105),
+    ]
+
+    stats = service_stats(spans)
+
+    # A sum of the children (200 ms) would floor the self time at 0; the union leaves 5.
+    assert stats["api"].self_p95_ms == pytest.approx(5.0)
+    assert stats["db"].call_count == 2
+
+
+def test_a_call_that_outlives_its_caller_counts_only_while_the_caller_runs() -> None:
+    spans = [sp("t", "p", None, "api", 0, 100), sp("t", "q", "p", "queue", 50, 300)]
+
+    assert service_stats(spans)["api"].self_p95_ms == pytest.approx(50.0)
+
+
+def test_a_missing_parent_makes_a_call_without_caller() -> None:
+    stats = service_stats([sp("t", "x", "gone", "ranker", 0, 10)])
+
+    assert (stats["ranker"].call_count, stats["ranker"].callers) == (1, ())
+    assert stats["ranker"].self_p95_ms == pytest.approx(10.0)
+
+
+def test_percentiles_over_calls_match_numpy() -> None:
+    rng = np.random.default_rng(7)
+    durations = rng.lognormal(3.0, 0.8, size=257)
+    spans = [sp(f"t{i}", "s", None, "svc", 0, d) for i, d in enumerate(durations)]
+
+    stats = service_stats(spans)["svc"]
+
+    assert stats.p50_ms == pytest.approx(np.percentile(durations, 50), rel=1e-6)
+    assert stats.p95_ms == pytest.approx(np.percentile(durations, 95), rel=1e-6)
+    assert stats.self_p95_ms == pytest.approx(stats.p95_ms)
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+    assert np.isnan(percentile([], 95))
+
+
+def test_union_of_intervals() -> None:
+    assert union_ns([(0, 10), (5, 15), (20, 30), (21, 22)]) == 25
+    assert union_ns([]) == 0
+
+
+def test_window_expires_spans_by_arrival_time() -> None:
+    window = SpanWindow(max_age=timedelta(minutes=5))
+    window.add([sp("old", "a", None, "svc", 0, 10)], NOW)
+    window.add([sp("new", "a", None, "svc", 0, 30)], NOW + timedelta(minutes=3))
+
+    stats = window.stats(NOW + timedelta(minutes=5, seconds=1))
+
+    assert stats["svc"].call_count == 1
+    assert stats["svc"].p95_ms == 30.0
+    assert window.stats(NOW + timedelta(minutes=9)) == {}
+
+
+def test_window_keeps_at_most_max_spans_newest_first() -> None:
+    window = SpanWindow(max_spans=5)
+
+    result = window.add([sp(f"t{i}", "a", None, "svc", 0, i + 1) for i in range(8)], NOW)
+
+    assert (result.added, result.evicted, len(window)) == (8, 3, 5)
+    assert [s.trace_id for s in window.spans(NOW)] == ["t3", "t4", "t5", "t6", "t7"]
+
+
+def test_a_resent_span_replaces_its_earlier_copy() -> None:
+    window = SpanWindow()
+    window.add(chain(), NOW)
+    window.add(chain()[:2], NOW + timedelta(seconds=1))
+
+    assert len(window) == len(chain())
+    assert window.stats(NOW + timedelta(seconds=1))["gateway"].span_count == 2
+
+
+def test_stats_are_cached_until_the_window_changes() -> None:
+    window = SpanWindow()
+    window.add(chain(), NOW)
+
+    first = window.stats(NOW)
+    assert window.stats(NOW + timedelta(seconds=1)) is first
+    window.add([sp("u", "x", None, "gateway", 0, 5)], NOW + timedelta(seconds=2))
+    second = window.stats(NOW + timedelta(seconds=2))
+    assert second is not first
+    assert second["gateway"].call_count == 2
+
+
+def test_window_rejects_a_naive_clock_and_bad_bounds() -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        SpanWindow().add([], datetime(2024, 5, 1))
+    with pytest.raises(ValueError, match="max_spans"):
+        SpanWindow(max_spans=0)
+    with pytest.raises(ValueError, match="max_age"):
+        SpanWindow(max_age=timedelta(0))
+
+
+def test_concurrent_writers_and_readers_lose_nothing() -> None:
+    window = SpanWindow(max_spans=100_000)
+    errors: list[BaseException] = []
+
+    def writer(worker: int) -> None:
+        for batch in range(20):
+            spans = [
+                sp(f"w{worker}b{batch}i{i}", "s", None, f"svc{worker % 3}", 0, 1) for i in range(50)
+            ]
+            window.add(spans, NOW)
+
+    def reader() -> None:
+        try:
+            for _ in range(50):
+                window.stats(NOW)
+        except BaseException as exc:  # surfaced by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
+    threads.append(threading.Thread(target=reader))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert len(window) == 6 * 20 * 50
+    assert sum(s.span_count for s in window.stats(NOW).values()) == 6 * 20 * 50
+
+
+def test_a_reader_may_accept_slightly_stale_stats() -> None:
+    window = SpanWindow()
+    window.add(chain(), NOW)
+    first = window.stats(NOW)
+    window.add([sp("u", "x", None, "gateway", 0, 5)], NOW + timedelta(seconds=1))
+
+    assert window.stats(NOW + timedelta(seconds=2), max_staleness=timedelta(seconds=5)) is first
+    fresh = window.stats(NOW + timedelta(seconds=6), max_staleness=timedelta(seconds=5))
+    assert fresh["gateway"].call_count == 2
