@@ -1,0 +1,27 @@
+"""The store: samples, forecasts, recommendations, pool state and the webhook outbox.
+
+SQLAlchemy 2 over a SQLite file by default or PostgreSQL by URL; the schema is
+migrated with Alembic when the store is opened (:func:`open_store`).
+"""
+
+from pipelines.store.engine import display_url
+from pipelines.store.forecasts import ForecastRepository
+from pipelines.store.outbox import Backoff, OutboxItem, OutboxRepository
+from pipelines.store.recommendations import Recommendation, RecommendationRepository
+from pipelines.store.samples import SampleRepository
+from pipelines.store.state import PoolStateRepository
+from pipelines.store.store import Store, open_store
+
+__all__ = [
+    "Backoff",
+    "ForecastRepository",
+    "OutboxItem",
+    "OutboxRepository",
+    "PoolStateRepository",
+    "Recommendation",
+    "RecommendationRepository",
+    "SampleRepository",
+    "Store",
+    "display_url",
+    "open_store",
+]

@@ -1,0 +1,208 @@
+"""Stored forecasts: what was predicted, when, by which model version.
+
+The evaluate job scores these against the samples that arrive later, and the
+recommendation service reads the latest one per series.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Select, func, select
+
+from forecaster.exceptions import DataValidationError
+from forecaster.types import DS, MEAN, MODEL, STEP, UID
+from pipelines.store.engine import Database
+from pipelines.store.schema import ForecastRow, as_utc
+from pipelines.store.upsert import upsert
+
+MODEL_VERSION: Final = "model_version"
+GENERATED_AT: Final = "generated_at"
+BASE_COLUMNS: Final = (UID, DS, STEP, MODEL, MEAN)
+"""Leading columns of a frame read back; quantile columns ``q<level>`` follow, then
+:data:`MODEL_VERSION` and :data:`GENERATED_AT`."""
+
+_QUANTILE = re.compile(r"^q(0?\.\d+|0|1)$")
+
+
+class ForecastRepository:
+    """Forecast frames keyed by ``(series_id, generated_at, step)``.
+
+    Saving the same forecast again (same generation time) overwrites it, so a retried
+    forecast job stores each step once.
+
+    Args:
+        database: the store's database.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def save(self, frame: pd.DataFrame, model_version: str, generated_at: datetime) -> int:
+        """Store a forecast frame ``unique_id, ds, [step], [model], mean, q<level>...``.
+
+        Args:
+            frame: a forecast frame as ``Forecaster.predict`` returns it; without a
+                ``step`` column steps are numbered 1.. per series in ``ds`` order.
+            model_version: the registered model version (or another label) that made it.
+            generated_at: when it was made (tz-aware); forecasts are grouped by it.
+
+        Returns:
+            The number of rows stored.
+
+        Raises:
+            DataValidationError: a column is missing or a mean is not finite.
+            StoreError: the database failed; nothing was stored.
+        """
+        rows = _forecast_rows(frame, model_version, as_utc(generated_at))
+        if rows:
+            with self._db.transaction("write forecasts") as session:
+                upsert(
+                    session,
+                    self._db.dialect,
+                    ForecastRow,
+                    rows,
+                    keys=("series_id", "generated_at", "step"),
+                    update=("ds", "model_version", "model", "mean", "quantiles"),
+                )
+        return len(rows)
+
+    def latest(self, series_id: str) -> pd.DataFrame:
+        """Return the most recently generated forecast of a series (empty if none)."""
+        newest = (
+            select(func.max(ForecastRow.generated_at))
+            .where(ForecastRow.series_id == series_id)
+            .scalar_subquery()
+        )
+        statement = (
+            select(ForecastRow)
+            .where(ForecastRow.series_id == series_id, ForecastRow.generated_at == newest)
+            .order_by(ForecastRow.step)
+        )
+        return self._frame(statement, "read the latest forecast")
+
+    def read(
+        self,
+        series_ids: Sequence[str] | None = None,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        generated_since: datetime | None = None,
+    ) -> pd.DataFrame:
+        """Return stored forecasts whose target times fall in ``[start, end)``.
+
+        Args:
+            series_ids: the series to read; None reads all.
+            start: first target time ``ds`` included (tz-aware), None for no bound.
+            end: first target time ``ds`` excluded (tz-aware), None for no bound.
+            generated_since: only forecasts generated at or after this time.
+
+        Returns:
+            A frame sorted by series, generation time and step (columns as
+            :data:`BASE_COLUMNS`, quantiles, ``model_version``, ``generated_at``).
+        """
+        statement = select(ForecastRow).order_by(
+            ForecastRow.series_id, ForecastRow.generated_at, ForecastRow.step
+        )
+        if series_ids is not None:
+            statement = statement.where(ForecastRow.series_id.in_(list(series_ids)))
+        if start is not None:
+            statement = statement.where(ForecastRow.ds >= as_utc(start))
+        if end is not None:
+            statement = statement.where(ForecastRow.ds < as_utc(end))
+        if generated_since is not None:
+            statement = statement.where(ForecastRow.generated_at >= as_utc(generated_since))
+        return self._frame(statement, "read forecasts")
+
+    def _frame(self, statement: Select[ForecastRow], action: str) -> pd.DataFrame:
+        with self._db.transaction(action) as session:
+            rows = list(session.scalars(statement))
+        return _rows_to_frame(rows)
+
+
+def _quantile_columns(frame: pd.DataFrame) -> list[str]:
+    return [str(c) for c in frame.columns if isinstance(c, str) and _QUANTILE.match(c)]
+
+
+def _forecast_rows(
+    frame: pd.DataFrame, model_version: str, generated_at: datetime
+) -> list[dict[str, Any]]:
+    missing = [column for column in (UID, DS, MEAN) if column not in frame.columns]
+    if missing:
+        raise DataValidationError(
+            f"cannot store the forecast: columns {missing} are missing; pass the frame "
+            "Forecaster.predict returns (unique_id, ds, mean, q<level>...)"
+        )
+    if frame.empty:
+        return []
+    if not isinstance(frame[DS].dtype, pd.DatetimeTZDtype):
+        raise DataValidationError(
+            f"cannot store the forecast: ds has dtype {frame[DS].dtype}, not a tz-aware "
+            "timestamp; convert it with pd.to_datetime(..., utc=True)"
+        )
+    means = frame[MEAN].astype(np.float64)
+    bad = ~np.isfinite(means.to_numpy())
+    if bad.any():
+        series = sorted(frame.loc[bad, UID].astype(str).unique())
+        raise DataValidationError(
+            f"cannot store the forecast: series {series} have non-finite means"
+        )
+    ordered = frame.sort_values([UID, DS], kind="stable").reset_index(drop=True)
+    if STEP in ordered.columns:
+        steps = ordered[STEP].astype(np.int64)
+    else:
+        steps = ordered.groupby(UID, sort=False).cumcount() + 1
+    models = ordered[MODEL] if MODEL in ordered.columns else pd.Series(None, index=ordered.index)
+    quantiles = {
+        column: ordered[column].astype(np.float64).to_numpy()
+        for column in _quantile_columns(ordered)
+    }
+    return [
+        {
+            "series_id": str(uid),
+            "generated_at": generated_at,
+            "step": int(step),
+            "ds": ds.to_pydatetime(),
+            "model_version": model_version,
+            "model": None if model is None or pd.isna(model) else str(model),
+            "mean": float(mean),
+            # JSON has no NaN: a missing quantile is stored as null.
+            "quantiles": {column: _json_number(values[i]) for column, values in quantiles.items()},
+        }
+        for i, (uid, ds, step, model, mean) in enumerate(
+            zip(ordered[UID], ordered[DS], steps, models, ordered[MEAN], strict=True)
+        )
+    ]
+
+
+def _json_number(value: Any) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _rows_to_frame(rows: Sequence[ForecastRow]) -> pd.DataFrame:
+    levels = sorted({key for row in rows for key in row.quantiles}, key=lambda c: float(c[1:]))
+    data: dict[str, Any] = {
+        UID: pd.Series([row.series_id for row in rows], dtype=object),
+        DS: pd.to_datetime([row.ds for row in rows], utc=True).as_unit("ns"),
+        STEP: np.array([row.step for row in rows], dtype=np.int64),
+        MODEL: pd.Series([row.model for row in rows], dtype=object),
+        MEAN: np.array([row.mean for row in rows], dtype=np.float64),
+    }
+    for column in levels:
+        data[column] = np.array(
+            [_nan_if_none(row.quantiles.get(column)) for row in rows], dtype=np.float64
+        )
+    data[MODEL_VERSION] = pd.Series([row.model_version for row in rows], dtype=object)
+    data[GENERATED_AT] = pd.to_datetime([row.generated_at for row in rows], utc=True).as_unit("ns")
+    return pd.DataFrame(data)
+
+
+def _nan_if_none(value: Any) -> float:
+    return math.nan if value is None else float(value)

@@ -1,0 +1,75 @@
+"""Run the store's Alembic migrations from code.
+
+The Alembic configuration is built here rather than read from an ``alembic.ini``: the
+script location is this package's ``migrations`` directory, and the connection is
+the store's own, so no URL (and no password) passes through Alembic's config parser.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import func, select
+
+from forecaster.exceptions import StoreError
+from pipelines.store.engine import Database
+from pipelines.store.schema import VERSION_TABLE
+
+MIGRATIONS_DIR: Final = Path(__file__).resolve().parent / "migrations"
+MIGRATION_LOCK_KEY: Final = 0x466F_7265_0001
+"""PostgreSQL advisory lock key held while migrating ("Fore" + 1), so that replicas
+starting together upgrade one after the other instead of racing on ``CREATE TABLE``."""
+
+
+def alembic_config() -> Config:
+    """Return an Alembic config pointing at the store's migration scripts."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("path_separator", "os")
+    return config
+
+
+def head_revision() -> str:
+    """Return the newest migration revision shipped with this code."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:  # pragma: no cover - the package always ships migrations
+        raise StoreError(f"no migrations found in {MIGRATIONS_DIR}")
+    return head
+
+
+def current_revision(database: Database) -> str | None:
+    """Return the revision the database is at, or None before the first migration."""
+    with database.errors("read the schema version"), database.engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+        return context.get_current_revision()
+
+
+def upgrade(database: Database, revision: str = "head") -> None:
+    """Migrate the database to ``revision`` (default the newest) in one transaction.
+
+    Running it again is a no-op. On PostgreSQL an advisory lock serialises replicas
+    that start at the same time.
+
+    Raises:
+        StoreError: the database is unreachable, or its schema is at a revision this
+            code does not know (a newer Foresight migrated it).
+    """
+    config = alembic_config()
+    with database.errors("migrate the schema"), database.engine.begin() as connection:
+        if database.dialect == "postgresql":
+            connection.execute(select(func.pg_advisory_xact_lock(MIGRATION_LOCK_KEY)))
+        config.attributes["connection"] = connection
+        try:
+            command.upgrade(config, revision)
+        except CommandError as exc:
+            raise StoreError(
+                f"cannot migrate the store at {database.url}: {exc}; the database was "
+                "probably migrated by a newer Foresight, so run that version (or a fresh "
+                "database)"
+            ) from exc

@@ -1,0 +1,229 @@
+"""The persistent webhook outbox: nothing is lost while a receiver is down.
+
+The publish job enqueues a delivery per receiver; a sender claims the due ones,
+posts them and marks each delivered or failed. A failure schedules the next attempt
+after an exponential backoff. Claiming leases an item (moves its next attempt past
+the lease) in the same transaction that selects it, so a second replica, or a second
+sender, does not post it again unless the first one died before finishing. On
+PostgreSQL the selection skips rows another transaction is claiming
+(``FOR UPDATE SKIP LOCKED``); SQLite serialises writers, and the claim's ``UPDATE``
+re-checks that each row is still due.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+from sqlalchemy import func, select, update
+
+from pipelines.store.engine import Database
+from pipelines.store.schema import OutboxRow, as_utc
+from pipelines.store.upsert import upsert
+
+MAX_ERROR_CHARS: Final = 2_000
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff between delivery attempts.
+
+    The n-th failed attempt (n >= 1) waits ``base * factor ** (n - 1)``, capped at
+    ``cap``; retries never stop, because a recommendation set must reach a receiver
+    that comes back.
+    """
+
+    base: timedelta = timedelta(seconds=10)
+    factor: float = 2.0
+    cap: timedelta = timedelta(hours=1)
+
+    def delay(self, attempts: int) -> timedelta:
+        """Return the wait after ``attempts`` failed attempts."""
+        exponent = max(attempts, 1) - 1
+        cap = self.cap.total_seconds()
+        # Cap the exponent and compare in float seconds: a long outage must not overflow.
+        seconds = self.base.total_seconds() * self.factor ** min(exponent, 64)
+        return timedelta(seconds=min(seconds, cap))
+
+
+DEFAULT_BACKOFF: Final = Backoff()
+DEFAULT_LEASE: Final = timedelta(minutes=2)
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    """A webhook delivery as stored."""
+
+    id: int
+    target_url: str
+    idempotency_key: str
+    body: bytes
+    created_at: datetime
+    attempts: int
+    next_attempt_at: datetime
+    delivered_at: datetime | None
+    last_error: str | None
+
+
+class OutboxRepository:
+    """Enqueue, claim and settle webhook deliveries.
+
+    Args:
+        database: the store's database.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def enqueue(
+        self,
+        target_url: str,
+        body: bytes,
+        idempotency_key: str,
+        *,
+        now: datetime | None = None,
+    ) -> int:
+        """Queue a delivery, due at once, and return its id.
+
+        Enqueueing the same ``(target_url, idempotency_key)`` again is a no-op that
+        returns the existing id, so a retried publish job does not send twice.
+
+        Args:
+            target_url: the receiver's URL.
+            body: the exact bytes to POST (the HMAC signature is over these bytes).
+            idempotency_key: the key the receiver uses to drop repeats.
+            now: the current time (tz-aware); default the clock.
+        """
+        created = as_utc(now or datetime.now(UTC))
+        row = {
+            "target_url": target_url,
+            "idempotency_key": idempotency_key,
+            "body": bytes(body),
+            "created_at": created,
+            "attempts": 0,
+            "next_attempt_at": created,
+        }
+        lookup = select(OutboxRow.id).where(
+            OutboxRow.target_url == target_url, OutboxRow.idempotency_key == idempotency_key
+        )
+        with self._db.transaction("enqueue a webhook") as session:
+            upsert(
+                session,
+                self._db.dialect,
+                OutboxRow,
+                [row],
+                keys=("target_url", "idempotency_key"),
+                update=(),
+            )
+            return session.execute(lookup).scalar_one()
+
+    def claim_due(
+        self,
+        *,
+        now: datetime | None = None,
+        limit: int = 10,
+        lease: timedelta = DEFAULT_LEASE,
+    ) -> list[OutboxItem]:
+        """Claim up to ``limit`` undelivered items that are due, oldest due first.
+
+        Each claimed item counts one more attempt and is hidden from other claims
+        until ``now + lease``; settle it with :meth:`mark_delivered` or
+        :meth:`mark_failed` before then, or it becomes due again (the sender died).
+
+        Args:
+            now: the current time (tz-aware); default the clock.
+            limit: the most items to claim.
+            lease: how long the claim hides the items.
+        """
+        current = as_utc(now or datetime.now(UTC))
+        due = (OutboxRow.delivered_at.is_(None), OutboxRow.next_attempt_at <= current)
+        pick = (
+            select(OutboxRow.id)
+            .where(*due)
+            .order_by(OutboxRow.next_attempt_at, OutboxRow.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        with self._db.transaction("claim webhooks") as session:
+            ids = list(session.scalars(pick))
+            if not ids:
+                return []
+            claim = (
+                update(OutboxRow)
+                .where(OutboxRow.id.in_(ids), *due)
+                .values(attempts=OutboxRow.attempts + 1, next_attempt_at=current + lease)
+                .returning(OutboxRow)
+                .execution_options(synchronize_session=False)
+            )
+            claimed = {row.id: _item(row) for row in session.scalars(claim)}
+        return [claimed[item_id] for item_id in ids if item_id in claimed]
+
+    def mark_delivered(self, item_id: int, *, now: datetime | None = None) -> None:
+        """Record that the receiver accepted the item; it is never sent again."""
+        statement = (
+            update(OutboxRow)
+            .where(OutboxRow.id == item_id)
+            .values(delivered_at=as_utc(now or datetime.now(UTC)), last_error=None)
+            .execution_options(synchronize_session=False)
+        )
+        with self._db.transaction("mark a webhook delivered") as session:
+            session.execute(statement)
+
+    def mark_failed(
+        self,
+        item_id: int,
+        error: str,
+        *,
+        now: datetime | None = None,
+        backoff: Backoff = DEFAULT_BACKOFF,
+    ) -> datetime | None:
+        """Record a failed attempt and schedule the next one after the backoff.
+
+        Args:
+            item_id: the claimed item.
+            error: what went wrong (status code, exception), kept for operators.
+            now: the current time (tz-aware); default the clock.
+            backoff: the backoff policy.
+
+        Returns:
+            When the item is due again, or None if it does not exist or was delivered.
+        """
+        current = as_utc(now or datetime.now(UTC))
+        with self._db.transaction("mark a webhook failed") as session:
+            row = session.execute(
+                select(OutboxRow).where(OutboxRow.id == item_id).with_for_update()
+            ).scalar_one_or_none()
+            if row is None or row.delivered_at is not None:
+                return None
+            row.next_attempt_at = current + backoff.delay(row.attempts)
+            row.last_error = error[:MAX_ERROR_CHARS]
+            return row.next_attempt_at
+
+    def get(self, item_id: int) -> OutboxItem | None:
+        """Return one item as stored, or None."""
+        with self._db.transaction("read a webhook") as session:
+            row = session.get(OutboxRow, item_id)
+            return None if row is None else _item(row)
+
+    def pending(self) -> int:
+        """Return the number of items not delivered yet (due or waiting)."""
+        statement = (
+            select(func.count()).select_from(OutboxRow).where(OutboxRow.delivered_at.is_(None))
+        )
+        with self._db.transaction("count webhooks") as session:
+            return int(session.execute(statement).scalar_one())
+
+
+def _item(row: OutboxRow) -> OutboxItem:
+    return OutboxItem(
+        id=row.id,
+        target_url=row.target_url,
+        idempotency_key=row.idempotency_key,
+        body=bytes(row.body),
+        created_at=row.created_at,
+        attempts=row.attempts,
+        next_attempt_at=row.next_attempt_at,
+        delivered_at=row.delivered_at,
+        last_error=row.last_error,
+    )

@@ -1,0 +1,148 @@
+"""Stored observations of every series: idempotent writes, incremental reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import func, select
+
+from forecaster.exceptions import DataValidationError
+from forecaster.types import DS, SERIES_COLUMNS, UID, Y
+from pipelines.store.engine import Database
+from pipelines.store.schema import Sample, as_utc
+from pipelines.store.upsert import upsert
+
+
+class SampleRepository:
+    """Samples keyed by ``(series_id, ts)``; writing a window twice stores it once.
+
+    Args:
+        database: the store's database.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def upsert(self, frame: pd.DataFrame) -> int:
+        """Write a long frame ``unique_id, ds, y``; existing timestamps get the new value.
+
+        The whole frame is written in one transaction. Within the frame, a repeated
+        ``(unique_id, ds)`` keeps its last value.
+
+        Args:
+            frame: long frame with tz-aware ``ds`` and finite ``y`` (validate it first).
+
+        Returns:
+            The number of distinct ``(unique_id, ds)`` rows written (inserted or
+            updated); re-writing an unchanged window still counts its rows.
+
+        Raises:
+            DataValidationError: a column is missing, ``ds`` is naive or ``y`` is
+                not finite; the message names the series.
+            StoreError: the database failed; nothing was written.
+        """
+        rows = _sample_rows(frame)
+        if not rows:
+            return 0
+        with self._db.transaction("write samples") as session:
+            upsert(
+                session, self._db.dialect, Sample, rows, keys=("series_id", "ts"), update=("value",)
+            )
+        return len(rows)
+
+    def last_timestamp(self, series_id: str) -> pd.Timestamp | None:
+        """Return the newest stored timestamp of a series, or None if it has none."""
+        statement = select(func.max(Sample.ts)).where(Sample.series_id == series_id)
+        with self._db.transaction("read the last sample") as session:
+            value = session.execute(statement).scalar_one_or_none()
+        return None if value is None else _timestamp(value)
+
+    def last_timestamps(self, series_ids: Sequence[str] | None = None) -> dict[str, pd.Timestamp]:
+        """Return the newest stored timestamp per series (series without samples omitted)."""
+        statement = select(Sample.series_id, func.max(Sample.ts)).group_by(Sample.series_id)
+        if series_ids is not None:
+            statement = statement.where(Sample.series_id.in_(list(series_ids)))
+        with self._db.transaction("read the last samples") as session:
+            result = session.execute(statement).all()
+        return {series_id: _timestamp(ts) for series_id, ts in result if ts is not None}
+
+    def series_ids(self) -> list[str]:
+        """Return the ids of every series with at least one sample, sorted."""
+        statement = select(Sample.series_id).distinct().order_by(Sample.series_id)
+        with self._db.transaction("list series") as session:
+            return list(session.scalars(statement))
+
+    def read(
+        self,
+        series_ids: Sequence[str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+    ) -> pd.DataFrame:
+        """Read samples as a long frame ``unique_id, ds, y`` sorted by series and time.
+
+        Args:
+            series_ids: the series to read; None reads every series.
+            start: first timestamp included (tz-aware); None means from the beginning.
+            end: first timestamp excluded (tz-aware); None means up to the newest.
+
+        Returns:
+            ``unique_id`` (str), ``ds`` (``datetime64[ns, UTC]``), ``y`` (float64);
+            empty with those columns when nothing matches.
+        """
+        statement = select(Sample.series_id, Sample.ts, Sample.value).order_by(
+            Sample.series_id, Sample.ts
+        )
+        if series_ids is not None:
+            statement = statement.where(Sample.series_id.in_(list(series_ids)))
+        if start is not None:
+            statement = statement.where(Sample.ts >= as_utc(start))
+        if end is not None:
+            statement = statement.where(Sample.ts < as_utc(end))
+        with self._db.transaction("read samples") as session:
+            result = session.execute(statement).all()
+        ids = [row[0] for row in result]
+        stamps = pd.to_datetime([row[1] for row in result], utc=True).as_unit("ns")
+        values = np.fromiter((row[2] for row in result), dtype=np.float64, count=len(result))
+        return pd.DataFrame({UID: pd.Series(ids, dtype=object), DS: stamps, Y: values})
+
+
+def _timestamp(value: datetime | str) -> pd.Timestamp:
+    stamp = pd.Timestamp(value)
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
+def _sample_rows(frame: pd.DataFrame) -> list[dict[str, object]]:
+    missing = [column for column in SERIES_COLUMNS if column not in frame.columns]
+    if missing:
+        raise DataValidationError(
+            f"cannot store samples: columns {missing} are missing; pass a long frame "
+            f"with columns {list(SERIES_COLUMNS)}"
+        )
+    if frame.empty:
+        return []
+    if not isinstance(frame[DS].dtype, pd.DatetimeTZDtype):
+        raise DataValidationError(
+            f"cannot store samples: ds has dtype {frame[DS].dtype}, not a tz-aware "
+            "timestamp; convert it with pd.to_datetime(..., utc=True)"
+        )
+    values = pd.to_numeric(frame[Y], errors="coerce").astype(np.float64)
+    bad = ~np.isfinite(values.to_numpy())
+    if bad.any():
+        series = sorted(frame.loc[bad, UID].astype(str).unique())
+        raise DataValidationError(
+            f"cannot store samples: series {series} have {int(bad.sum())} missing, "
+            "non-numeric or infinite values; clean them with validate_series first"
+        )
+    clean = pd.DataFrame(
+        {UID: frame[UID].astype(str), DS: frame[DS].dt.tz_convert("UTC"), Y: values}
+    ).drop_duplicates(subset=[UID, DS], keep="last")
+    # numpy's microsecond datetimes convert to Python datetimes in C; far faster than
+    # Timestamp.to_pydatetime row by row on long backfills.
+    naive = clean[DS].dt.tz_localize(None).to_numpy(dtype="datetime64[us]").tolist()
+    return [
+        {"series_id": uid, "ts": ts.replace(tzinfo=UTC), "value": y}
+        for uid, ts, y in zip(clean[UID].tolist(), naive, clean[Y].tolist(), strict=True)
+    ]

@@ -1,0 +1,164 @@
+"""The store's tables as typed SQLAlchemy ORM mappings.
+
+The Alembic migrations under ``migrations/versions`` create exactly this schema; a
+test compares the two so they cannot drift apart. Table names stay clear of the ones
+other tenants of a shared database use: APScheduler's ``apscheduler_jobs`` and
+MLflow's tables and ``alembic_version`` (ours is :data:`VERSION_TABLE`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    Dialect,
+    Double,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+VERSION_TABLE: Final = "foresight_alembic_version"
+"""Alembic's version table of the store (not ``alembic_version``, which MLflow uses)."""
+
+SERIES_ID_LENGTH: Final = 200
+POOL_LENGTH: Final = 100
+
+
+def as_utc(value: datetime) -> datetime:
+    """Return a timezone-aware datetime converted to UTC.
+
+    Raises:
+        ValueError: the datetime is naive; the store never guesses a timezone.
+    """
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"timestamp {value!r} has no timezone; pass a UTC-aware datetime")
+    return value.astimezone(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp that is UTC-aware in Python on every backend.
+
+    PostgreSQL stores ``timestamptz``; SQLite has no timezone type, so the naive UTC
+    wall time is stored and UTC is attached again on the way out.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Convert to UTC (naive UTC for SQLite) before writing."""
+        if value is None:
+            return None
+        utc = as_utc(value)
+        if type(utc) is not datetime:
+            # A subclass (pandas Timestamp) may carry nanoseconds drivers do not expect.
+            utc = datetime(
+                utc.year,
+                utc.month,
+                utc.day,
+                utc.hour,
+                utc.minute,
+                utc.second,
+                utc.microsecond,
+                tzinfo=UTC,
+            )
+        return utc.replace(tzinfo=None) if dialect.name == "sqlite" else utc
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Return UTC-aware datetimes whatever the backend's session timezone."""
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+# JSONB on PostgreSQL (indexable, compact); plain JSON text elsewhere.
+JsonDocument = JSON().with_variant(JSONB(), "postgresql")
+# SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    """Declarative base of the store's tables."""
+
+
+class Sample(Base):
+    """One observation of a series; ``(series_id, ts)`` is unique, so re-ingesting is a no-op."""
+
+    __tablename__ = "samples"
+
+    series_id: Mapped[str] = mapped_column(String(SERIES_ID_LENGTH), primary_key=True)
+    ts: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
+    value: Mapped[float] = mapped_column(Double(), nullable=False)
+
+
+class ForecastRow(Base):
+    """One step of a stored forecast, keyed by series, generation time and step."""
+
+    __tablename__ = "forecasts"
+    __table_args__ = (Index("ix_forecasts_series_ds", "series_id", "ds"),)
+
+    series_id: Mapped[str] = mapped_column(String(SERIES_ID_LENGTH), primary_key=True)
+    generated_at: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
+    step: Mapped[int] = mapped_column(Integer(), primary_key=True)
+    ds: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    model_version: Mapped[str] = mapped_column(String(100), nullable=False)
+    model: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    mean: Mapped[float] = mapped_column(Double(), nullable=False)
+    quantiles: Mapped[dict[str, Any]] = mapped_column(JsonDocument, nullable=False)
+
+
+class RecommendationRow(Base):
+    """One published recommendation of a pool: the audit trail, append-only."""
+
+    __tablename__ = "recommendations"
+    __table_args__ = (Index("ix_recommendations_pool_generated", "pool", "generated_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    pool: Mapped[str] = mapped_column(String(POOL_LENGTH), nullable=False)
+    generated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    desired_nodes: Mapped[int] = mapped_column(Integer(), nullable=False)
+    action: Mapped[str] = mapped_column(String(50), nullable=False)
+    payload: Mapped[dict[str, Any]] = mapped_column(JsonDocument, nullable=False)
+
+
+class PoolStateRow(Base):
+    """The scale policy's stabilisation state of a pool, one row per pool."""
+
+    __tablename__ = "pool_state"
+
+    pool: Mapped[str] = mapped_column(String(POOL_LENGTH), primary_key=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    state: Mapped[dict[str, Any]] = mapped_column(JsonDocument, nullable=False)
+
+
+class OutboxRow(Base):
+    """A webhook delivery waiting, retrying or done; survives restarts and receiver outages."""
+
+    __tablename__ = "webhook_outbox"
+    __table_args__ = (
+        UniqueConstraint("target_url", "idempotency_key", name="uq_webhook_outbox_target_key"),
+        Index("ix_webhook_outbox_due", "delivered_at", "next_attempt_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    target_url: Mapped[str] = mapped_column(Text(), nullable=False)
+    idempotency_key: Mapped[str] = mapped_column(String(200), nullable=False)
+    body: Mapped[bytes] = mapped_column(LargeBinary(), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    attempts: Mapped[int] = mapped_column(Integer(), nullable=False, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text(), nullable=True)

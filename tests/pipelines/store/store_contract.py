@@ -1,0 +1,306 @@
+"""Behaviour every store backend must show, written once for SQLite and PostgreSQL.
+
+Not collected by itself (no ``test_`` prefix): ``test_store_repositories.py`` runs it
+against SQLite and ``tests/integration/test_store_postgres.py`` against PostgreSQL,
+each providing a ``store`` fixture with an empty, migrated store.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecaster.exceptions import DataValidationError
+from pipelines.store import Backoff, Store
+
+T0 = datetime(2024, 3, 1, tzinfo=UTC)
+STEP = pd.Timedelta(minutes=5)
+
+
+def window(uid: str, start: datetime, periods: int, offset: float = 0.0) -> pd.DataFrame:
+    """A long frame of one series at a 5-min step with values offset + 0, 1, 2..."""
+    return pd.DataFrame(
+        {
+            "unique_id": uid,
+            "ds": pd.date_range(start, periods=periods, freq=STEP),
+            "y": offset + np.arange(periods, dtype=np.float64),
+        }
+    )
+
+
+def forecast_frame(uid: str, start: datetime, h: int, level: float = 10.0) -> pd.DataFrame:
+    """A forecast frame as Forecaster.predict returns it."""
+    mean = level + np.arange(h, dtype=np.float64)
+    return pd.DataFrame(
+        {
+            "unique_id": uid,
+            "ds": pd.date_range(start, periods=h, freq=STEP),
+            "step": np.arange(1, h + 1),
+            "model": "SeasonalNaive",
+            "mean": mean,
+            "q0.5": mean,
+            "q0.9": mean + 2.0,
+        }
+    )
+
+
+class SamplesContract:
+    def test_writing_the_same_window_twice_stores_it_once(self, store: Store) -> None:
+        frame = pd.concat([window("a/queue_gpus", T0, 12), window("b/nodes", T0, 6, 100.0)])
+        assert store.samples.upsert(frame) == 18
+        first = store.samples.read()
+        assert store.samples.upsert(frame) == 18
+        second = store.samples.read()
+        pd.testing.assert_frame_equal(first, second)
+        assert len(second) == 18
+        expected = frame.sort_values(["unique_id", "ds"]).reset_index(drop=True)
+        pd.testing.assert_frame_equal(second, expected, check_dtype=False)
+        assert str(second["ds"].dtype) == "datetime64[ns, UTC]"
+
+    def test_an_overlapping_window_updates_values_and_adds_new_rows(self, store: Store) -> None:
+        store.samples.upsert(window("a/q", T0, 10))
+        later = window("a/q", T0 + 5 * STEP, 10, offset=50.0)
+        store.samples.upsert(later)
+        stored = store.samples.read(["a/q"])
+        assert len(stored) == 15
+        assert stored["y"].iloc[:5].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+        assert stored["y"].iloc[5:].tolist() == later["y"].tolist()
+
+    def test_a_repeated_timestamp_in_one_frame_keeps_the_last_value(self, store: Store) -> None:
+        frame = pd.concat([window("a/q", T0, 3), window("a/q", T0, 1, offset=9.0)])
+        assert store.samples.upsert(frame) == 3
+        assert store.samples.read()["y"].tolist() == [9.0, 1.0, 2.0]
+
+    def test_other_timezones_are_stored_as_the_same_utc_instant(self, store: Store) -> None:
+        frame = window("a/q", T0, 4)
+        frame["ds"] = frame["ds"].dt.tz_convert("Europe/Berlin")
+        store.samples.upsert(frame)
+        stored = store.samples.read()
+        assert stored["ds"].tolist() == pd.date_range(T0, periods=4, freq=STEP).tolist()
+        assert str(stored["ds"].dt.tz) == "UTC"
+
+    def test_last_timestamp(self, store: Store) -> None:
+        assert store.samples.last_timestamp("a/q") is None
+        store.samples.upsert(pd.concat([window("a/q", T0, 7), window("b/q", T0, 3)]))
+        assert store.samples.last_timestamp("a/q") == pd.Timestamp(T0) + 6 * STEP
+        assert store.samples.last_timestamps() == {
+            "a/q": pd.Timestamp(T0) + 6 * STEP,
+            "b/q": pd.Timestamp(T0) + 2 * STEP,
+        }
+        assert store.samples.last_timestamps(["b/q", "c/q"]) == {"b/q": pd.Timestamp(T0) + 2 * STEP}
+        assert store.samples.series_ids() == ["a/q", "b/q"]
+
+    def test_read_filters_series_and_a_half_open_time_range(self, store: Store) -> None:
+        store.samples.upsert(pd.concat([window("a/q", T0, 10), window("b/q", T0, 10)]))
+        start, end = T0 + 2 * STEP, T0 + 5 * STEP
+        got = store.samples.read(["b/q"], start=start, end=end)
+        assert got["unique_id"].unique().tolist() == ["b/q"]
+        assert got["ds"].tolist() == pd.date_range(start, periods=3, freq=STEP).tolist()
+        assert len(store.samples.read(start=T0 + 8 * STEP)) == 4
+        assert len(store.samples.read(end=T0 + STEP)) == 2
+
+    def test_an_empty_read_has_the_contract_columns(self, store: Store) -> None:
+        got = store.samples.read(["nope"])
+        assert got.empty
+        assert list(got.columns) == ["unique_id", "ds", "y"]
+        assert str(got["ds"].dtype) == "datetime64[ns, UTC]"
+
+    def test_bad_frames_are_rejected_and_nothing_is_written(self, store: Store) -> None:
+        bad = pd.concat([window("ok/q", T0, 3), window("bad/q", T0, 3)])
+        bad.loc[bad["unique_id"] == "bad/q", "y"] = [1.0, np.nan, 2.0]
+        with pytest.raises(DataValidationError, match="bad/q"):
+            store.samples.upsert(bad)
+        naive = window("a/q", T0, 3)
+        naive["ds"] = naive["ds"].dt.tz_localize(None)
+        with pytest.raises(DataValidationError, match="tz-aware"):
+            store.samples.upsert(naive)
+        with pytest.raises(DataValidationError, match="missing"):
+            store.samples.upsert(naive.drop(columns="y"))
+        assert store.samples.read().empty
+
+
+class ForecastsContract:
+    def test_save_and_latest_round_trip(self, store: Store) -> None:
+        frame = forecast_frame("a/demand_gpus", T0, 6)
+        assert store.forecasts.save(frame, "3", generated_at=T0) == 6
+        got = store.forecasts.latest("a/demand_gpus")
+        assert list(got.columns) == [
+            "unique_id", "ds", "step", "model", "mean", "q0.5", "q0.9",
+            "model_version", "generated_at",
+        ]  # fmt: skip
+        pd.testing.assert_frame_equal(got[frame.columns], frame, check_dtype=False)
+        assert set(got["model_version"]) == {"3"}
+        assert set(got["generated_at"]) == {pd.Timestamp(T0)}
+
+    def test_latest_is_the_newest_generation(self, store: Store) -> None:
+        store.forecasts.save(forecast_frame("a/q", T0, 3, level=1.0), "1", generated_at=T0)
+        later = T0 + timedelta(minutes=5)
+        store.forecasts.save(forecast_frame("a/q", later, 3, level=2.0), "2", generated_at=later)
+        store.forecasts.save(forecast_frame("b/q", T0, 3, level=9.0), "2", generated_at=later)
+        got = store.forecasts.latest("a/q")
+        assert got["mean"].tolist() == [2.0, 3.0, 4.0]
+        assert set(got["model_version"]) == {"2"}
+        assert store.forecasts.latest("c/q").empty
+
+    def test_saving_the_same_forecast_again_overwrites_it(self, store: Store) -> None:
+        frame = forecast_frame("a/q", T0, 4)
+        store.forecasts.save(frame, "1", generated_at=T0)
+        frame["mean"] += 1.0
+        store.forecasts.save(frame, "1", generated_at=T0)
+        got = store.forecasts.read()
+        assert len(got) == 4
+        assert got["mean"].tolist() == frame["mean"].tolist()
+
+    def test_read_filters_target_times_and_generation(self, store: Store) -> None:
+        store.forecasts.save(forecast_frame("a/q", T0, 6), "1", generated_at=T0)
+        later = T0 + timedelta(hours=1)
+        store.forecasts.save(forecast_frame("a/q", later, 6), "1", generated_at=later)
+        window_rows = store.forecasts.read(["a/q"], start=T0 + STEP, end=T0 + 3 * STEP)
+        assert window_rows["step"].tolist() == [2, 3]
+        assert len(store.forecasts.read(generated_since=later)) == 6
+        assert store.forecasts.read(["b/q"]).empty
+
+    def test_steps_are_numbered_when_absent_and_missing_quantiles_stay_nan(
+        self, store: Store
+    ) -> None:
+        frame = forecast_frame("a/q", T0, 3).drop(columns=["step", "model"])
+        frame.loc[1, "q0.9"] = np.nan
+        store.forecasts.save(frame.iloc[::-1], "1", generated_at=T0)
+        got = store.forecasts.latest("a/q")
+        assert got["step"].tolist() == [1, 2, 3]
+        assert got["model"].isna().all()
+        assert np.isnan(got["q0.9"].iloc[1])
+        assert got["q0.9"].iloc[2] == frame["q0.9"].iloc[2]
+
+    def test_a_forecast_without_a_mean_is_rejected(self, store: Store) -> None:
+        with pytest.raises(DataValidationError, match="mean"):
+            store.forecasts.save(forecast_frame("a/q", T0, 3).drop(columns="mean"), "1", T0)
+        frame = forecast_frame("a/q", T0, 3)
+        frame.loc[0, "mean"] = np.inf
+        with pytest.raises(DataValidationError, match="a/q"):
+            store.forecasts.save(frame, "1", T0)
+        with pytest.raises(ValueError, match="timezone"):
+            store.forecasts.save(forecast_frame("a/q", T0, 3), "1", datetime(2024, 1, 1))
+
+
+class RecommendationsContract:
+    def test_append_and_latest_per_pool(self, store: Store) -> None:
+        assert store.recommendations.latest("a100") is None
+        payload = {"explanation": {"term": "forecast", "inputs": [1.5, None]}, "quantile": 0.9}
+        first = store.recommendations.append("a100", T0, 4, "scale_up", payload)
+        second = store.recommendations.append("a100", T0 + STEP, 3, "hold", {"n": 1})
+        store.recommendations.append("h100", T0 + 2 * STEP, 9, "scale_up", {})
+        assert second > first
+        latest = store.recommendations.latest("a100")
+        assert latest is not None
+        assert (latest.id, latest.desired_nodes, latest.action) == (second, 3, "hold")
+        assert latest.generated_at == T0 + STEP
+        history = store.recommendations.history("a100")
+        assert [r.id for r in history] == [second, first]
+        assert history[1].payload == payload
+        assert [r.pool for r in store.recommendations.history(since=T0 + STEP)] == [
+            "h100",
+            "a100",
+        ]
+
+
+class StateContract:
+    def test_state_round_trips_and_is_replaced(self, store: Store) -> None:
+        assert store.state.get("a100") is None
+        state = {"high_water": 7, "since": "2024-03-01T00:00:00+00:00", "window": [1, 2.5]}
+        store.state.put("a100", state, updated_at=T0)
+        assert store.state.get("a100") == state
+        store.state.put("a100", {"high_water": 3}, updated_at=T0 + STEP)
+        assert store.state.get("a100") == {"high_water": 3}
+        assert store.state.get("h100") is None
+
+
+class OutboxContract:
+    def test_enqueue_is_idempotent_per_target_and_key(self, store: Store) -> None:
+        first = store.outbox.enqueue("http://a/hook", b'{"v":1}', "k1", now=T0)
+        again = store.outbox.enqueue("http://a/hook", b'{"v":2}', "k1", now=T0 + STEP)
+        other = store.outbox.enqueue("http://b/hook", b'{"v":1}', "k1", now=T0)
+        assert first == again
+        assert other != first
+        assert store.outbox.pending() == 2
+        item = store.outbox.get(first)
+        assert item is not None
+        assert (item.body, item.attempts, item.created_at) == (b'{"v":1}', 0, T0)
+
+    def test_claims_due_items_oldest_first_up_to_the_limit(self, store: Store) -> None:
+        ids = [store.outbox.enqueue("http://a", b"x", f"k{i}", now=T0 + i * STEP) for i in range(4)]
+        store.outbox.enqueue("http://a", b"x", "future", now=T0 + timedelta(hours=1))
+        claimed = store.outbox.claim_due(now=T0 + timedelta(minutes=30), limit=3)
+        assert [item.id for item in claimed] == ids[:3]
+        assert all(item.attempts == 1 for item in claimed)
+        rest = store.outbox.claim_due(now=T0 + timedelta(minutes=30), limit=10)
+        assert [item.id for item in rest] == ids[3:]
+
+    def test_a_claim_hides_items_until_its_lease_expires(self, store: Store) -> None:
+        item_id = store.outbox.enqueue("http://a", b"x", "k", now=T0)
+        lease = timedelta(minutes=2)
+        assert len(store.outbox.claim_due(now=T0, lease=lease)) == 1
+        assert store.outbox.claim_due(now=T0 + timedelta(minutes=1), lease=lease) == []
+        # The sender died without settling: the item comes back after the lease.
+        again = store.outbox.claim_due(now=T0 + lease, lease=lease)
+        assert [(i.id, i.attempts) for i in again] == [(item_id, 2)]
+
+    def test_failures_back_off_exponentially_and_delivery_ends_retries(self, store: Store) -> None:
+        backoff = Backoff(base=timedelta(seconds=10), factor=2.0, cap=timedelta(seconds=30))
+        item_id = store.outbox.enqueue("http://a", b"x", "k", now=T0)
+        now = T0
+        waits = []
+        for _ in range(4):
+            (item,) = store.outbox.claim_due(now=now)
+            due = store.outbox.mark_failed(item.id, "HTTP 503", now=now, backoff=backoff)
+            assert due is not None
+            waits.append((due - now).total_seconds())
+            assert store.outbox.claim_due(now=due - timedelta(seconds=1)) == []
+            now = due
+        assert waits == [10.0, 20.0, 30.0, 30.0]
+        stored = store.outbox.get(item_id)
+        assert stored is not None
+        assert (stored.attempts, stored.last_error) == (4, "HTTP 503")
+        store.outbox.claim_due(now=now)
+        store.outbox.mark_delivered(item_id, now=now)
+        assert store.outbox.claim_due(now=now + timedelta(days=1)) == []
+        assert store.outbox.pending() == 0
+        assert store.outbox.mark_failed(item_id, "late", now=now) is None
+        delivered = store.outbox.get(item_id)
+        assert delivered is not None
+        assert (delivered.delivered_at, delivered.last_error) == (now, None)
+
+    def test_bodies_are_kept_byte_for_byte(self, store: Store) -> None:
+        body = bytes(range(256))
+        item_id = store.outbox.enqueue("http://a", body, "k", now=T0)
+        (item,) = store.outbox.claim_due(now=T0)
+        assert item.id == item_id
+        assert item.body == body
+
+    def test_concurrent_claims_never_hand_out_an_item_twice(self, store: Store) -> None:
+        ids = {store.outbox.enqueue("http://a", b"x", f"k{i}", now=T0) for i in range(40)}
+        claimed: list[int] = []
+        errors: list[BaseException] = []
+        lock = threading.Lock()
+        barrier = threading.Barrier(4)
+
+        def worker() -> None:
+            try:
+                barrier.wait()
+                while batch := store.outbox.claim_due(now=T0, limit=3):
+                    with lock:
+                        claimed.extend(item.id for item in batch)
+            except BaseException as exc:  # surfaced below: threads swallow exceptions
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert errors == []
+        assert sorted(claimed) == sorted(ids)

@@ -1,0 +1,84 @@
+"""Alembic migrations of the store: they create the ORM's schema, once, and only once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect, text
+
+from forecaster.exceptions import StoreError
+from pipelines.store import open_store
+from pipelines.store.engine import Database, make_engine
+from pipelines.store.migrate import alembic_config, current_revision, head_revision, upgrade
+from pipelines.store.schema import VERSION_TABLE, Base
+
+TABLES = {"samples", "forecasts", "recommendations", "pool_state", "webhook_outbox"}
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Database:
+    return Database(make_engine(f"sqlite:///{tmp_path / 'store.db'}"))
+
+
+def test_upgrade_creates_every_table_and_records_the_head(database: Database) -> None:
+    assert current_revision(database) is None
+    upgrade(database)
+    tables = set(inspect(database.engine).get_table_names())
+    assert tables == {*TABLES, VERSION_TABLE}
+    # Tenants of a shared database keep their own names.
+    assert "apscheduler_jobs" not in tables
+    assert "alembic_version" not in tables
+    assert current_revision(database) == head_revision()
+
+
+def test_the_migrated_schema_matches_the_orm_models(database: Database) -> None:
+    upgrade(database)
+    with database.engine.connect() as connection:
+        context = MigrationContext.configure(
+            connection, opts={"version_table": VERSION_TABLE, "compare_type": True}
+        )
+        assert compare_metadata(context, Base.metadata) == []
+
+
+def test_opening_twice_migrates_once_and_keeps_the_data(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    frame = pd.DataFrame(
+        {
+            "unique_id": "a/q",
+            "ds": pd.date_range("2024-01-01", periods=3, freq="5min", tz="UTC"),
+            "y": [1.0, 2.0, 3.0],
+        }
+    )
+    with open_store(url) as store:
+        store.samples.upsert(frame)
+    with open_store(url) as store:
+        assert len(store.samples.read()) == 3
+        with store.engine.connect() as connection:
+            versions = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
+    assert versions == [(head_revision(),)]
+
+
+def test_downgrade_to_base_drops_the_tables_and_upgrade_restores_them(
+    database: Database,
+) -> None:
+    upgrade(database)
+    config = alembic_config()
+    with database.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "base")
+    assert set(inspect(database.engine).get_table_names()) == {VERSION_TABLE}
+    upgrade(database)
+    assert set(inspect(database.engine).get_table_names()) >= TABLES
+
+
+def test_a_schema_from_a_newer_version_is_a_clear_error(database: Database) -> None:
+    upgrade(database)
+    with database.engine.begin() as connection:
+        connection.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = 'from_the_future'"))
+    with pytest.raises(StoreError, match="newer Foresight"):
+        upgrade(database)
