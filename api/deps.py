@@ -1,0 +1,45 @@
+"""Dependencies of the routes, as ``Annotated`` aliases.
+
+The service lives on ``app.state`` from the lifespan on; a request that arrives
+before it (or after shutdown) gets a 503, never an attribute error.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Path, Query, Request, status
+
+from api.service import RecommendationService
+
+
+async def get_service(request: Request) -> RecommendationService:
+    """Return the app's recommendation service (async: no I/O, so no thread hop).
+
+    Raises:
+        HTTPException: 503 while the app is starting or stopping.
+    """
+    service: RecommendationService | None = getattr(request.app.state, "service", None)
+    if service is None:
+        raise HTTPException(
+            status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+            detail="the service is starting; retry shortly",
+            headers={"Retry-After": "5"},
+        )
+    return service
+
+
+ServiceDep = Annotated[RecommendationService, Depends(get_service)]
+"""The recommendation service of the running app."""
+
+PoolFilter = Annotated[
+    list[str] | None,
+    Query(
+        alias="pool",
+        description="only these pools (repeat the parameter: ?pool=a&pool=b); default all",
+    ),
+]
+"""The optional ``?pool=`` filter of list endpoints."""
+
+PoolName = Annotated[str, Path(description="the pool name", max_length=100)]
+"""The ``{pool}`` path parameter."""

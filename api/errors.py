@@ -1,0 +1,114 @@
+"""The service's errors and how each becomes an HTTP answer.
+
+Domain code raises our own :class:`~forecaster.exceptions.ForesightError` subclasses;
+only this module knows HTTP. Every answer is JSON ``{"error", "message", ...}``:
+bad input is a 4xx that says what to fix, a dependency that is down (store, model
+registry) is a 503 that says which, and nothing a client sends yields a 5xx.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Final
+
+from fastapi import FastAPI, Request, status
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from forecaster.exceptions import (
+    ConfigError,
+    DataValidationError,
+    ForesightError,
+    PublishError,
+    StoreError,
+    TrackingError,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class UnknownPoolError(ForesightError, LookupError):
+    """A request names a pool that is not configured."""
+
+    def __init__(self, unknown: Sequence[str], known: Sequence[str]) -> None:
+        self.unknown = list(unknown)
+        self.known = list(known)
+        names = ", ".join(repr(name) for name in self.unknown)
+        super().__init__(f"no pool named {names}; known pools: {', '.join(self.known)}")
+
+
+class PoolUnavailableError(ForesightError):
+    """A pool exists but cannot be answered for yet (no live data, or no forecast)."""
+
+    def __init__(self, pool: str, reason: str) -> None:
+        self.pool = pool
+        self.reason = reason
+        super().__init__(f"pool {pool!r}: {reason}")
+
+
+_STATUS: Final[tuple[tuple[type[ForesightError], int, str], ...]] = (
+    # Most specific first: the first match wins.
+    (UnknownPoolError, status.HTTP_404_NOT_FOUND, "unknown_pool"),
+    (PoolUnavailableError, status.HTTP_503_SERVICE_UNAVAILABLE, "pool_unavailable"),
+    (DataValidationError, 422, "invalid_data"),
+    (StoreError, status.HTTP_503_SERVICE_UNAVAILABLE, "store_unavailable"),
+    (TrackingError, status.HTTP_503_SERVICE_UNAVAILABLE, "model_registry_unavailable"),
+    (PublishError, status.HTTP_502_BAD_GATEWAY, "publish_failed"),
+    (ConfigError, status.HTTP_500_INTERNAL_SERVER_ERROR, "configuration_error"),
+)
+
+
+def status_of(exc: ForesightError) -> tuple[int, str]:
+    """Return the HTTP status and error code of one of our errors."""
+    for kind, code, name in _STATUS:
+        if isinstance(exc, kind):
+            return code, name
+    return status.HTTP_500_INTERNAL_SERVER_ERROR, "internal_error"
+
+
+def error_body(error: str, message: str, **extra: Any) -> dict[str, Any]:
+    """Return the JSON body every error answer shares."""
+    return {"error": error, "message": message, **extra}
+
+
+async def _foresight_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ForesightError)  # registered for ForesightError only
+    code, name = status_of(exc)
+    extra: dict[str, Any] = {}
+    if isinstance(exc, UnknownPoolError):
+        extra["known_pools"] = exc.known
+    if isinstance(exc, PoolUnavailableError):
+        extra["pool"] = exc.pool
+    if code >= status.HTTP_500_INTERNAL_SERVER_ERROR:
+        logger.warning("%s %s failed: %s", request.method, request.url.path, exc)
+    headers = {"Retry-After": "30"} if code == status.HTTP_503_SERVICE_UNAVAILABLE else None
+    return JSONResponse(error_body(name, str(exc), **extra), status_code=code, headers=headers)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    # The rejected input is left out: it may be a 10 000-sample body, or hold a NaN
+    # that JSON cannot carry back.
+    details = jsonable_encoder(
+        [
+            {key: error[key] for key in ("loc", "msg", "type") if key in error}
+            for error in exc.errors()
+        ]
+    )
+    first = details[0] if details else {}
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    message = f"invalid request: {where}: {first.get('msg', 'invalid value')}"
+    if len(details) > 1:
+        message += f" (and {len(details) - 1} more problems, see detail)"
+    return JSONResponse(
+        error_body("invalid_request", message, detail=details),
+        status_code=422,
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers of our errors and of request validation on ``app``."""
+    app.add_exception_handler(ForesightError, _foresight_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)

@@ -1,0 +1,189 @@
+"""The FastAPI application: :func:`create_app` builds it, its lifespan loads everything.
+
+Nothing happens at import time. The lifespan loads the settings (unless given), the
+pools, the store (seeding an empty one from the committed sample when asked), and
+the champion from the registry alias, falling back to the last-known-good copy;
+tests inject ready-made :class:`~api.service.Services` instead. Serve with
+``uvicorn --factory api.main:create_app`` or ``foresight serve``.
+
+The embedded default (``make run``) serves the committed sample, whose data ends in
+the past: run it with ``clock="replay"`` so "now" is the newest sample (see
+:mod:`api.clock`); otherwise every pool is reactive for stale data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import timedelta
+
+from fastapi import APIRouter, FastAPI
+from fastapi.concurrency import run_in_threadpool
+
+from api.clock import ClockMode, ReplayClock, system_clock
+from api.errors import install_error_handlers
+from api.ingest import seed_from_sample as seed_store
+from api.routers import forecast, health, pools, recommendation, signals
+from api.service import RecommendationService, Services
+from forecaster.config.pools import load_pools
+from forecaster.config.settings import Settings, load_settings
+from forecaster.exceptions import ForesightError, SourceError, TrackingError
+from forecaster.registry import LoadedModel, load_champion
+from forecaster.tracking import TrackingConfig
+from pipelines.store import open_store
+
+logger = logging.getLogger(__name__)
+
+CORE_ROUTERS: tuple[APIRouter, ...] = (
+    recommendation.router,
+    forecast.router,
+    pools.router,
+    signals.router,
+    health.router,
+)
+"""The routers every app has."""
+
+
+def tracking_config(settings: Settings) -> TrackingConfig:
+    """Return the MLflow tracking configuration of the settings."""
+    return TrackingConfig(
+        tracking_uri=settings.mlflow_tracking_uri,
+        experiment_name=settings.experiment_name,
+        artifact_location=settings.mlflow_artifacts_dir.as_uri(),
+    )
+
+
+def load_model(settings: Settings) -> tuple[LoadedModel | None, str]:
+    """Load the champion (registry, else last known good); None and why when neither has one."""
+    try:
+        loaded = load_champion(
+            settings.registered_model_name,
+            models_dir=settings.models_dir,
+            tracking=tracking_config(settings),
+        )
+    except TrackingError as exc:
+        logger.warning("serving reactively: %s", exc)
+        return None, str(exc)
+    logger.info("serving champion version %s from the %s", loaded.version, loaded.source)
+    return loaded, ""
+
+
+def build_services(settings: Settings, *, seed_from_sample: bool = True) -> Services:
+    """Open the pools, the store and the champion of ``settings``.
+
+    Args:
+        settings: the deployment's settings.
+        seed_from_sample: fill pools without samples from the committed sample data.
+
+    Raises:
+        ConfigError: the pools file is invalid.
+        StoreError: the store cannot be opened or migrated.
+    """
+    pools_config = load_pools(settings.pools_file)
+    store = open_store(settings.store_url)
+    try:
+        if seed_from_sample:
+            try:
+                seed_store(settings, store, pools_config)
+            except SourceError as exc:
+                logger.warning("not seeding from the sample data: %s", exc)
+        model, problem = load_model(settings)
+    except BaseException:
+        store.close()
+        raise
+    return Services(settings, pools_config, store, model, problem, owns_store=True)
+
+
+async def _refresh_forever(service: RecommendationService, every: float) -> None:
+    """Recompute what changed or is about to expire, every ``every`` seconds."""
+    ahead = timedelta(seconds=2 * every)
+    while True:
+        try:
+            await run_in_threadpool(service.refresh, ahead)
+        except ForesightError as exc:
+            logger.warning("background refresh failed, retrying in %.0f s: %s", every, exc)
+        # One pool's unexpected failure must not stop every later refresh; log it whole.
+        except Exception:
+            logger.exception("background refresh failed unexpectedly")
+        await asyncio.sleep(every)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    services: Services | None = None,
+    seed_from_sample: bool = True,
+    clock: ClockMode = "system",
+    refresh_seconds: float | None = 5.0,
+    extra_routers: Sequence[APIRouter] = (),
+) -> FastAPI:
+    """Build the Foresight API app; its lifespan loads what it serves.
+
+    Args:
+        settings: the settings; default :func:`load_settings` (environment and
+            defaults) when the app starts. Ignored when ``services`` is given.
+        services: ready-made services (tests); the lifespan then loads nothing and
+            leaves the store open unless ``services.owns_store``.
+        seed_from_sample: when the app builds its services, fill pools that have no
+            samples from the committed sample data set (the embedded default).
+        clock: ``system`` (wall time) or ``replay`` (as of the newest sample, for old
+            sample data); ignored when ``services`` is given (set ``services.clock``).
+        refresh_seconds: how often a background task polls the store for samples
+            written by others and recomputes recommendations ahead of expiry; None
+            turns it off (requests then recompute only on expiry or local pushes).
+        extra_routers: more routers to include (call-chain ingestion, consumers).
+
+    Returns:
+        The app, not yet started.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        built = services
+        if built is None:
+            chosen = settings if settings is not None else load_settings()
+            built = await run_in_threadpool(
+                build_services, chosen, seed_from_sample=seed_from_sample
+            )
+        service = RecommendationService(built)
+        if services is None and clock == "replay":
+            built.clock = ReplayClock(service.live.newest, fallback=system_clock)
+        try:
+            await run_in_threadpool(service.start)
+            app.state.services = built
+            app.state.service = service
+            task = (
+                asyncio.create_task(_refresh_forever(service, refresh_seconds))
+                if refresh_seconds
+                else None
+            )
+            try:
+                yield
+            finally:
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+                app.state.service = None
+        finally:
+            if built.owns_store:
+                built.store.close()
+
+    app = FastAPI(
+        title="Foresight",
+        summary="Predictive autoscaling recommendations for GPU node pools.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    for router in CORE_ROUTERS:
+        app.include_router(router)
+    # Call-chain ingestion (api.callchain: POST /v1/traces, /signals/spans) and the
+    # consumers' formats (api.consumers: /integrations/...) plug in here; they reach
+    # the service through api.deps.ServiceDep and feed latency in via Services.latency.
+    for router in extra_routers:
+        app.include_router(router)
+    return app

@@ -1,0 +1,62 @@
+"""Readiness: a model is loaded, the store answers, and the live data is fresh.
+
+A replica that fails any check still answers ``/recommendation`` (reactively when the
+model is missing), but says it is not ready so an orchestrator can tell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from api.service import RecommendationService
+from forecaster.exceptions import StoreError
+from forecaster.loaders import DEMAND
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """The verdict: ready or not, the failed checks in words, and every check's details."""
+
+    ready: bool
+    reasons: list[str]
+    checks: dict[str, dict[str, Any]]
+
+
+def check_readiness(service: RecommendationService) -> Readiness:
+    """Check the model, the store and the freshness of every pool's live data."""
+    services = service.services
+    reasons: list[str] = []
+    model = services.model
+    if model is None:
+        reasons.append(f"no model is loaded: {services.model_problem or 'unknown reason'}")
+        model_check: dict[str, Any] = {"ok": False, "problem": services.model_problem}
+    else:
+        model_check = {"ok": True, "version": model.version, "source": model.source}
+        if model.reason:
+            model_check["note"] = model.reason
+    try:
+        services.store.samples.last_timestamp(f"{service.names[0]}/{DEMAND}")
+        store_check: dict[str, Any] = {"ok": True, "url": services.store.url}
+    except StoreError as exc:
+        reasons.append(f"the store is unreachable: {exc}")
+        store_check = {"ok": False, "url": services.store.url, "problem": str(exc)}
+    now = service.now()
+    stale: dict[str, float | None] = {}
+    for name in service.names:
+        newest = service.live.readings(name).newest
+        bound = services.bounds.stale_steps * service.forecasts.step(name)
+        if newest is None or now - newest > bound:
+            stale[name] = None if newest is None else (now - newest).total_seconds()
+    if stale:
+        described = ", ".join(
+            f"{name} ({'no samples' if age is None else f'{age:.0f} s old'})"
+            for name, age in stale.items()
+        )
+        reasons.append(f"live data is missing or stale for pools: {described}")
+    data_check = {"ok": not stale, "now": now.isoformat(), "stale_pools": sorted(stale)}
+    return Readiness(
+        ready=not reasons,
+        reasons=reasons,
+        checks={"model": model_check, "store": store_check, "data": data_check},
+    )

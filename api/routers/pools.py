@@ -1,0 +1,41 @@
+"""``GET /pools``: the configured pools (the config holds no secrets)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from api.deps import ServiceDep
+from api.schemas import PoolOut, PoolsOut, ScaleDownOut, ServiceOut, SignalOut
+from forecaster.config.pools import PoolConfig
+
+router = APIRouter(tags=["pools"])
+
+
+def pool_out(pool: PoolConfig) -> PoolOut:
+    """Return the response body of one pool, PromQL placeholders filled in."""
+    return PoolOut(
+        name=pool.name,
+        node_group_id=pool.node_group_id,
+        gpus_per_node=pool.gpus_per_node,
+        min_nodes=pool.min_nodes,
+        max_nodes=pool.max_nodes,
+        lead_time_seconds=pool.lead_time.total_seconds(),
+        cost_per_node_hour=pool.cost_per_node_hour,
+        target_utilisation=pool.target_utilisation,
+        quantile=pool.quantile,
+        signals={
+            name: SignalOut(promql=pool.promql(name), column=source.column)
+            for name, source in pool.signals.items()
+        },
+        services=[ServiceOut(name=s.name, slo_p95_ms=s.slo_p95_ms) for s in pool.services],
+        scale_down=ScaleDownOut(
+            window_seconds=pool.scale_down.window.total_seconds(),
+            max_step_nodes=pool.scale_down.max_step_nodes,
+        ),
+    )
+
+
+@router.get("/pools", response_model=PoolsOut, summary="The configured pools")
+def list_pools(service: ServiceDep) -> PoolsOut:
+    """Return every configured pool with its sizes, bounds, lead time and signals."""
+    return PoolsOut(pools=[pool_out(pool) for pool in service.select(None)])

@@ -1,0 +1,73 @@
+"""``GET /recommendation`` (all pools, filterable) and ``GET /recommendation/{pool}``.
+
+Bodies are assembled from each pool's JSON encoded once when it was decided, so a
+request costs a join of bytes rather than a serialisation of every pool.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import APIRouter, Response
+from fastapi.concurrency import run_in_threadpool
+
+from api.deps import PoolFilter, PoolName, ServiceDep
+from api.policy.types import iso_utc
+from api.schemas import PoolRecommendation, RecommendationSet, UnavailablePool
+
+router = APIRouter(tags=["recommendations"])
+
+_ERRORS: dict[int | str, dict[str, str]] = {
+    404: {"description": "an unknown pool; the message lists the known ones"},
+    503: {"description": "the store is unreachable, or the pool has no live data yet"},
+}
+
+
+@router.get(
+    "/recommendation",
+    response_model=RecommendationSet,
+    responses=_ERRORS,
+    summary="Recommendations of every pool (or of the ?pool= ones)",
+)
+async def list_recommendations(service: ServiceDep, pool: PoolFilter = None) -> Response:
+    """Return the current recommendation of each requested pool, in the pools file's order.
+
+    Pools without live data yet are listed under ``unavailable`` with the reason. A
+    KEDA ``metrics-api`` scaler reads one number with e.g. ``valueLocation:
+    pools.0.desired_nodes`` and ``?pool=<name>`` in the URL.
+    """
+    pools = service.select(pool)
+    fresh = service.peek(pools)
+    if fresh is not None:
+        entries, missing = fresh, dict[str, str]()
+    else:
+        entries, missing = await run_in_threadpool(service.recommendations, pools)
+    unavailable = [
+        UnavailablePool(pool=name, reason=why).model_dump() for name, why in missing.items()
+    ]
+    head = json.dumps(iso_utc(service.now())).encode()
+    body = b"".join(
+        (
+            b'{"generated_at":',
+            head,
+            b',"pools":[',
+            b",".join(entry.json for entry in entries),
+            b'],"unavailable":',
+            json.dumps(unavailable).encode(),
+            b"}",
+        )
+    )
+    return Response(content=body, media_type="application/json")
+
+
+@router.get(
+    "/recommendation/{pool}",
+    response_model=PoolRecommendation,
+    responses=_ERRORS,
+    summary="The recommendation of one pool",
+)
+async def get_recommendation(service: ServiceDep, pool: PoolName) -> Response:
+    """Return one pool's current recommendation."""
+    fresh = service.peek([service.pool(pool)])
+    entry = fresh[0] if fresh else await run_in_threadpool(service.recommendation, pool)
+    return Response(content=entry.json, media_type="application/json")

@@ -1,0 +1,223 @@
+"""Request and response bodies of the HTTP API, separate from the domain types.
+
+Responses are built from the domain objects' JSON forms, so every number is a plain
+JSON number and a KEDA ``metrics-api`` scaler can read one with a GJSON
+``valueLocation`` such as ``pools.0.desired_nodes``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from api.policy import Action, HealthReason, Mode, Recommendation, StabilisationLimit, Term
+
+MAX_SAMPLES_PER_PUSH: Final = 10_000
+SERIES_ID_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z][a-z0-9_]*$"
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InputReadingOut(_Out):
+    """One input of a decision: value, when it was read, and its age at the decision."""
+
+    value: float | None
+    at: datetime | None
+    age_seconds: float | None
+
+
+class StagesOut(_Out):
+    """The node count after each step of the policy's chain."""
+
+    forecast_nodes: int | None
+    latency_nodes: int | None
+    floor_nodes: int
+    need: int
+    bounded: int
+    window_max: int
+    stabilised: int
+    final: int
+
+
+class LatencyOut(_Out):
+    """The call-chain latency adjustment as received and as applied."""
+
+    extra_nodes: int
+    applied_nodes: int
+    not_gpu_bound: bool
+    reason: str
+
+
+class ExplanationOut(_Out):
+    """Which term set the number, why, and every input's value and age."""
+
+    term: Term
+    mode: Mode
+    summary: str
+    health_reasons: list[HealthReason]
+    health_detail: str
+    stages: StagesOut
+    inputs: dict[str, InputReadingOut]
+    forecast_peak_at: datetime | None
+    latency: LatencyOut
+    stabilisation_limit: StabilisationLimit | None
+    settings: dict[str, float]
+
+
+class PoolRecommendation(_Out):
+    """The recommendation for one pool."""
+
+    pool: str
+    current_nodes: int = Field(description="nodes ready now")
+    desired_nodes: int = Field(description="nodes the pool should have")
+    delta: int = Field(description="desired_nodes - current_nodes")
+    action: Action
+    mode: Mode = Field(description="predictive, or reactive when the forecast is not trusted")
+    headroom_nodes: int = Field(description="desired nodes beyond what current demand occupies")
+    headroom_pods: int = Field(description="placeholder pods for that headroom")
+    gpus_per_placeholder_pod: int
+    quantile: float = Field(description="the demand quantile provisioned for")
+    forecast_quantiles: dict[str, float] = Field(
+        description="peak demand (GPUs) over the decision window per quantile, e.g. q0.9"
+    )
+    model_version: str | None
+    data_freshness_seconds: float = Field(description="age of the oldest live reading used")
+    generated_at: datetime
+    valid_until: datetime
+    explanation: ExplanationOut
+
+    @classmethod
+    def from_domain(cls, rec: Recommendation) -> PoolRecommendation:
+        """Build the response body of a policy recommendation."""
+        data: dict[str, Any] = rec.to_dict()
+        data["data_freshness_seconds"] = data.pop("data_age_seconds")
+        return cls.model_validate(data)
+
+
+class UnavailablePool(_Out):
+    """A pool no recommendation could be made for, and why."""
+
+    pool: str
+    reason: str
+
+
+class RecommendationSet(_Out):
+    """Recommendations of several pools, in the pools file's order."""
+
+    generated_at: datetime
+    pools: list[PoolRecommendation]
+    unavailable: list[UnavailablePool] = Field(
+        default_factory=list, description="requested pools without live data yet"
+    )
+
+
+class ForecastRecord(BaseModel):
+    """One step of a forecast frame; quantile columns ``q<level>`` are extra keys."""
+
+    model_config = ConfigDict(extra="allow")
+
+    unique_id: str
+    ds: datetime
+    step: int
+    model: str
+    mean: float
+    family: str | None = None
+
+
+class ForecastOut(_Out):
+    """The demand forecast of one pool as the recommendation uses it."""
+
+    pool: str
+    series_id: str
+    model_version: str | None
+    generated_at: datetime
+    last_observed: datetime | None
+    step_seconds: float
+    quantile: float
+    levels: list[float]
+    records: list[ForecastRecord]
+
+
+class SignalOut(_Out):
+    """Where one signal of a pool comes from."""
+
+    promql: str | None
+    column: str | None
+
+
+class ServiceOut(_Out):
+    """A call-chain service on the pool and its p95 SLO."""
+
+    name: str
+    slo_p95_ms: float
+
+
+class ScaleDownOut(_Out):
+    """How cautiously the pool shrinks."""
+
+    window_seconds: float
+    max_step_nodes: int
+
+
+class PoolOut(_Out):
+    """One configured pool."""
+
+    name: str
+    node_group_id: str
+    gpus_per_node: int
+    min_nodes: int
+    max_nodes: int
+    lead_time_seconds: float
+    cost_per_node_hour: float
+    target_utilisation: float
+    quantile: float
+    signals: dict[str, SignalOut]
+    services: list[ServiceOut]
+    scale_down: ScaleDownOut
+
+
+class PoolsOut(_Out):
+    """Every configured pool, in the pools file's order."""
+
+    pools: list[PoolOut]
+
+
+class MetricSampleIn(BaseModel):
+    """One pushed observation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    series_id: str = Field(
+        pattern=SERIES_ID_PATTERN,
+        max_length=200,
+        description="'<pool>/<signal>', e.g. 'a100-train/queue_gpus'",
+        examples=["a100-train/queue_gpus"],
+    )
+    ts: AwareDatetime = Field(description="observation time with a timezone, e.g. ...Z")
+    value: float = Field(allow_inf_nan=False, description="a finite number")
+
+
+class IngestOut(_Out):
+    """What a push stored."""
+
+    accepted: int = Field(description="samples received")
+    rows_written: int = Field(description="rows written, derived demand included")
+    pools: list[str] = Field(description="pools whose recommendation was recomputed")
+
+
+class HealthOut(_Out):
+    """Liveness: the process answers."""
+
+    status: Literal["ok"] = "ok"
+
+
+class ReadyOut(_Out):
+    """Readiness: what was checked and what failed."""
+
+    ready: bool
+    reasons: list[str]
+    checks: dict[str, dict[str, Any]]

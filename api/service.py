@@ -1,0 +1,394 @@
+"""The recommendation service: gathers each pool's inputs, asks the policy, remembers.
+
+Per pool: the newest live readings (:class:`~api.live.LiveIndex`), the demand forecast
+(:class:`~api.forecasts.ForecastCache`), forecast health bounds scaled to the series
+step, the call-chain adjustment, and the stabilisation state from the store (so
+replicas sharing a store agree). The answer is kept until it expires
+(``valid_until``) or the pool's samples change, so a request normally costs a dict
+lookup; :meth:`RecommendationService.refresh` (run in the background by the app)
+notices samples written by others and recomputes ahead of expiry. Every
+recommendation that differs from the pool's last one is appended to the audit trail.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import pandas as pd
+
+from api.clock import Clock, system_clock
+from api.errors import PoolUnavailableError, UnknownPoolError
+from api.forecasts import ForecastCache, ForecastSettings, PoolForecast
+from api.ingest import Ingested, ingest
+from api.live import LiveIndex
+from api.policy import (
+    NO_LATENCY,
+    ForecastHealth,
+    LatencyAdjustment,
+    Recommendation,
+    StabilisationState,
+    decide,
+)
+from api.schemas import PoolRecommendation
+from forecaster.config.pools import PoolConfig, PoolsConfig
+from forecaster.config.settings import Settings
+from forecaster.exceptions import DataValidationError
+from forecaster.registry import LoadedModel
+from pipelines.store import Store
+
+logger = logging.getLogger(__name__)
+
+LatencySource = Callable[[PoolConfig, datetime], LatencyAdjustment]
+"""Returns the call-chain adjustment of a pool at a time."""
+
+ErrorSource = Callable[[PoolConfig, datetime], tuple[float | None, datetime | None]]
+"""Returns a pool's recent live forecast error and when it was measured."""
+
+ChangeListener = Callable[[Recommendation], None]
+"""Called with each recommendation that differs from the pool's previous one."""
+
+
+def no_latency(pool: PoolConfig, now: datetime) -> LatencyAdjustment:
+    """The latency source without call-chain data: never adds nodes."""
+    return NO_LATENCY
+
+
+def unmeasured_error(pool: PoolConfig, now: datetime) -> tuple[float | None, datetime | None]:
+    """The error source before live error is measured: unknown, which counts as healthy."""
+    return None, None
+
+
+@dataclass(frozen=True)
+class HealthBounds:
+    """When the forecast stops being trusted, in steps of the pool's series.
+
+    Attributes:
+        stale_steps: live readings older than this many steps are stale.
+        forecast_age_steps: forecasts older than this many steps are stale.
+        error_bound: the largest recent live error (MASE) still trusted.
+    """
+
+    stale_steps: int = 3
+    forecast_age_steps: int = 2
+    error_bound: float = 2.0
+
+
+@dataclass
+class Services:
+    """Everything the app serves from, built in the lifespan or injected by tests.
+
+    Attributes:
+        settings: the deployment's settings.
+        pools: the configured pools.
+        store: the store (samples, state, audit trail).
+        model: the loaded champion, None when none could be loaded (decisions are
+            then reactive, and ``/readyz`` says why).
+        model_problem: why ``model`` is None.
+        clock: the decision clock (see :mod:`api.clock`).
+        latency: the call-chain adjustment per pool.
+        live_error: the recent live forecast error per pool.
+        on_change: called with every recommendation that changed (webhooks).
+        bounds: the forecast health bounds.
+        owns_store: close the store when the app stops.
+    """
+
+    settings: Settings
+    pools: PoolsConfig
+    store: Store
+    model: LoadedModel | None
+    model_problem: str = ""
+    clock: Clock = system_clock
+    latency: LatencySource = no_latency
+    live_error: ErrorSource = unmeasured_error
+    on_change: Sequence[ChangeListener] = ()
+    bounds: HealthBounds = field(default_factory=HealthBounds)
+    owns_store: bool = False
+
+
+@dataclass(frozen=True)
+class PoolEntry:
+    """A pool's current recommendation, its response body and its encoded JSON."""
+
+    recommendation: Recommendation
+    body: PoolRecommendation
+    json: bytes
+
+    @classmethod
+    def of(cls, rec: Recommendation) -> PoolEntry:
+        """Build the entry, encoding the response body once."""
+        body = PoolRecommendation.from_domain(rec)
+        return cls(rec, body, body.model_dump_json().encode())
+
+
+_AUDIT_KEYS: Final = ("desired_nodes", "current_nodes", "action", "mode", "model_version")
+
+
+def _audit_key(payload: dict[str, Any]) -> tuple[Any, ...]:
+    term = payload.get("explanation", {}).get("term")
+    return (*(payload.get(key) for key in _AUDIT_KEYS), term)
+
+
+class RecommendationService:
+    """Recommendations per pool from live readings, forecasts and stored state.
+
+    Args:
+        services: what to serve from.
+    """
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.live = LiveIndex(services.store, services.pools.pools)
+        settings = services.settings
+        self.forecasts = ForecastCache(
+            services.store,
+            services.model,
+            ForecastSettings(
+                levels=settings.levels,
+                horizon=settings.horizon,
+                max_train=timedelta(days=settings.max_train_days),
+                max_gap_steps=settings.max_gap_steps,
+            ),
+            missing_model_reason=services.model_problem or "no champion model is loaded",
+        )
+        self._pools = {pool.name: pool for pool in services.pools.pools}
+        self._entries: dict[str, PoolEntry] = {}
+        self._dirty: set[str] = set(self._pools)
+        self._audited: dict[str, tuple[Any, ...] | None] = {}
+        self._lock = threading.RLock()
+
+    # -- pools -----------------------------------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        """The pool names in the pools file's order."""
+        return list(self._pools)
+
+    def pool(self, name: str) -> PoolConfig:
+        """Return the pool called ``name``.
+
+        Raises:
+            UnknownPoolError: no pool has that name (404).
+        """
+        found = self._pools.get(name)
+        if found is None:
+            raise UnknownPoolError([name], self.names)
+        return found
+
+    def select(self, names: Sequence[str] | None) -> list[PoolConfig]:
+        """Return the named pools (all when ``names`` is empty), in the file's order.
+
+        Raises:
+            UnknownPoolError: a name is not a configured pool.
+        """
+        if not names:
+            return list(self._pools.values())
+        unknown = [name for name in dict.fromkeys(names) if name not in self._pools]
+        if unknown:
+            raise UnknownPoolError(unknown, self.names)
+        wanted = set(names)
+        return [pool for name, pool in self._pools.items() if name in wanted]
+
+    def now(self) -> datetime:
+        """Return the decision clock's time."""
+        return self.services.clock()
+
+    # -- data ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Read every pool's newest samples (at startup).
+
+        Raises:
+            StoreError: the store failed.
+        """
+        self._mark_changed(self.live.poll())
+
+    def ingest(self, frame: pd.DataFrame) -> Ingested:
+        """Store pushed samples and recompute the pools they touch.
+
+        Raises:
+            DataValidationError: the samples are invalid.
+            StoreError: the store failed.
+        """
+        done = ingest(self.services.store, self.services.pools, frame)
+        self._mark_changed(self.live.poll(done.pools) | set(done.pools))
+        now = self.now()
+        with self._lock:
+            for name in done.pools:
+                self._compute(self._pools[name], now)
+        return done
+
+    def invalidate(self, pools: Sequence[str] | None = None) -> None:
+        """Recompute these pools (all when None) on the next request, e.g. after new latency."""
+        with self._lock:
+            self._dirty.update(self._pools if pools is None else pools)
+
+    def refresh(self, ahead: timedelta = timedelta(0)) -> set[str]:
+        """Poll the store for new samples and recompute what changed or expires soon.
+
+        Args:
+            ahead: also recompute entries that expire within this margin.
+
+        Returns:
+            The pools recomputed.
+        """
+        self._mark_changed(self.live.poll())
+        now = self.now()
+        done: set[str] = set()
+        with self._lock:
+            for name, pool in self._pools.items():
+                entry = self._entries.get(name)
+                due = entry is None or now + ahead >= entry.recommendation.valid_until
+                if name in self._dirty or due:
+                    self._compute(pool, now)
+                    done.add(name)
+        return done
+
+    def _mark_changed(self, pools: set[str]) -> None:
+        with self._lock:
+            for name in pools:
+                self.forecasts.invalidate(name)
+            self._dirty.update(pools)
+
+    # -- answers ---------------------------------------------------------------
+
+    def recommendations(
+        self, pools: Sequence[PoolConfig]
+    ) -> tuple[list[PoolEntry], dict[str, str]]:
+        """Return the current entries of ``pools`` and the reasons of those without one.
+
+        Raises:
+            StoreError: the store failed while recomputing.
+        """
+        now = self.now()
+        entries: list[PoolEntry] = []
+        missing: dict[str, str] = {}
+        for pool in pools:
+            entry = self._current(pool, now)
+            if isinstance(entry, PoolEntry):
+                entries.append(entry)
+            else:
+                missing[pool.name] = entry
+        return entries, missing
+
+    def peek(self, pools: Sequence[PoolConfig]) -> list[PoolEntry] | None:
+        """Return the entries of ``pools`` if all are fresh, else None (no I/O, no lock).
+
+        Lets an async route answer from memory and go to a thread only to recompute.
+        """
+        now = self.now()
+        entries = [self._fresh(pool.name, now) for pool in pools]
+        if any(entry is None for entry in entries):
+            return None
+        return [entry for entry in entries if entry is not None]
+
+    def recommendation(self, name: str) -> PoolEntry:
+        """Return one pool's current entry.
+
+        Raises:
+            UnknownPoolError: no such pool.
+            PoolUnavailableError: the pool has no live data yet.
+        """
+        pool = self.pool(name)
+        entry = self._current(pool, self.now())
+        if not isinstance(entry, PoolEntry):
+            raise PoolUnavailableError(name, entry)
+        return entry
+
+    def forecast(self, name: str) -> PoolForecast:
+        """Return the demand forecast the pool's recommendation uses.
+
+        Raises:
+            UnknownPoolError: no such pool.
+            PoolUnavailableError: no forecast can be made (no model, too little history).
+        """
+        pool = self.pool(name)
+        with self._lock:
+            made = self.forecasts.get(pool, self.now())
+        if made.forecast is None:
+            raise PoolUnavailableError(name, f"no demand forecast: {made.reason}")
+        return made
+
+    def _current(self, pool: PoolConfig, now: datetime) -> PoolEntry | str:
+        # Fast path without the lock: a fresh entry is immutable and replaced whole.
+        entry = self._fresh(pool.name, now)
+        if entry is not None:
+            return entry
+        with self._lock:
+            entry = self._fresh(pool.name, now)
+            return entry if entry is not None else self._compute(pool, now)
+
+    def _fresh(self, name: str, now: datetime) -> PoolEntry | None:
+        entry = self._entries.get(name)
+        if entry is None or name in self._dirty or now >= entry.recommendation.valid_until:
+            return None
+        return entry
+
+    def _compute(self, pool: PoolConfig, now: datetime) -> PoolEntry | str:
+        """Decide for one pool at ``now``; the caller holds the lock."""
+        readings = self.live.readings(pool.name)
+        try:
+            live = readings.live_signals()
+        except DataValidationError as exc:
+            # Stored by another writer (the push API checks its own): this pool cannot
+            # be decided, the others still can.
+            return self._unavailable(pool.name, f"the live samples are invalid: {exc}")
+        if live is None:
+            missing = ", ".join(readings.missing())
+            return self._unavailable(
+                pool.name, f"no live samples of {missing} yet; push them to /signals/metrics"
+            )
+        made = self.forecasts.get(pool, now)
+        services = self.services
+        error, error_at = services.live_error(pool, now)
+        health = ForecastHealth(
+            recent_error=error,
+            error_bound=services.bounds.error_bound,
+            max_live_age=services.bounds.stale_steps * made.step,
+            max_forecast_age=services.bounds.forecast_age_steps * made.step,
+            error_at=error_at,
+        )
+        state = self._state(pool.name)
+        rec = decide(pool, made.forecast, live, health, services.latency(pool, now), state, now)
+        services.store.state.put(pool.name, rec.state.to_dict(), updated_at=now)
+        self._audit(rec)
+        entry = PoolEntry.of(rec)
+        self._entries[pool.name] = entry
+        self._dirty.discard(pool.name)
+        return entry
+
+    def _unavailable(self, pool: str, reason: str) -> str:
+        self._dirty.discard(pool)
+        self._entries.pop(pool, None)
+        return reason
+
+    def _state(self, pool: str) -> StabilisationState:
+        stored = self.services.store.state.get(pool)
+        if stored is None:
+            return StabilisationState()
+        try:
+            return StabilisationState.from_dict(stored)
+        except DataValidationError as exc:
+            # A state written by an incompatible version: start over (scale-down then
+            # waits a whole window, which is the safe direction).
+            logger.warning("pool %s: ignoring stored stabilisation state: %s", pool, exc)
+            return StabilisationState()
+
+    def _audit(self, rec: Recommendation) -> None:
+        payload = rec.to_dict()
+        key = _audit_key(payload)
+        if rec.pool not in self._audited:
+            latest = self.services.store.recommendations.latest(rec.pool)
+            self._audited[rec.pool] = None if latest is None else _audit_key(latest.payload)
+        if self._audited[rec.pool] == key:
+            return
+        self.services.store.recommendations.append(
+            rec.pool, rec.generated_at, rec.desired_nodes, rec.action, payload
+        )
+        self._audited[rec.pool] = key
+        for listener in self.services.on_change:
+            listener(rec)

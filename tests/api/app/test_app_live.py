@@ -1,0 +1,63 @@
+"""The live index: batch and per-pool polls, demand derived when its series lags."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pandas as pd
+
+from api.live import LiveIndex
+from forecaster.config.pools import PoolsConfig
+from pipelines.store import Store
+
+
+def _rows(*items: tuple[str, str, float]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "unique_id": [i[0] for i in items],
+            "ds": pd.to_datetime([i[1] for i in items], utc=True),
+            "y": [i[2] for i in items],
+        }
+    )
+
+
+def test_poll_reports_only_changed_pools(store: Store, pools: PoolsConfig) -> None:
+    index = LiveIndex(store, pools.pools)
+    assert index.poll() == {"alpha", "beta"}
+    assert index.poll() == set()
+
+    store.samples.upsert(_rows(("beta/nodes", "2025-03-31T00:00:00Z", 3.0)))
+
+    assert index.poll() == {"beta"}
+    assert index.readings("beta").latest["nodes"].value == 3.0
+    assert index.newest() == pd.Timestamp("2025-03-31T00:00:00Z")
+
+
+def test_a_lagging_pool_is_read_on_its_own(store: Store, pools: PoolsConfig) -> None:
+    index = LiveIndex(store, pools.pools)
+    index.poll()
+    # alpha moves two hours ahead: beta now lags by more than the lookback.
+    store.samples.upsert(_rows(("alpha/nodes", "2025-03-31T02:00:00Z", 5.0)))
+    index.poll()
+    store.samples.upsert(_rows(("beta/nodes", "2025-03-31T00:05:00Z", 7.0)))
+
+    assert index.poll() == {"beta"}
+    assert index.readings("beta").latest["nodes"].value == 7.0
+
+
+def test_demand_is_allocated_plus_queue_when_its_series_lags(
+    store: Store, pools: PoolsConfig
+) -> None:
+    at = "2025-03-31T00:00:00Z"
+    store.samples.upsert(_rows(("alpha/allocated_gpus", at, 30.0), ("alpha/queue_gpus", at, 12.0)))
+    index = LiveIndex(store, pools.pools)
+    index.poll()
+
+    demand = index.readings("alpha").demand()
+
+    assert demand is not None
+    assert demand.value == 42.0
+    assert demand.at == pd.Timestamp(at)
+    live = index.readings("alpha").live_signals()
+    assert live is not None
+    assert live.ready_nodes.at == pd.Timestamp(at) - timedelta(minutes=5)
