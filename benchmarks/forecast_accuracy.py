@@ -7,7 +7,7 @@ training data. Every Foresight family and the statsforecast peers (AutoETS, MSTL
 through the same backtest in one process.
 
 The champion is chosen per series and horizon the way training chooses it, but only
-from the past: on 6 validation windows that end at or before the first test cutoff.
+from the past: on 8 validation windows that end at or before the first test cutoff.
 Its score is then the chosen family's score on the 12 test windows, so the selection
 never sees the windows it is scored on.
 
@@ -44,7 +44,7 @@ from forecaster.types import DS, MODEL, UID  # noqa: E402
 HORIZONS = ["10min", "1h", "3h"]
 LEVELS = (0.5, 0.9, 0.95)
 TEST_WINDOWS = 12
-VALIDATION_WINDOWS = 6
+VALIDATION_WINDOWS = 8
 VCS = ("vc6YE", "vcvlY", "vcLJZ", "vcpDC")
 SIGNALS = ("allocated_gpus", "pending_gpus", "demand_gpus")
 PEERS = ("persistence", "seasonal_naive", "sf_autoets", "sf_mstl")
@@ -226,7 +226,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             fit_seconds[model] = fit_seconds.get(model, 0.0) + seconds
     summary = summarise(scores, fit_seconds)
     print_table(summary)
-    failures = pd.concat([g["failures"] for g in groups], ignore_index=True)
+    failures = pd.concat(
+        [g["failures"] for g in groups if not g["failures"].empty] or [pd.DataFrame()],
+        ignore_index=True,
+    )
     payload = {
         "protocol": {
             "horizons": HORIZONS,
@@ -239,6 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "summary": summary,
         "cells": scores.replace({np.nan: None}).to_dict(orient="records"),
+        "validation_cells": val.replace({np.nan: None}).to_dict(orient="records"),
         "failures": failures.astype(str).to_dict(orient="records"),
         "wall_seconds": time.perf_counter() - started,
     }

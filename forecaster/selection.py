@@ -1,7 +1,10 @@
 """Model selection per series and the promotion gate of a challenger.
 
-Selection picks, per series, the model with the lowest backtest score; ties go to the
-simpler model, because where the level persists nothing beats persistence for free.
+Selection picks, per series, the simplest model whose backtest score is within a
+margin (5 % by default) of the lowest: a more complex model must earn its place by
+more than the noise of a handful of windows, because where the level persists
+nothing beats persistence for free, and a lucky streak on the selection windows is
+exactly how a fragile model gets picked.
 The gate promotes a challenger only when it beats the current champion on the same
 backtest windows: the same series, cutoffs and steps, scored the same way.
 """
@@ -43,7 +46,7 @@ def select_per_series(
     horizon: str | None = None,
     *,
     preference: Sequence[str] = DEFAULT_PREFERENCE,
-    rel_tol: float = 1e-9,
+    rel_tol: float = 0.05,
 ) -> dict[str, str]:
     """Return the best model of every series in a score frame.
 
@@ -54,7 +57,8 @@ def select_per_series(
         horizon: the horizon label to select on; ``None`` averages the metric over
             every horizon label of a model.
         preference: simplest-first model order for ties (scores within ``rel_tol``).
-        rel_tol: relative difference under which two scores count as tied.
+        rel_tol: relative margin under which two scores count as tied, so the
+            simpler model wins (0.05: a model must be more than 5 % better).
 
     Returns:
         ``{unique_id: model}``. A series whose every score is NaN (e.g. MASE of a
