@@ -190,6 +190,37 @@ def forecast_command(
             console.print(f"Forecasts written to {output}")
 
 
+@app.command("serve")
+def serve_command(
+    config: ConfigOption = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port.")] = 8000,
+    clock: Annotated[
+        str,
+        typer.Option(
+            "--clock",
+            help="'system' (wall time) or 'replay' (as of the newest sample: for the "
+            "committed sample, whose data is in the past).",
+        ),
+    ] = "system",
+) -> None:
+    """Serve /recommendation, /forecast, /pools and the health endpoints (FastAPI)."""
+    import uvicorn
+
+    from api.main import create_app
+
+    with _errors():
+        if clock not in ("system", "replay"):
+            raise ConfigError(f"--clock must be 'system' or 'replay', not {clock!r}")
+        settings = _settings(config)
+        application = create_app(settings, clock="replay" if clock == "replay" else "system")
+        console.print(
+            f"Serving on http://{host}:{port}  (recommendations: /recommendation, API docs: /docs)",
+            soft_wrap=True,
+        )
+        uvicorn.run(application, host=host, port=port, log_level="info")
+
+
 def _settings(config: Path | None) -> Settings:
     settings = load_settings(config)
     logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")

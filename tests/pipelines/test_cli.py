@@ -106,3 +106,9 @@ def test_horizon_that_is_not_a_multiple_of_the_step(
     result = CliRunner().invoke(app, ["train", "--data", "metrics.csv"])
     assert result.exit_code == 2
     assert "FORESIGHT_HORIZONS" in result.output
+
+
+def test_serve_rejects_an_unknown_clock(workdir: Path) -> None:
+    result = CliRunner().invoke(app, ["serve", "--clock", "yesterday"])
+    assert result.exit_code == 2
+    assert "--clock must be 'system' or 'replay'" in result.output
