@@ -24,7 +24,7 @@ from forecaster.registry import (
     promote,
     register,
 )
-from forecaster.tracking import TrackingConfig, ensure_experiment, start_training_run
+from forecaster.tracking import TrackingConfig, start_training_run
 
 LEVELS = (0.5, 0.9)
 
@@ -33,19 +33,6 @@ LEVELS = (0.5, 0.9)
 class Decision:
     promote: bool
     reason: str
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> TrackingConfig:
-    """One migrated sqlite store per module: MLflow's first migration takes seconds."""
-    root = tmp_path_factory.mktemp("mlflow")
-    config = TrackingConfig(
-        tracking_uri=f"sqlite:///{root}/mlflow.db",
-        experiment_name="foresight-test",
-        artifact_location=str(root / "artifacts"),
-    )
-    ensure_experiment(config)
-    return config
 
 
 @pytest.fixture(scope="module")

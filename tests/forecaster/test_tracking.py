@@ -29,19 +29,6 @@ LEVELS = (0.5, 0.9)
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> TrackingConfig:
-    """One migrated sqlite store per module: MLflow's first migration takes seconds."""
-    root = tmp_path_factory.mktemp("mlflow")
-    config = TrackingConfig(
-        tracking_uri=f"sqlite:///{root}/mlflow.db",
-        experiment_name="foresight-test",
-        artifact_location=str(root / "artifacts"),
-    )
-    ensure_experiment(config)
-    return config
-
-
-@pytest.fixture(scope="module")
 def fitted() -> Persistence:
     ds = pd.date_range("2024-01-01", periods=48, freq="10min", tz="UTC")
     rng = np.random.default_rng(7)
