@@ -7,7 +7,6 @@ CSV / Parquet file given with ``--data``; settings come from ``--config`` (YAML)
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -16,17 +15,24 @@ from typing import Annotated
 
 import pandas as pd
 import typer
-from rich.console import Console
 
 from forecaster.backtest import backtest
 from forecaster.champion import ChampionForecaster
-from forecaster.config.settings import Settings, load_settings
-from forecaster.exceptions import ConfigError, ForesightError
+from forecaster.config.settings import Settings
+from forecaster.exceptions import ConfigError
 from forecaster.metrics import horizon_steps, score_backtest
 from forecaster.models.catalog import default_models, make_model, steps_in
 from forecaster.registry import load_champion
-from forecaster.tracking import TrackingConfig
 from forecaster.training import TrainingPlan, recent_history, train
+from pipelines.cli_support import (
+    ConfigOption,
+    DataOption,
+    SeriesOption,
+    cli_errors,
+    cli_settings,
+    console,
+    tracking_config,
+)
 from pipelines.dataset import Dataset, load_dataset
 from pipelines.reporting import (
     forecast_table,
@@ -41,24 +47,16 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console()
-
-ConfigOption = Annotated[
-    Path | None, typer.Option("--config", help="YAML settings file (FORESIGHT_* env wins).")
-]
-DataOption = Annotated[
-    Path | None,
-    typer.Option("--data", help="CSV/Parquet series file; default: the committed sample."),
-]
-SeriesOption = Annotated[
-    list[str] | None, typer.Option("--series", help="Only this series id (repeatable).")
-]
 WorkersOption = Annotated[
     int, typer.Option("--workers", min=1, help="Processes the backtest fans out to.")
 ]
 FastOption = Annotated[
     bool, typer.Option("--fast", help="Quick candidate set (no MSTL, no gradient boosting).")
 ]
+
+
+# Commands that live in their own modules (one module per concern), one line each:
+# app.command("name")(function)
 
 
 def main() -> None:
@@ -75,8 +73,8 @@ def train_command(
     fast: FastOption = False,
 ) -> None:
     """Backtest every model family, pick a champion per series, register and gate it."""
-    with _errors():
-        settings = _settings(config)
+    with cli_errors():
+        settings = cli_settings(config)
         dataset = load_dataset(settings, data, series=series)
         plan = _plan(settings, dataset)
         candidates = default_models(dataset.step, plan.horizon, fast=fast)
@@ -90,7 +88,7 @@ def train_command(
                 dataset.frame,
                 candidates,
                 plan,
-                tracking=_tracking(settings),
+                tracking=tracking_config(settings),
                 model_name=settings.registered_model_name,
                 models_dir=settings.models_dir,
                 progress=report,
@@ -121,8 +119,8 @@ def backtest_command(
     ] = None,
 ) -> None:
     """Score model families by rolling-origin backtest, without registering anything."""
-    with _errors():
-        settings = _settings(config)
+    with cli_errors():
+        settings = cli_settings(config)
         dataset = load_dataset(settings, data, series=series)
         plan = _plan(settings, dataset)
         candidates = (
@@ -163,13 +161,13 @@ def forecast_command(
     ] = None,
 ) -> None:
     """Forecast every series with the @champion model refitted on the latest data."""
-    with _errors():
-        settings = _settings(config)
+    with cli_errors():
+        settings = cli_settings(config)
         dataset = load_dataset(settings, data, series=series)
         loaded = load_champion(
             settings.registered_model_name,
             models_dir=settings.models_dir,
-            tracking=_tracking(settings),
+            tracking=tracking_config(settings),
         )
         if loaded.source != "registry":
             console.print(f"[yellow]Using the last-known-good champion:[/] {loaded.reason}")
@@ -209,22 +207,16 @@ def serve_command(
 
     from api.main import create_app
 
-    with _errors():
+    with cli_errors():
         if clock not in ("system", "replay"):
             raise ConfigError(f"--clock must be 'system' or 'replay', not {clock!r}")
-        settings = _settings(config)
+        settings = cli_settings(config)
         application = create_app(settings, clock="replay" if clock == "replay" else "system")
         console.print(
             f"Serving on http://{host}:{port}  (recommendations: /recommendation, API docs: /docs)",
             soft_wrap=True,
         )
         uvicorn.run(application, host=host, port=port, log_level="info")
-
-
-def _settings(config: Path | None) -> Settings:
-    settings = load_settings(config)
-    logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
-    return settings
 
 
 def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
@@ -245,14 +237,6 @@ def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
     )
 
 
-def _tracking(settings: Settings) -> TrackingConfig:
-    return TrackingConfig(
-        tracking_uri=settings.mlflow_tracking_uri,
-        experiment_name=settings.experiment_name,
-        artifact_location=settings.mlflow_artifacts_dir.as_uri(),
-    )
-
-
 @contextmanager
 def _executor(workers: int) -> Iterator[Executor | None]:
     if workers <= 1:
@@ -260,16 +244,6 @@ def _executor(workers: int) -> Iterator[Executor | None]:
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
         yield pool
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    """Print our own errors as one readable line and exit 2, instead of a traceback."""
-    try:
-        yield
-    except ForesightError as exc:
-        console.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
-        raise typer.Exit(code=2) from exc
 
 
 def _print_mlflow_hint(settings: Settings, run_id: str) -> None:

@@ -35,6 +35,12 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from forecaster.config.sections import (
+    PrometheusSettings,
+    PublishSettings,
+    SchedulerSettings,
+    ServiceSettings,
+)
 from forecaster.exceptions import ConfigError
 from forecaster.types import DEFAULT_LEVELS
 
@@ -42,7 +48,9 @@ ENV_PREFIX: Final = "FORESIGHT_"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 _SQLITE_PREFIX: Final = "sqlite:///"
-_SECRET_FIELDS: Final = frozenset({"webhook_secret"})
+_SECRET_FIELDS: Final = frozenset(
+    {"webhook_secret", "bearer_token", "password", "read_tokens", "write_tokens"}
+)
 _PATH_FIELDS: Final = ("data_dir", "sample_dir", "models_dir", "pools_file", "mlflow_artifacts_dir")
 
 # The YAML file of the settings being built. pydantic-settings builds its sources in a
@@ -146,6 +154,18 @@ class Settings(BaseSettings):
     )
     webhook_secret: SecretStr | None = Field(
         default=None, description="the HMAC-SHA256 key that signs webhook bodies (unset: unsigned)"
+    )
+    prometheus: PrometheusSettings = Field(
+        default_factory=PrometheusSettings, description="the Prometheus source"
+    )
+    scheduler: SchedulerSettings = Field(
+        default_factory=SchedulerSettings, description="the scheduled jobs"
+    )
+    service: ServiceSettings = Field(
+        default_factory=ServiceSettings, description="the API's tokens, limits and mode"
+    )
+    publish: PublishSettings = Field(
+        default_factory=PublishSettings, description="Kubernetes objects and webhooks"
     )
 
     @classmethod
@@ -286,19 +306,33 @@ def _format_errors(exc: ValidationError, config_file: Path | None) -> str:
     lines = [f"invalid settings{source}:"]
     for error in exc.errors():
         field = ".".join(str(part) for part in error["loc"]) or "settings"
-        name = str(error["loc"][0]) if error["loc"] else ""
         if error["type"] == "extra_forbidden":
             lines.append(f"  unknown setting {field!r}; remove it or use one of: {known}")
             continue
-        info = Settings.model_fields.get(name)
-        expected = info.description if info is not None and info.description else "a valid value"
+        names = [str(part) for part in error["loc"] if isinstance(part, str)]
+        expected = _description(names) or "a valid value"
         # Never echo a secret back into logs.
-        got = "***" if name in _SECRET_FIELDS else repr(error.get("input"))
+        got = "***" if _SECRET_FIELDS.intersection(names) else repr(error.get("input"))
+        env_name = ENV_PREFIX + "__".join(names).upper()
         lines.append(
             f"  setting {field}: {_message(error)} (got {got}); set "
-            f"{ENV_PREFIX}{name.upper()} or {name!r} in the config file to {expected}"
+            f"{env_name} or {field!r} in the config file to {expected}"
         )
     return "\n".join(lines)
+
+
+def _description(names: list[str]) -> str | None:
+    """The description of the (possibly nested) field ``names`` points at."""
+    model: Any = Settings
+    description = None
+    for name in names:
+        fields = getattr(model, "model_fields", None)
+        info = fields.get(name) if isinstance(fields, dict) else None
+        if info is None:
+            break
+        description = info.description
+        model = info.annotation
+    return description
 
 
 def _message(error: Any) -> str:

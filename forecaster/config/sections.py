@@ -1,0 +1,116 @@
+"""Grouped settings of the parts around the forecaster: source, scheduler, service, publish.
+
+Each group is a nested field of :class:`forecaster.config.settings.Settings`, set in
+YAML under its name or by ``FORESIGHT_<GROUP>__<FIELD>`` variables, e.g.
+``FORESIGHT_PROMETHEUS__URL=http://prometheus:9090``. They are plain values only:
+the packages that act on them (``pipelines`` for sources and jobs, ``api`` for the
+service and consumers) turn them into clients.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PrometheusSettings(_Section):
+    """Where the metric history comes from when it is not a file (``url`` unset: files)."""
+
+    url: str | None = Field(
+        default=None,
+        description="the Prometheus base URL, e.g. http://prometheus:9090 (unset: use files)",
+    )
+    timeout_s: float = Field(default=30.0, gt=0, description="seconds per request, positive")
+    max_attempts: int = Field(default=4, ge=1, description="tries per request, at least 1")
+    bearer_token: SecretStr | None = Field(default=None, description="a bearer token to send")
+    username: str | None = Field(default=None, description="a basic-auth user (needs password)")
+    password: SecretStr | None = Field(default=None, description="the basic-auth password")
+    verify_tls: bool = Field(default=True, description="check the server's TLS certificate")
+    ca_file: Path | None = Field(default=None, description="a PEM CA bundle for the server")
+    step: str = Field(
+        default="5min",
+        description="the query step (a pandas offset such as '5min'); align it with the "
+        "scrape interval or coarser",
+    )
+    backfill_days: int = Field(
+        default=14, gt=0, description="days of history the first ingest fetches, positive"
+    )
+
+
+class SchedulerSettings(_Section):
+    """When the scheduled jobs run (APScheduler in the ``foresight`` process)."""
+
+    ingest_every_minutes: int = Field(default=5, gt=0, description="minutes between ingests")
+    train_cron: str = Field(
+        default="0 3 * * *",
+        description="a five-field crontab expression for the daily training (UTC)",
+    )
+    forecast_every_minutes: int = Field(
+        default=15, gt=0, description="minutes between forecasts (also run after each training)"
+    )
+    evaluate_every_minutes: int = Field(
+        default=60, gt=0, description="minutes between evaluations of stored forecasts"
+    )
+    publish_every_minutes: int = Field(
+        default=5, gt=0, description="minutes between recommendation publishes"
+    )
+    misfire_grace_seconds: int = Field(
+        default=300, ge=0, description="how late a missed run may still start, in seconds"
+    )
+    retrain_mase_ratio: float = Field(
+        default=1.5,
+        gt=0,
+        description="live MASE over the backtest MASE past which the champion counts as "
+        "degraded and a retraining is triggered",
+    )
+    dask_address: str | None = Field(
+        default=None,
+        description="a Dask scheduler address (tcp://host:8786) training fans out to "
+        "(unset: a local process pool)",
+    )
+    workers: int = Field(default=2, ge=1, description="local processes training fans out to")
+
+
+class ServiceSettings(_Section):
+    """How the API guards itself and whether it may act on a cluster."""
+
+    read_tokens: tuple[SecretStr, ...] = Field(
+        default=(), description="bearer tokens allowed to read (any write token may read too)"
+    )
+    write_tokens: tuple[SecretStr, ...] = Field(
+        default=(), description="bearer tokens allowed to write (push samples, spans, traces)"
+    )
+    max_body_bytes: int = Field(
+        default=4 * 1024 * 1024, gt=0, description="the largest request body accepted, in bytes"
+    )
+    forecast_only: bool = Field(
+        default=True,
+        description="compute and serve recommendations without writing to a cluster",
+    )
+
+
+class PublishSettings(_Section):
+    """Where recommendations go: Kubernetes objects and webhooks."""
+
+    namespace: str = Field(
+        default="kube-system",
+        description="the namespace of the cluster-autoscaler and its priority-expander ConfigMap",
+    )
+    buffers_namespace: str = Field(
+        default="foresight", description="the namespace of the capacity buffers Foresight owns"
+    )
+    kubeconfig: Path | None = Field(
+        default=None, description="a kubeconfig file (unset: in-cluster, then ~/.kube/config)"
+    )
+    kube_context: str | None = Field(default=None, description="a kubeconfig context name")
+    webhook_urls: tuple[str, ...] = Field(
+        default=(), description="URLs that receive the recommendation set when it changes"
+    )
+    webhook_timeout_s: float = Field(
+        default=10.0, gt=0, description="seconds to wait for a webhook receiver, positive"
+    )

@@ -1,0 +1,59 @@
+"""What every ``foresight`` command shares: the console, options, settings and errors.
+
+Command modules (``pipelines/cli.py`` and the ``register(app)`` modules it wires in)
+import from here so each command reads settings, reports errors and prints the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from forecaster.config.settings import Settings, load_settings
+from forecaster.exceptions import ForesightError
+from forecaster.tracking import TrackingConfig
+
+console = Console()
+
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="YAML settings file (FORESIGHT_* env wins).")
+]
+DataOption = Annotated[
+    Path | None,
+    typer.Option("--data", help="CSV/Parquet series file; default: the committed sample."),
+]
+SeriesOption = Annotated[
+    list[str] | None, typer.Option("--series", help="Only this series id (repeatable).")
+]
+
+
+def cli_settings(config: Path | None) -> Settings:
+    """Load settings (file, then ``FORESIGHT_*`` variables) and configure logging."""
+    settings = load_settings(config)
+    logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
+    return settings
+
+
+def tracking_config(settings: Settings) -> TrackingConfig:
+    """The MLflow tracking configuration the settings name."""
+    return TrackingConfig(
+        tracking_uri=settings.mlflow_tracking_uri,
+        experiment_name=settings.experiment_name,
+        artifact_location=settings.mlflow_artifacts_dir.as_uri(),
+    )
+
+
+@contextmanager
+def cli_errors() -> Iterator[None]:
+    """Print our own errors as one readable line and exit 2, instead of a traceback."""
+    try:
+        yield
+    except ForesightError as exc:
+        console.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
+        raise typer.Exit(code=2) from exc
