@@ -1,0 +1,169 @@
+"""The ``evaluate`` job: live accuracy of stored forecasts, and a degraded-champion alarm.
+
+Forecasts generated within ``lookback`` are scored against the actuals that have
+arrived (live MASE per series and horizon, interval coverage per quantile) and
+logged to MLflow as a run tagged ``job=evaluate``. The champion counts as degraded
+when, over the series it forecast, its mean live MASE at the selection horizon
+exceeds ``scheduler.retrain_mase_ratio`` times the mean backtest MASE it scored when
+trained (a series without one uses persistence's). A degraded current champion sets
+``details["retrain"] = True``; :func:`pipelines.jobs.registry.run_job` then runs the
+train job at once (a scheduler calling :func:`run_evaluate` itself checks the flag).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+
+from forecaster.config.settings import Settings
+from forecaster.contract.regularise import mode_step
+from forecaster.exceptions import ForesightError
+from forecaster.metrics import HORIZON, horizon_steps
+from forecaster.models.catalog import steps_in
+from forecaster.registry import champion_version
+from forecaster.types import DS, MODEL, STEP, UID
+from pipelines.cli_support import tracking_config
+from pipelines.jobs.report import JobReport
+from pipelines.jobs.runtime import borrowed_store, finish, utc_now
+from pipelines.jobs.scoring import live_frame, live_scales, live_scores
+from pipelines.jobs.tracking import backtest_mase, log_evaluation
+from pipelines.store import Store
+from pipelines.store.forecasts import GENERATED_AT, MODEL_VERSION
+
+JOB = "evaluate"
+RETRAIN: Final = "retrain"
+"""Key of ``JobReport.details``: True when the champion degraded and should retrain."""
+DEFAULT_LOOKBACK: Final = timedelta(days=1)
+
+
+def run_evaluate(
+    settings: Settings,
+    *,
+    store: Store | None = None,
+    now: datetime | None = None,
+    lookback: timedelta = DEFAULT_LOOKBACK,
+) -> JobReport:
+    """Score the forecasts of the last ``lookback`` and flag a degraded champion.
+
+    Args:
+        settings: levels, horizons, the retrain ratio, tracking and registry.
+        store: forecasts and actuals; default the settings' store.
+        now: the evaluation time (default the wall clock): forecasts generated in
+            ``[now - lookback, now]`` are scored on actuals up to ``now``.
+        lookback: how far back forecasts are scored.
+
+    Returns:
+        ``ok`` with live scores and ``details["retrain"]``; ``skipped`` when no
+        stored forecast has an actual yet; ``failed`` when the store or MLflow fails.
+    """
+    started = utc_now()
+    try:
+        clock = utc_now(now)
+        with borrowed_store(settings, store) as opened:
+            forecasts = opened.forecasts.read(generated_since=clock - lookback)
+            forecasts = forecasts[forecasts[GENERATED_AT] <= pd.Timestamp(clock)]
+            if forecasts.empty:
+                return finish(JOB, started, "skipped", "no forecasts to evaluate yet")
+            series = sorted(forecasts[UID].astype(str).unique())
+            history = opened.samples.read(
+                series,
+                start=(
+                    forecasts[GENERATED_AT].min() - timedelta(days=settings.max_train_days)
+                ).to_pydatetime(),
+                end=clock,
+            )
+        frame = live_frame(forecasts, history)
+        if frame.empty:
+            return finish(JOB, started, "skipped", "no actuals have arrived for the forecasts yet")
+        step = mode_step(history[DS]) or pd.Timedelta(minutes=5)
+        max_step = int(frame[STEP].max())
+        horizons = {
+            label: steps
+            for label, steps in horizon_steps(list(settings.horizons), step).items()
+            if steps <= max_step
+        } or {f"h{max_step}": max_step}
+        max_train = steps_in(pd.Timedelta(days=settings.max_train_days), step)
+        scores = live_scores(
+            frame, live_scales(frame, history, max_train), settings.levels, horizons
+        )
+        return _judge(settings, started, frame, scores, horizons)
+    except ForesightError as exc:
+        return finish(JOB, started, "failed", str(exc))
+
+
+def _judge(
+    settings: Settings,
+    started: datetime,
+    frame: pd.DataFrame,
+    scores: pd.DataFrame,
+    horizons: dict[str, int],
+) -> JobReport:
+    tracking = tracking_config(settings)
+    name = settings.registered_model_name
+    version = str(frame.sort_values(GENERATED_AT)[MODEL_VERSION].iloc[-1])
+    horizon = settings.selection_horizon if settings.selection_horizon in horizons else None
+    live = _mean_by_series(scores, version, horizon)
+    baseline = backtest_mase(tracking, name, version, horizon)
+    judged = sorted(uid for uid in live if uid in baseline)
+    ratio = settings.scheduler.retrain_mase_ratio
+    live_mean = float(np.mean([live[u] for u in judged])) if judged else float("nan")
+    base_mean = float(np.mean([baseline[u] for u in judged])) if judged else float("nan")
+    degraded = bool(judged) and live_mean > ratio * base_mean
+    current = champion_version(name, tracking=tracking)
+    retrain = degraded and current == version
+    worse = sorted(u for u in judged if live[u] > ratio * baseline[u])
+    metrics = {"degraded": float(degraded), "judged_series": float(len(judged))}
+    if judged:
+        metrics |= {"live_mase_mean": live_mean, "backtest_mase_mean": base_mean}
+    run_id = log_evaluation(
+        tracking,
+        scores=scores,
+        params={
+            "model_version": version,
+            "retrain_mase_ratio": ratio,
+            "horizon": horizon or "all",
+            "forecasts": int(frame[GENERATED_AT].nunique()),
+        },
+        metrics=metrics,
+        tags={"foresight.model_version": version, "foresight.degraded": str(degraded).lower()},
+    )
+    details: dict[str, Any] = {
+        RETRAIN: retrain,
+        "degraded": degraded,
+        "model_version": version,
+        "champion_version": current,
+        "run_id": run_id,
+        "live_mase": live,
+        "backtest_mase": {u: baseline[u] for u in judged},
+        "degraded_series": worse,
+        "coverage": _coverage(scores, version, horizon),
+        "rows_scored": len(frame),
+    }
+    if not judged:
+        summary = f"scored {len(frame)} forecast rows; no backtest MASE to compare with"
+    else:
+        summary = (
+            f"live MASE {live_mean:.3f} vs backtest {base_mean:.3f} over {len(judged)} series "
+            f"(version {version}, limit x{ratio:g}): "
+            + ("DEGRADED" + (", retraining" if retrain else "") if degraded else "healthy")
+        )
+    return finish(JOB, started, "ok", summary, details=details)
+
+
+def _mean_by_series(scores: pd.DataFrame, version: str, horizon: str | None) -> dict[str, float]:
+    rows = scores[scores[MODEL] == version]
+    if horizon is not None:
+        rows = rows[rows[HORIZON] == horizon]
+    means = rows.groupby(UID)["mase"].mean()
+    return {str(uid): float(v) for uid, v in means.items() if np.isfinite(v)}
+
+
+def _coverage(scores: pd.DataFrame, version: str, horizon: str | None) -> dict[str, float]:
+    rows = scores[scores[MODEL] == version]
+    if horizon is not None:
+        rows = rows[rows[HORIZON] == horizon]
+    columns = [c for c in rows.columns if str(c).startswith("coverage_")]
+    return {str(c): float(rows[c].mean()) for c in columns if np.isfinite(rows[c].mean())}

@@ -1,0 +1,121 @@
+"""History for training and forecasting, read from the store and validated once.
+
+The store holds observations only; here they become the contract's frame: regular
+steps, bounded gaps interpolated, bad series dropped and named. All kept series
+must share one step (models, horizons and backtests are in steps); series of
+another step are reported rather than mixed in.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import pandas as pd
+
+from forecaster.config.settings import Settings
+from forecaster.contract import CleaningReport, validate_series
+from forecaster.contract.parse import format_step
+from forecaster.contract.report import CleaningWarning
+from forecaster.exceptions import ConfigError, DataValidationError
+from forecaster.metrics import horizon_steps
+from forecaster.models.catalog import steps_in
+from forecaster.training import TrainingPlan
+from forecaster.types import DS, UID
+from pipelines.store import Store
+
+
+@dataclass(frozen=True)
+class History:
+    """Validated series of one step and the series left out, with why.
+
+    Attributes:
+        frame: the contract's long frame, sorted by series and time.
+        step: the step every series in ``frame`` has.
+        report: what validation changed.
+        problems: per series left out (dropped by validation, or of another step).
+    """
+
+    frame: pd.DataFrame
+    step: pd.Timedelta
+    report: CleaningReport
+    problems: dict[str, str] = field(default_factory=dict)
+
+
+def read_history(
+    store: Store,
+    settings: Settings,
+    *,
+    end: datetime | None = None,
+    days: float | None = None,
+    series: Sequence[str] | None = None,
+) -> History:
+    """Read and validate the last ``days`` of every stored series before ``end``.
+
+    Args:
+        store: where the samples are.
+        settings: gap filling (``max_gap_steps``) and the default span.
+        end: first instant excluded; default everything stored.
+        days: how much history; default twice ``max_train_days`` (a training's
+            fits plus its backtest windows).
+        series: only these series; default every stored one.
+
+    Raises:
+        DataValidationError: the store has no samples (ingest first) or no series
+            passes validation; the message names each and why.
+    """
+    span = timedelta(days=days if days is not None else 2 * settings.max_train_days)
+    newest = _newest(store, series, end)
+    if newest is None:
+        raise DataValidationError(
+            f"the store at {store.url} has no samples"
+            + (f" of {list(series)}" if series else "")
+            + "; run `foresight ingest` (or the ingest job) first"
+        )
+    raw = store.samples.read(series, start=newest - span, end=end)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CleaningWarning)
+        frame, report = validate_series(raw, max_gap_steps=settings.max_gap_steps, on_error="drop")
+    problems = {uid: f"left out: {why}" for uid, why in report.dropped.items()}
+    step = Counter(report.steps.values()).most_common(1)[0][0]
+    other = sorted(uid for uid, s in report.steps.items() if s != step)
+    for uid in other:
+        problems[uid] = (
+            f"left out: its step {format_step(report.steps[uid])} differs from the "
+            f"{format_step(step)} of the other series; store series of one step"
+        )
+    frame = frame[~frame[UID].isin(other)].sort_values([UID, DS], ignore_index=True)
+    return History(frame=frame, step=step, report=report, problems=problems)
+
+
+def training_plan(settings: Settings, step: pd.Timedelta) -> TrainingPlan:
+    """The training plan of the settings for series of ``step``.
+
+    Raises:
+        ConfigError: a horizon is not a whole number of steps.
+    """
+    try:
+        horizons = horizon_steps(list(settings.horizons), step)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{exc}: set horizons (FORESIGHT_HORIZONS) to multiples of the data's step {step}"
+        ) from exc
+    return TrainingPlan(
+        horizon=max(settings.horizon, *horizons.values()),
+        horizons=horizons,
+        selection_horizon=settings.selection_horizon,
+        n_windows=settings.backtest_windows,
+        levels=settings.levels,
+        max_train=steps_in(pd.Timedelta(days=settings.max_train_days), step),
+    )
+
+
+def _newest(store: Store, series: Sequence[str] | None, end: datetime | None) -> datetime | None:
+    last = store.samples.last_timestamps(series)
+    if not last:
+        return None
+    newest = max(last.values()).to_pydatetime()
+    return min(newest, end) if end is not None else newest

@@ -1,0 +1,257 @@
+"""The ``ingest`` job: new samples of every pool signal into the store, plus demand.
+
+Incremental: each series is fetched from just after its newest stored sample (its
+first run reaches back ``prometheus.backfill_days``, or takes a whole file), so a
+run after an outage fills the gap. Idempotent: the store upserts by series and
+timestamp, so re-ingesting a window adds nothing. All-or-nothing: everything a run
+fetched (and the ``<pool>/demand_gpus`` derived from it) is written in one
+transaction after fetching ends, so a source that dies mid-run leaves the store as
+it was and the next run starts from the same place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+
+import pandas as pd
+
+from forecaster.config.pools import ALLOCATED_GPUS, QUEUE_GPUS, PoolsConfig, load_pools
+from forecaster.config.settings import Settings
+from forecaster.exceptions import ConfigError, ForesightError
+from forecaster.loaders import DEMAND, derive_demand
+from forecaster.types import DS, UID, Y
+from pipelines.jobs.cleaning import clean_samples
+from pipelines.jobs.fetching import Fetcher, SourceDownError, Window, step_after
+from pipelines.jobs.report import JobReport, Outcome
+from pipelines.jobs.runtime import Progress, borrowed_store, finish, no_progress, utc_now
+from pipelines.jobs.sources import SourcePlan, source_plan
+from pipelines.sources import MetricSource
+from pipelines.store import Store
+
+JOB = "ingest"
+BACKFILL_JOB = "backfill"
+_EVERYTHING = pd.Timestamp("1970-01-01", tz="UTC").to_pydatetime()
+
+
+def run_ingest(
+    settings: Settings,
+    *,
+    store: Store | None = None,
+    source: MetricSource | None = None,
+    queries: Mapping[str, str] | None = None,
+    pools: PoolsConfig | None = None,
+    now: datetime | None = None,
+    progress: Progress | None = None,
+) -> JobReport:
+    """Fetch what is new of every series since its last stored sample, and store it.
+
+    Args:
+        settings: the deployment's settings (source, store, pools file).
+        store: the store to write to; default the settings' ``store_url``.
+        source: the source to read; default Prometheus when ``prometheus.url`` is
+            set, else the sample file.
+        queries: series id -> query, instead of the pools' signals.
+        pools: the pools, instead of reading ``pools_file``.
+        now: the end of the windows fetched (default the wall clock).
+        progress: told ``("ingest", series done, series total)``.
+
+    Returns:
+        ``ok``; ``partial`` naming each series that failed, was rejected or vanished
+        (the others are stored); ``failed`` with nothing written when the source or
+        store is down or the configuration is invalid.
+    """
+    started = utc_now()
+    try:
+        end = utc_now(now)
+        with (
+            _source(settings, pools, source, queries) as plan,
+            borrowed_store(settings, store) as opened,
+        ):
+            last = opened.samples.last_timestamps(list(plan.queries))
+            first = end - plan.backfill if plan.backfill is not None else _EVERYTHING
+            windows = {
+                series_id: (step_after(last[series_id]) if series_id in last else first, end)
+                for series_id in plan.queries
+            }
+            windows = {sid: w for sid, w in windows.items() if w[0] <= w[1]}
+            return _ingest(JOB, started, plan, opened, windows, last, progress or no_progress)
+    except ForesightError as exc:
+        return finish(JOB, started, "failed", str(exc))
+
+
+def backfill(
+    settings: Settings,
+    start: datetime,
+    end: datetime,
+    *,
+    store: Store | None = None,
+    source: MetricSource | None = None,
+    queries: Mapping[str, str] | None = None,
+    pools: PoolsConfig | None = None,
+    progress: Progress | None = None,
+) -> JobReport:
+    """Fetch and store every series over ``[start, end]``, whatever is stored already.
+
+    Re-fetching stored samples overwrites them with the source's values; nothing is
+    duplicated. See :func:`run_ingest` for the arguments and outcomes.
+
+    Raises:
+        ConfigError: ``start`` is not before ``end``, or either is naive.
+    """
+    started = utc_now()
+    try:
+        first, last_instant = utc_now(start), utc_now(end)
+    except ValueError as exc:
+        raise ConfigError(f"backfill window: {exc}") from exc
+    if first >= last_instant:
+        raise ConfigError(
+            f"backfill start {first.isoformat()} is not before its end "
+            f"{last_instant.isoformat()}; pass --from earlier than --to"
+        )
+    try:
+        with (
+            _source(settings, pools, source, queries) as plan,
+            borrowed_store(settings, store) as opened,
+        ):
+            last = opened.samples.last_timestamps(list(plan.queries))
+            windows = dict.fromkeys(plan.queries, (first, last_instant))
+            return _ingest(
+                BACKFILL_JOB, started, plan, opened, windows, last, progress or no_progress
+            )
+    except ForesightError as exc:
+        return finish(BACKFILL_JOB, started, "failed", str(exc))
+
+
+@contextmanager
+def _source(
+    settings: Settings,
+    pools: PoolsConfig | None,
+    source: MetricSource | None,
+    queries: Mapping[str, str] | None,
+) -> Iterator[SourcePlan]:
+    """Yield the source plan; close a source it built, whatever happens."""
+    # Explicit queries need no pools file.
+    if pools is None and queries is None:
+        pools = load_pools(settings.pools_file)
+    plan = source_plan(settings, pools, source, queries)
+    try:
+        yield plan
+    finally:
+        plan.close()
+
+
+def _ingest(
+    job: str,
+    started: datetime,
+    plan: SourcePlan,
+    store: Store,
+    windows: Mapping[str, Window],
+    last: Mapping[str, pd.Timestamp],
+    progress: Progress,
+) -> JobReport:
+    if not windows:
+        return finish(job, started, "ok", "nothing to fetch: every series is up to date")
+    try:
+        fetched = Fetcher(plan, progress).fetch(windows)
+    except SourceDownError as exc:
+        return finish(
+            job,
+            started,
+            "failed",
+            f"nothing written: {exc}. The next run fetches the same windows again.",
+            details={"source": plan.name, "series": len(windows)},
+        )
+    raw = pd.concat(fetched.frames, ignore_index=True) if fetched.frames else None
+    problems = dict(fetched.problems)
+    cleaned = clean_samples(raw) if raw is not None else None
+    frame = cleaned.frame if cleaned is not None else None
+    notes = dict(cleaned.notes) if cleaned is not None else {}
+    if cleaned is not None:
+        problems.update(cleaned.rejected)
+    problems.update(_missing(windows, frame, last, plan.step, set(problems)))
+    to_write = _with_demand(store, frame) if frame is not None and not frame.empty else None
+    rows = store.samples.upsert(to_write) if to_write is not None else 0
+    got = sorted(frame[UID].astype(str).unique()) if frame is not None else []
+    newest = (
+        {str(k): v.isoformat() for k, v in frame.groupby(UID)[DS].max().items()}
+        if frame is not None and not frame.empty
+        else {}
+    )
+    details = {
+        "source": plan.name,
+        "rows": rows,
+        "series": len(got),
+        "newest": newest,
+        "cleaned": notes,
+    }
+    summary = f"stored {rows:,} samples of {len(got)} series from {plan.name}" + (
+        f"; {len(problems)} series with problems" if problems else ""
+    )
+    if notes:
+        summary += f"; cleaned {len(notes)} series"
+    outcome: Outcome = "ok" if not problems else ("partial" if got else "failed")
+    return finish(job, started, outcome, summary, problems=problems, details=details)
+
+
+def _missing(
+    windows: Mapping[str, Window],
+    frame: pd.DataFrame | None,
+    last: Mapping[str, pd.Timestamp],
+    step: timedelta,
+    known: set[str],
+) -> dict[str, str]:
+    """Series that returned nothing while others returned samples past their window start.
+
+    A source with no new data at all is normal (a file, a quiet minute); one series
+    silent while the others advance has vanished (exporter down, relabelled series).
+    """
+    if frame is None or frame.empty:
+        return {}
+    newest = frame[DS].max()
+    present = set(frame[UID].astype(str))
+    problems = {}
+    for series_id, (start, end) in windows.items():
+        if series_id in present or series_id in known:
+            continue
+        if newest <= pd.Timestamp(start) + step:
+            continue
+        if series_id in last:
+            problems[series_id] = (
+                f"no samples from {start.isoformat()} to {end.isoformat()} while other series "
+                f"have some; it vanished from the source after {last[series_id].isoformat()} "
+                "(exporter down or series relabelled?); its stored history is kept"
+            )
+        else:
+            problems[series_id] = (
+                f"the source has no samples for it from {start.isoformat()} to "
+                f"{end.isoformat()}; check its query in the pools file"
+            )
+    return problems
+
+
+def _with_demand(store: Store, frame: pd.DataFrame) -> pd.DataFrame:
+    """Append ``<pool>/demand_gpus`` = allocated + queued wherever new parts arrived.
+
+    The other part of a timestamp may already be stored, so stored parts from the
+    first new timestamp on are combined with the new ones (new values win).
+    """
+    owner, _, signal = _split(frame[UID])
+    parts = frame[signal.isin([ALLOCATED_GPUS, QUEUE_GPUS])]
+    if parts.empty:
+        return frame
+    frames = [frame]
+    for pool, rows in parts.groupby(owner[parts.index], sort=True):
+        ids = [f"{pool}/{ALLOCATED_GPUS}", f"{pool}/{QUEUE_GPUS}"]
+        stored = store.samples.read(ids, start=rows[DS].min().to_pydatetime())
+        both = pd.concat([stored, rows], ignore_index=True).drop_duplicates([UID, DS], keep="last")
+        derived = derive_demand(both, pending=QUEUE_GPUS)
+        demand = derived[derived[UID] == f"{pool}/{DEMAND}"].dropna(subset=[Y])
+        frames.append(demand)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _split(ids: pd.Series) -> tuple[pd.Series, pd.Series, pd.Series]:
+    parts = ids.astype(str).str.rpartition("/")
+    return parts[0], parts[1], parts[2]

@@ -1,0 +1,51 @@
+"""Jobs by name, for the scheduler and the CLI: :data:`JOB_NAMES` and :func:`run_job`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from forecaster.config.settings import Settings
+from forecaster.exceptions import ConfigError
+from pipelines.jobs.evaluate import run_evaluate
+from pipelines.jobs.forecast import run_forecast
+from pipelines.jobs.ingest import run_ingest
+from pipelines.jobs.publish import run_publish
+from pipelines.jobs.report import JobReport
+from pipelines.jobs.train import run_train
+
+JobFunction = Callable[[Settings], JobReport]
+
+_JOBS: Final[Mapping[str, JobFunction]] = {
+    "ingest": run_ingest,
+    "train": run_train,
+    "forecast": run_forecast,
+    "evaluate": run_evaluate,
+    "publish": run_publish,
+}
+JOB_NAMES: Final = tuple(_JOBS)
+"""The scheduled jobs, in the order a fresh deployment needs them."""
+
+
+def run_job(
+    name: str, settings: Settings, *, jobs: Mapping[str, JobFunction] | None = None
+) -> JobReport:
+    """Run one job by name with its defaults built from ``settings``.
+
+    An ``evaluate`` that finds the champion degraded says so in ``details["retrain"]``;
+    the scheduler then starts ``train`` as its own job (so ``max_instances`` keeps two
+    trainings from overlapping).
+
+    Args:
+        name: one of :data:`JOB_NAMES`.
+        settings: the deployment's settings.
+        jobs: the job functions by name (tests pass fakes); default the real ones.
+
+    Raises:
+        ConfigError: ``name`` is not a job; the message lists the known ones.
+    """
+    table = _JOBS if jobs is None else jobs
+    job = table.get(name)
+    if job is None:
+        raise ConfigError(f"unknown job {name!r}; known jobs: {', '.join(table)}")
+    return job(settings)

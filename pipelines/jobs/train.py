@@ -1,0 +1,103 @@
+"""The ``train`` job: backtest, select, gate and register on the store's history.
+
+The same :func:`forecaster.training.train` as ``foresight train``, fed from the
+store instead of a file and fanned out through :func:`make_executor`. A training
+killed midway leaves the previous champion serving (see ``forecaster.training``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from forecaster.backtest import Estimator
+from forecaster.config.settings import Settings
+from forecaster.exceptions import ForesightError
+from forecaster.models.catalog import default_models
+from forecaster.training import train
+from forecaster.types import UID
+from pipelines.cli_support import tracking_config
+from pipelines.jobs.executor import make_executor
+from pipelines.jobs.history import read_history, training_plan
+from pipelines.jobs.report import JobReport
+from pipelines.jobs.runtime import Progress, borrowed_store, finish, utc_now
+from pipelines.store import Store
+
+JOB = "train"
+
+
+def run_train(
+    settings: Settings,
+    *,
+    store: Store | None = None,
+    now: datetime | None = None,
+    progress: Progress | None = None,
+    candidates: Sequence[Estimator] | None = None,
+    fast: bool = False,
+) -> JobReport:
+    """Train on the stored history up to ``now`` and promote the winner if it earns it.
+
+    Args:
+        settings: plan, tracking, registry and executor settings.
+        store: where the history is; default the settings' store.
+        now: history after this instant is ignored (default: everything stored).
+        progress: told ``(stage, done, total)`` as the training advances.
+        candidates: the model prototypes; default the catalog's for the data's step.
+        fast: with the default candidates, the quick set (no MSTL, no boosting).
+
+    Returns:
+        ``ok`` (or ``partial`` naming series left out or whose backtest windows
+        failed) with the run id, version and promotion in ``details``; ``failed``
+        when the store, MLflow or the data make training impossible.
+    """
+    started = utc_now()
+    try:
+        end = utc_now(now) if now is not None else None
+        with borrowed_store(settings, store) as opened:
+            history = read_history(opened, settings, end=end)
+        plan = training_plan(settings, history.step)
+        models = (
+            list(candidates)
+            if candidates is not None
+            else default_models(history.step, plan.horizon, fast=fast)
+        )
+        with make_executor(settings) as executor:
+            outcome = train(
+                history.frame,
+                models,
+                plan,
+                tracking=tracking_config(settings),
+                model_name=settings.registered_model_name,
+                models_dir=settings.models_dir,
+                run_name="train (scheduled)",
+                progress=progress,
+                executor=executor,
+            )
+    except ForesightError as exc:
+        return finish(JOB, started, "failed", str(exc))
+    problems = dict(history.problems)
+    failures = outcome.failures
+    # A candidate failing some windows is not the series' problem: another one wins.
+    failed_windows = (
+        {str(uid): int(n) for uid, n in failures.groupby(UID).size().items()}
+        if not failures.empty
+        else {}
+    )
+    verdict = "promoted to @champion" if outcome.promoted else "not promoted"
+    summary = (
+        f"trained on {history.frame[UID].nunique()} series: {settings.registered_model_name} "
+        f"version {outcome.version} {verdict}"
+    )
+    details = {
+        "run_id": outcome.run_id,
+        "version": outcome.version,
+        "promoted": outcome.promoted,
+        "reason": outcome.decision.reason,
+        "series": int(history.frame[UID].nunique()),
+        "models": [model.model_name for model in models],
+        "selection": dict(outcome.selection),
+        "failed_backtest_windows": failed_windows,
+    }
+    return finish(
+        JOB, started, "partial" if problems else "ok", summary, problems=problems, details=details
+    )

@@ -1,0 +1,116 @@
+"""train -> forecast -> evaluate on a SQLite store and a local MLflow, with fast models."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecaster.config.settings import Settings
+from forecaster.metrics import naive_scale
+from forecaster.tracking import TrackingConfig
+from forecaster.types import DS, MEAN, STEP, UID, Y
+from pipelines.cli_support import tracking_config
+from pipelines.jobs.evaluate import RETRAIN, run_evaluate
+from pipelines.jobs.forecast import run_forecast
+from pipelines.jobs.ingest import run_ingest
+from pipelines.jobs.train import run_train
+from pipelines.store import Store
+from tests.pipelines.jobs.job_fakes import POOL, START, FakeSource, make_settings, synthetic
+
+pytestmark = pytest.mark.slow
+
+SERIES = f"{POOL}/allocated_gpus"
+
+
+def _evaluation_runs(tracking: TrackingConfig) -> list[object]:
+    client = tracking.client()
+    experiment = client.get_experiment_by_name(tracking.experiment_name)
+    assert experiment is not None
+    return list(
+        client.search_runs([experiment.experiment_id], filter_string="tags.job = 'evaluate'")
+    )
+
+
+def test_train_forecast_evaluate_then_degradation_triggers_retraining(
+    settings: Settings, store: Store
+) -> None:
+    data = synthetic()
+    source = FakeSource(data)
+    cut = START + pd.Timedelta(days=3)
+    assert run_ingest(settings, store=store, source=source, now=cut.to_pydatetime()).outcome == "ok"
+
+    trained = run_train(settings, store=store, fast=True)
+    assert trained.outcome == "ok", (trained.summary, trained.problems)
+    assert trained.details["promoted"] is True
+    version = trained.details["version"]
+
+    made = run_forecast(settings, store=store, now=cut.to_pydatetime())
+    assert made.outcome == "ok", (made.summary, made.problems)
+    assert made.details["version"] == version
+    forecasts = store.forecasts.read()
+    assert forecasts[UID].nunique() == 5  # four signals and the derived demand
+    assert set(forecasts["model_version"]) == {version}
+    assert (forecasts["generated_at"] == cut).all()
+    assert len(forecasts) == 5 * 6
+
+    later = cut + pd.Timedelta(hours=2)
+    run_ingest(settings, store=store, source=source, now=later.to_pydatetime())
+    healthy = run_evaluate(settings, store=store, now=later.to_pydatetime())
+    assert healthy.outcome == "ok", healthy.summary
+
+    # Live MASE of one series at 1 h, computed here from first principles.
+    mine = forecasts[forecasts[UID] == SERIES].sort_values(STEP)
+    actual = data[(data[UID] == SERIES) & data[DS].isin(mine[DS])].set_index(DS)[Y]
+    history = data[(data[UID] == SERIES) & (data[DS] <= cut)][Y].to_numpy()[-2 * 144 :]
+    expected = np.mean(np.abs(actual.to_numpy() - mine[MEAN].to_numpy())) / naive_scale(history)
+    assert healthy.details["live_mase"][SERIES] == pytest.approx(expected)
+    assert "coverage_q0.9" in healthy.details["coverage"]
+    assert len(_evaluation_runs(tracking_config(settings))) == 1
+
+    # The world changes: demand ten times higher than anything the champion saw.
+    degraded_data = data.assign(**{Y: np.where(data[DS] > later, data[Y] * 10, data[Y])})
+    source.frame = degraded_data
+    again = run_forecast(settings, store=store, now=later.to_pydatetime())
+    assert again.outcome == "ok"
+    final = later + pd.Timedelta(hours=2)
+    run_ingest(settings, store=store, source=source, now=final.to_pydatetime())
+    alarm = run_evaluate(
+        settings, store=store, now=final.to_pydatetime(), lookback=timedelta(hours=3)
+    )
+    assert alarm.outcome == "ok", alarm.summary
+    assert alarm.details["degraded"] is True, alarm.summary
+    assert alarm.details[RETRAIN] is True
+    assert SERIES in alarm.details["degraded_series"]
+    assert "DEGRADED" in alarm.summary
+    assert len(_evaluation_runs(tracking_config(settings))) == 2
+
+
+def test_forecast_without_a_champion_fails_clearly(settings: Settings, store: Store) -> None:
+    data = synthetic(days=1)
+    run_ingest(settings, store=store, source=FakeSource(data), now=data[DS].max().to_pydatetime())
+    report = run_forecast(settings, store=store)
+    assert report.outcome == "failed"
+    assert "no champion" in report.summary
+    assert store.forecasts.read().empty
+
+
+def test_train_on_an_empty_store_says_to_ingest_first(settings: Settings, store: Store) -> None:
+    report = run_train(settings, store=store, fast=True)
+    assert report.outcome == "failed"
+    assert "foresight ingest" in report.summary
+
+
+def test_evaluate_without_forecasts_is_skipped(settings: Settings, store: Store) -> None:
+    report = run_evaluate(settings, store=store)
+    assert report.outcome == "skipped"
+
+
+def test_jobs_open_the_settings_store_when_none_is_given(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    report = run_evaluate(settings)
+    assert report.outcome == "skipped"
+    assert (tmp_path / "data" / "foresight.db").is_file()
