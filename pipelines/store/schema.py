@@ -162,3 +162,24 @@ class OutboxRow(Base):
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text(), nullable=True)
+
+
+class JobRunRow(Base):
+    """One run of a scheduled job: written ``running`` at start, final at the end.
+
+    A row left ``running`` tells that its process died mid-run; the next leader marks
+    it ``interrupted``.
+    """
+
+    __tablename__ = "job_runs"
+    __table_args__ = (Index("ix_job_runs_job_started", "job", "started_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    job: Mapped[str] = mapped_column(String(50), nullable=False)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    outcome: Mapped[str] = mapped_column(String(20), nullable=False)
+    summary: Mapped[str] = mapped_column(Text(), nullable=False)
+    problems: Mapped[dict[str, Any]] = mapped_column(JsonDocument, nullable=False)
+    details: Mapped[dict[str, Any]] = mapped_column(JsonDocument, nullable=False)
+    runner: Mapped[str] = mapped_column(String(200), nullable=False)

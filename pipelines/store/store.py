@@ -8,6 +8,7 @@ from sqlalchemy import URL, Engine, text
 
 from pipelines.store.engine import Database, make_engine
 from pipelines.store.forecasts import ForecastRepository
+from pipelines.store.job_runs import JobRunRepository
 from pipelines.store.migrate import upgrade
 from pipelines.store.outbox import OutboxRepository
 from pipelines.store.recommendations import RecommendationRepository
@@ -33,6 +34,12 @@ class Store:
         self.recommendations = RecommendationRepository(database)
         self.state = PoolStateRepository(database)
         self.outbox = OutboxRepository(database)
+        self._job_runs = JobRunRepository(database)
+
+    @property
+    def job_runs(self) -> JobRunRepository:
+        """The history of scheduled job runs (``foresight jobs``)."""
+        return self._job_runs
 
     @property
     def engine(self) -> Engine:

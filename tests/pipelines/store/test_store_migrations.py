@@ -17,7 +17,14 @@ from pipelines.store.engine import Database, make_engine
 from pipelines.store.migrate import alembic_config, current_revision, head_revision, upgrade
 from pipelines.store.schema import VERSION_TABLE, Base
 
-TABLES = {"samples", "forecasts", "recommendations", "pool_state", "webhook_outbox"}
+TABLES = {
+    "samples",
+    "forecasts",
+    "recommendations",
+    "pool_state",
+    "webhook_outbox",
+    "job_runs",
+}
 
 
 @pytest.fixture
