@@ -25,11 +25,13 @@ import logging
 import os
 import re
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 import mlflow
 from mlflow.exceptions import MlflowException
@@ -49,6 +51,8 @@ _NOT_FOUND = "RESOURCE_DOES_NOT_EXIST"
 _NO_CHAMPION = frozenset({_NOT_FOUND, "INVALID_PARAMETER_VALUE"})
 """Error codes of a missing registered model or alias (not of a failing registry)."""
 _STALE_TEMP_SECONDS = 3600
+PROBE_TIMEOUT_S = 3.0
+"""Seconds to wait for a TCP connection to an MLflow server before serving the copy."""
 _MAX_TAG_LENGTH = 5000
 _MODELS_URI = re.compile(r"^models:/(?P<name>[^/@]+)(?:@(?P<alias>[^/]+)|/(?P<version>[^/]+))?/?$")
 
@@ -227,6 +231,7 @@ def _load_from_registry(
     name: str, models_dir: Path, tracking: TrackingConfig, refresh: bool
 ) -> LoadedModel:
     uri = f"models:/{name}@{CHAMPION}"
+    check_reachable(tracking)
     client = tracking.client()
     with tracking_errors(tracking.tracking_uri, f"load {uri}"):
         try:
@@ -248,6 +253,34 @@ def _load_from_registry(
     with tempfile.TemporaryDirectory() as tmp:
         path = download_model(version_uri, Path(tmp), tracking=tracking)
         return LoadedModel(_load(path), version, "registry")
+
+
+def check_reachable(tracking: TrackingConfig, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Fail within ``timeout_s`` when an MLflow tracking server does not accept connections.
+
+    MLflow's HTTP client retries a dead server with exponential backoff for minutes
+    (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, a process-wide setting), which would hold
+    serving up that long before it fell back to the last-known-good copy. A plain TCP
+    connect answers "is anyone there" in milliseconds and needs no TLS or credentials,
+    so it cannot mistake a private CA or an auth proxy for an outage. Local stores
+    (``sqlite:``, ``file:``, database URLs) are not probed.
+
+    Raises:
+        TrackingError: nothing accepts connections at the server's host and port.
+    """
+    parts = urlsplit(tracking.tracking_uri)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname, port), timeout=timeout_s):
+            pass
+    except (OSError, ValueError) as exc:
+        raise TrackingError(
+            f"the MLflow tracking server at {tracking.safe_uri} is unreachable "
+            f"({type(exc).__name__}: {exc}); check that it runs and that "
+            "the tracking URI (mlflow_tracking_uri) is right"
+        ) from exc
 
 
 def export_last_known_good(

@@ -1,0 +1,102 @@
+"""Where training and backtests fan out: nowhere, a local process pool, or Dask.
+
+The forecaster only knows :class:`concurrent.futures.Executor` (one task per series,
+see ``forecaster.backtest``). This module is the one place that picks which executor
+that is, so the local pool and a Dask distributed cluster run the very same code path:
+a Dask ``Client``'s :meth:`~distributed.Client.get_executor` is a
+``concurrent.futures``-compatible executor whose futures ``as_completed`` accepts.
+
+Dask workers unpickle the per-series task by reference (``forecaster.backtest``), so
+every worker needs the same ``foresight`` version installed as the submitting process.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Any, Final
+
+from forecaster.exceptions import ConfigError
+
+logger = logging.getLogger(__name__)
+
+DASK_CONNECT_TIMEOUT_S: Final = 10.0
+"""Seconds to wait for a Dask scheduler before saying it is unreachable."""
+
+
+@contextmanager
+def make_executor(
+    workers: int,
+    dask_address: str | None = None,
+    *,
+    connect_timeout_s: float = DASK_CONNECT_TIMEOUT_S,
+) -> Iterator[Executor | None]:
+    """Yield the executor work fans out to, and shut it down afterwards.
+
+    Args:
+        workers: local processes when no Dask address is given; ``1`` (or less)
+            yields ``None``, i.e. run in this process.
+        dask_address: a Dask scheduler address (``tcp://host:8786``); when set, work
+            goes to that cluster and ``workers`` is ignored (the cluster's workers
+            decide the parallelism).
+        connect_timeout_s: how long to wait for the Dask scheduler.
+
+    Raises:
+        ConfigError: the Dask scheduler at ``dask_address`` cannot be reached (the
+            message names the address and what to check).
+    """
+    if dask_address:
+        with _dask_executor(dask_address, connect_timeout_s) as executor:
+            yield executor
+        return
+    if workers <= 1:
+        yield None
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield pool
+
+
+@contextmanager
+def _dask_executor(address: str, timeout_s: float) -> Iterator[Executor]:
+    # Imported here: distributed is heavy and only a Dask deployment needs it.
+    from distributed import Client
+
+    try:
+        # Not the default client: a global would leak into unrelated dask calls.
+        client = Client(address, timeout=timeout_s, set_as_default=False)  # type: ignore[no-untyped-call]
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise ConfigError(
+            f"could not connect to the Dask scheduler at {address} within {timeout_s:g} s "
+            f"({type(exc).__name__}: {exc}). Start the scheduler and its workers "
+            "(`dask scheduler`, `dask worker <address>`), or fix --dask-address / "
+            "scheduler.dask_address (FORESIGHT_SCHEDULER__DASK_ADDRESS); unset it to use "
+            "a local process pool."
+        ) from exc
+    try:
+        _require_workers(client, address, timeout_s)
+        # pure=False: every submission is its own task, never a cached result of an
+        # earlier identical-looking one, as with a process pool.
+        executor = client.get_executor(pure=False)  # type: ignore[no-untyped-call]
+        try:
+            yield executor
+        except BaseException:
+            executor.shutdown(wait=False)  # a failed run must not wait for the rest
+            raise
+        executor.shutdown(wait=True)
+    finally:
+        client.close()  # type: ignore[no-untyped-call]
+
+
+def _require_workers(client: Any, address: str, timeout_s: float) -> None:
+    """Fail now, not hang later, when the scheduler has no worker to run tasks."""
+    try:
+        client.wait_for_workers(1, timeout=timeout_s)
+    except TimeoutError as exc:
+        raise ConfigError(
+            f"the Dask scheduler at {address} has no workers after {timeout_s:g} s; start "
+            f"some (`dask worker {address}`) or unset --dask-address to use a local pool."
+        ) from exc
+    workers = len(client.scheduler_info().get("workers", {}))
+    logger.info("fanning out to the Dask cluster at %s (%d workers)", address, workers)
