@@ -1,0 +1,144 @@
+"""Foresight replayed: walk-forward forecasts turned into nodes by the real scale policy.
+
+Each step the adapter asks its :class:`~pipelines.simulate.walkforward.WalkForwardForecaster`
+for the demand forecast made from the past only, wraps it as the policy's
+:class:`~api.policy.types.DemandForecast`, and calls :func:`api.policy.decide` (the very
+function the API serves, injected so a test can prove it is that one) with the pool's
+own :class:`~forecaster.config.pools.PoolConfig` (quantile, lead time, GPUs per node,
+bounds, target utilisation, scale-down window) and the
+:class:`~api.policy.types.StabilisationState` it returned at the previous step.
+
+Live signals are what a deployment would read at that moment: the demand now is the
+work wanted now (the simulated backlog plus the trace's demand: allocated plus queued
+GPUs), and the current nodes are the ready ones.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Final
+
+from api.policy import decide as policy_decide
+from api.policy.recommendation import Recommendation
+from api.policy.types import (
+    NO_LATENCY,
+    DemandForecast,
+    ForecastHealth,
+    LatencyAdjustment,
+    LiveSignals,
+    Sample,
+    StabilisationState,
+)
+from forecaster.config.pools import PoolConfig
+from pipelines.simulate.types import History
+from pipelines.simulate.walkforward import PointForecast, WalkForwardForecaster
+
+DecideFn = Callable[
+    [
+        PoolConfig,
+        DemandForecast | None,
+        LiveSignals,
+        ForecastHealth,
+        LatencyAdjustment,
+        StabilisationState,
+        datetime,
+    ],
+    Recommendation,
+]
+"""The shape of :func:`api.policy.decide`."""
+
+MODEL_VERSION: Final = "walk-forward"
+
+
+class ForesightPolicy:
+    """Foresight's decision at every replayed step, from walk-forward forecasts.
+
+    Args:
+        pool: the pool's configuration; its quantile, lead time, sizes, bounds, target
+            utilisation and scale-down settings are what the real policy uses. Replay
+            it with the same pool (``simulate(demand, pool, policy)``).
+        forecaster: the walk-forward forecaster (shared by policies replaying the same
+            series, e.g. a quantile sweep, so the forecasts are computed once).
+        refresh_every: steps between forecast refreshes (1: every step); in between,
+            the last forecast is used, as a deployment serves its latest forecast.
+        health: the health bounds; default: no live error bound, forecasts may be as
+            old as the refresh interval plus a step.
+        decide_fn: the decision function; :func:`api.policy.decide` unless a test
+            wraps it.
+    """
+
+    def __init__(
+        self,
+        pool: PoolConfig,
+        forecaster: WalkForwardForecaster,
+        *,
+        refresh_every: int = 1,
+        health: ForecastHealth | None = None,
+        decide_fn: DecideFn = policy_decide,
+    ) -> None:
+        if refresh_every < 1:
+            raise ValueError(f"refresh_every must be >= 1, got {refresh_every}")
+        self.pool = pool
+        self.forecaster = forecaster
+        self.refresh_every = refresh_every
+        self.health = health
+        self.decide_fn = decide_fn
+        self.state = StabilisationState()
+        self.terms: Counter[str] = Counter()
+        """How often each term of the chain set the number (``forecast``, ``floor``...)."""
+        self.last: Recommendation | None = None
+        self._forecast: DemandForecast | None = None
+
+    def reset(self) -> None:
+        """Start a replay with an empty stabilisation state and no forecast."""
+        self.state = StabilisationState()
+        self.terms = Counter()
+        self.last = None
+        self._forecast = None
+
+    def decide(self, history: History) -> int:
+        """Return the nodes :func:`api.policy.decide` recommends at this step."""
+        now = history.now.to_pydatetime()
+        step = history.pool.step
+        if self._forecast is None or history.t % self.refresh_every == 0:
+            horizon = history.pool.lead_steps + self.refresh_every
+            made = self.forecaster.forecast(history, horizon, (self.pool.quantile,))
+            self._forecast = _as_demand_forecast(made, self.pool.quantile, step)
+        live = LiveSignals(
+            demand_gpus=Sample(history.wanted_now, now),
+            ready_nodes=Sample(history.ready_now, now),
+        )
+        recommendation = self.decide_fn(
+            self.pool,
+            self._forecast,
+            live,
+            self.health or self._default_health(step),
+            NO_LATENCY,
+            self.state,
+            now,
+        )
+        self.state = recommendation.state
+        self.last = recommendation
+        self.terms[recommendation.explanation.term] += 1
+        return recommendation.desired_nodes
+
+    def _default_health(self, step: timedelta) -> ForecastHealth:
+        return ForecastHealth(
+            recent_error=None,
+            error_bound=float("inf"),
+            max_live_age=step,
+            max_forecast_age=step * self.refresh_every,
+        )
+
+
+def _as_demand_forecast(made: PointForecast, level: float, step: timedelta) -> DemandForecast:
+    return DemandForecast(
+        timestamps=made.timestamps,
+        quantiles={q: tuple(values.tolist()) for q, values in made.quantiles.items()},
+        level=level,
+        model_version=MODEL_VERSION,
+        generated_at=made.origin,
+        step=step,
+    )

@@ -1,0 +1,166 @@
+"""Cost against waiting: the decision-quality ratios and the frontier plot.
+
+- *gap closed* = ``(wait_reactive - wait_policy) / (wait_reactive - wait_oracle)``:
+  1 is the oracle's waiting, 0 is reactive's, negative is worse than reactive;
+  undefined (NaN) when reactive already waits no more than the oracle.
+- *cost ratio* = ``GPU-h_policy / GPU-h_oracle`` (GPU-hours provisioned, booting
+  included, since a node is paid from the moment it is asked for).
+
+A policy family with a knob (Foresight's quantile, a reference's ``k``) traces a curve
+of points; its *frontier* is the best gap reachable at each cost, and one family is
+above another when, at the other's costs, it closes at least as much of the gap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from pipelines.simulate.result import SimResult
+
+Point = tuple[float, float]
+"""(x, y) of one replay on a frontier plot."""
+
+_COLORS = ("tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:cyan", "tab:olive")
+_MARKERS = {
+    "reactive": ("tab:orange", "o"),
+    "reactive-spread": ("tab:red", "D"),
+    "static": ("tab:gray", "s"),
+    "oracle": ("k", "*"),
+    "reference": ("tab:blue", "^"),
+    "reference-seasonal": ("tab:cyan", "v"),
+}
+
+
+def gap_closed(wait_reactive: float, wait_policy: float, wait_oracle: float) -> float:
+    """Return the share of reactive's excess waiting over the oracle a policy removes."""
+    span = wait_reactive - wait_oracle
+    if span <= 1e-12:
+        return math.nan
+    return (wait_reactive - wait_policy) / span
+
+
+def cost_ratio(policy: SimResult, oracle: SimResult) -> float:
+    """Return GPU-hours provisioned by ``policy`` over the oracle's (NaN if it has none)."""
+    if oracle.gpu_hours_provisioned <= 0:
+        return math.nan
+    return policy.gpu_hours_provisioned / oracle.gpu_hours_provisioned
+
+
+def frontier(points: Sequence[Point]) -> list[Point]:
+    """Return the upper-left hull of ``(cost, benefit)`` points: the best benefit at each cost.
+
+    A point stays only if no cheaper-or-equal point reaches at least its benefit.
+    """
+    best: list[Point] = []
+    for x, y in sorted(p for p in points if math.isfinite(p[0]) and math.isfinite(p[1])):
+        if not best or y > best[-1][1]:
+            best.append((x, y))
+    return best
+
+
+def benefit_at(points: Sequence[Point], cost: float) -> float:
+    """Return the best benefit a family reaches at ``cost`` or less (NaN if none)."""
+    reachable = [y for x, y in frontier(points) if x <= cost + 1e-12]
+    return max(reachable) if reachable else math.nan
+
+
+def dominates(subject: Sequence[Point], other: Sequence[Point], tolerance: float = 0.0) -> bool:
+    """Return True when ``subject`` reaches, at every cost of ``other``'s frontier, as much.
+
+    Costs of ``other`` below everything ``subject`` offers are a loss for ``subject``.
+    """
+    for x, y in frontier(other):
+        mine = benefit_at(subject, x)
+        if not (mine >= y - tolerance):
+            return False
+    return True
+
+
+def interpolated(points: Sequence[Point], cost: float) -> float:
+    """Return the family's benefit at ``cost`` on its frontier, linearly interpolated.
+
+    The frontier is made monotone first (a costlier point never counts for less than a
+    cheaper one); NaN outside the family's cost range, where it says nothing.
+    """
+    hull = frontier(points)
+    if not hull or not hull[0][0] - 1e-12 <= cost <= hull[-1][0] + 1e-12:
+        return math.nan
+    xs = np.array([p[0] for p in hull])
+    ys = np.array([p[1] for p in hull])
+    return float(np.interp(cost, xs, ys))
+
+
+def points_beaten(subject: Sequence[Point], other: Sequence[Point]) -> tuple[int, int]:
+    """Count ``other``'s points that ``subject`` matches or beats at the same cost.
+
+    Only ``other``'s points inside ``subject``'s cost range are compared (outside it,
+    ``subject`` offers no setting to compare with).
+
+    Returns:
+        ``(beaten, compared)``.
+    """
+    beaten = compared = 0
+    for x, y in other:
+        mine = interpolated(subject, x)
+        if math.isfinite(mine) and math.isfinite(y):
+            compared += 1
+            beaten += int(mine >= y - 1e-12)
+    return beaten, compared
+
+
+def plot_frontier(
+    families: Mapping[str, Sequence[Point]],
+    singles: Mapping[str, Point],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    labels: Mapping[str, Sequence[str]] | None = None,
+) -> Figure:
+    """Plot each family's points joined by a line, and single policies as markers.
+
+    Args:
+        families: family name -> its points in knob order (e.g. quantile ascending).
+        singles: policy name -> its one point (reactive, static, oracle...).
+        xlabel: the x axis (e.g. GPU-hours provisioned, or the cost ratio).
+        ylabel: the y axis (e.g. waiting GPU-hours, or the gap closed).
+        title: the figure title.
+        labels: family name -> one annotation per point (e.g. ``q0.9``).
+
+    Returns:
+        A figure on an Agg canvas (save with :func:`forecaster.plotting.save_png`).
+    """
+    fig = Figure(figsize=(8.0, 5.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    for i, (name, points) in enumerate(families.items()):
+        if not points:
+            continue
+        xs, ys = np.array([p[0] for p in points]), np.array([p[1] for p in points])
+        color = _COLORS[i % len(_COLORS)]
+        ax.plot(xs, ys, marker=".", color=color, linewidth=1.2, label=name)
+        for text, x, y in zip((labels or {}).get(name, ()), xs, ys, strict=False):
+            ax.annotate(
+                text,
+                (x, y),
+                fontsize=7,
+                color=color,
+                xytext=(3, 3),
+                ha="left",
+                textcoords="offset points",
+            )
+    for name, (x, y) in singles.items():
+        color, marker = _MARKERS.get(name, _MARKERS.get(name.split(" ")[0], ("tab:olive", "P")))
+        ax.scatter([x], [y], color=color, marker=marker, s=60, zorder=3, label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="best")
+    if title:
+        ax.set_title(title)
+    return fig

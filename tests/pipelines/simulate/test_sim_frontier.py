@@ -1,0 +1,104 @@
+"""Decision-quality ratios, frontiers, the sweep and the frontier plot."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from pipelines.simulate import OraclePolicy, ReactivePolicy, simulate
+from pipelines.simulate.compare import Replay, compare, sweep_quantiles
+from pipelines.simulate.frontier import (
+    benefit_at,
+    cost_ratio,
+    dominates,
+    frontier,
+    gap_closed,
+    plot_frontier,
+)
+
+
+def test_gap_closed_by_hand():
+    assert gap_closed(100.0, 100.0, 0.0) == 0.0
+    assert gap_closed(100.0, 10.0, 0.0) == pytest.approx(0.9)
+    assert gap_closed(100.0, 20.0, 20.0) == 1.0
+    assert gap_closed(100.0, 150.0, 0.0) == pytest.approx(-0.5)
+    assert math.isnan(gap_closed(5.0, 1.0, 5.0))
+
+
+def test_cost_ratio_is_provisioned_gpu_hours_over_the_oracles(series, pool):
+    demand = series([8.0, 16.0, 8.0, 24.0, 8.0, 8.0])
+    config = pool(lead_minutes=5)
+    oracle = simulate(demand, config, OraclePolicy(demand))
+    reactive = simulate(demand, config, ReactivePolicy())
+    assert cost_ratio(oracle, oracle) == 1.0
+    assert cost_ratio(reactive, oracle) == pytest.approx(
+        reactive.gpu_hours_provisioned / oracle.gpu_hours_provisioned
+    )
+
+
+def test_frontier_keeps_the_best_benefit_at_each_cost():
+    points = [(1.2, 0.5), (1.0, 0.1), (1.1, 0.6), (1.3, 0.55), (1.4, 0.9)]
+    assert frontier(points) == [(1.0, 0.1), (1.1, 0.6), (1.4, 0.9)]
+    assert benefit_at(points, 1.25) == 0.6
+    assert math.isnan(benefit_at(points, 0.9))
+
+
+def test_dominance_compares_at_the_others_costs():
+    better = [(1.0, 0.5), (1.1, 0.9)]
+    worse = [(1.0, 0.4), (1.1, 0.8), (1.2, 0.85)]
+    assert dominates(better, worse)
+    assert not dominates(worse, better)
+    assert not dominates([(1.05, 0.99)], [(1.0, 0.1)])  # nothing at the other's lowest cost
+
+
+def test_sweep_reuses_the_forecaster_and_orders_the_frontier(series, pool):
+    rng = np.random.default_rng(4)
+    demand = series(rng.gamma(2.0, 25.0, 400))
+    replay = Replay.split(demand, pool(lead_minutes=10), warmup=demand.index[100] - demand.index[0])
+    comparison = compare(
+        replay, ["reactive", "static", "oracle", "foresight"], family="persistence"
+    )
+    assert list(comparison.runs) == ["reactive", "static", "foresight", "oracle"]
+    fits = len(comparison.forecaster.fit_log)
+    swept = sweep_quantiles(comparison, [0.99, 0.5, 0.9])
+    assert list(swept) == [0.5, 0.9, 0.99]
+    assert len(comparison.forecaster.fit_log) == fits
+    cost = [r.gpu_hours_provisioned for r in swept.values()]
+    wait = [r.waiting_gpu_hours for r in swept.values()]
+    assert cost == sorted(cost)
+    assert wait == sorted(wait, reverse=True)
+    figure = plot_frontier(
+        {"foresight": [(r.gpu_hours_provisioned, r.waiting_gpu_hours) for r in swept.values()]},
+        {n: (r.gpu_hours_provisioned, r.waiting_gpu_hours) for n, r in comparison.runs.items()},
+        xlabel="GPU-hours",
+        ylabel="waiting GPU-hours",
+        labels={"foresight": ["q0.5", "q0.9", "q0.99"]},
+    )
+    assert isinstance(figure, Figure)
+    assert len(figure.axes[0].lines) == 1
+    assert len(figure.axes[0].collections) == 4
+
+
+def test_unknown_policies_and_quantiles_are_refused(series, pool):
+    from forecaster.exceptions import ConfigError
+
+    demand = series([8.0] * 50)
+    replay = Replay.split(demand, pool(), warmup=demand.index[10] - demand.index[0])
+    with pytest.raises(ConfigError, match="unknown policies"):
+        compare(replay, ["reactive", "magic"])
+    comparison = compare(replay, ["reactive"])
+    with pytest.raises(ConfigError, match="outside"):
+        sweep_quantiles(comparison, [1.5])
+
+
+def test_points_beaten_compares_at_equal_cost_inside_the_subjects_range():
+    from pipelines.simulate.frontier import interpolated, points_beaten
+
+    subject = [(1.0, 0.2), (1.2, 0.6)]
+    assert interpolated(subject, 1.1) == pytest.approx(0.4)
+    assert math.isnan(interpolated(subject, 1.3))
+    # 0.3 at 1.1 is beaten (0.4), 0.5 at 1.1 is not; 0.9 at 1.5 is outside the range.
+    assert points_beaten(subject, [(1.1, 0.3), (1.1, 0.5), (1.5, 0.9)]) == (1, 2)
