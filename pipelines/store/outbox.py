@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from sqlalchemy import func, select, update
+from sqlalchemy import case, func, select, update
 
 from pipelines.store.engine import Database
 from pipelines.store.schema import OutboxRow, as_utc
@@ -199,6 +199,86 @@ class OutboxRepository:
             row.next_attempt_at = current + backoff.delay(row.attempts)
             row.last_error = error[:MAX_ERROR_CHARS]
             return row.next_attempt_at
+
+    def latest(self, target_url: str) -> OutboxItem | None:
+        """Return the newest item queued for ``target_url`` (settled or not), or None.
+
+        The publish job compares the new set with it (did the set change?) and chains
+        the next idempotency key to its key.
+        """
+        statement = (
+            select(OutboxRow)
+            .where(OutboxRow.target_url == target_url)
+            .order_by(OutboxRow.id.desc())
+            .limit(1)
+        )
+        with self._db.transaction("read the latest webhook") as session:
+            row = session.scalars(statement).first()
+            return None if row is None else _item(row)
+
+    def blocker(self, item: OutboxItem) -> OutboxItem | None:
+        """Return the oldest unsettled item queued for the same target before ``item``.
+
+        Each delivery is a whole recommendation set, so a receiver must get them in
+        order: a sender holds ``item`` back while this returns an item.
+        """
+        statement = (
+            select(OutboxRow)
+            .where(
+                OutboxRow.target_url == item.target_url,
+                OutboxRow.delivered_at.is_(None),
+                OutboxRow.id < item.id,
+            )
+            .order_by(OutboxRow.id)
+            .limit(1)
+        )
+        with self._db.transaction("find an earlier webhook") as session:
+            row = session.scalars(statement).first()
+            return None if row is None else _item(row)
+
+    def release(self, item_id: int, *, due_at: datetime) -> None:
+        """Give a claim back unsent: due again at ``due_at``, the claim's attempt undone."""
+        statement = (
+            update(OutboxRow)
+            .where(OutboxRow.id == item_id, OutboxRow.delivered_at.is_(None))
+            .values(
+                attempts=case((OutboxRow.attempts > 0, OutboxRow.attempts - 1), else_=0),
+                next_attempt_at=as_utc(due_at),
+            )
+            .execution_options(synchronize_session=False)
+        )
+        with self._db.transaction("release a webhook") as session:
+            session.execute(statement)
+
+    def give_up(self, item_id: int, error: str, *, now: datetime | None = None) -> None:
+        """Settle an item the receiver rejected for good (a dead letter); never sent again.
+
+        A dead letter is settled (``delivered_at`` set, so it neither retries nor holds
+        back later items) and keeps ``last_error``; :meth:`mark_delivered` clears it, so
+        :meth:`dead_letters` tells the two apart.
+        """
+        statement = (
+            update(OutboxRow)
+            .where(OutboxRow.id == item_id, OutboxRow.delivered_at.is_(None))
+            .values(
+                delivered_at=as_utc(now or datetime.now(UTC)),
+                last_error=(error or "rejected")[:MAX_ERROR_CHARS],
+            )
+            .execution_options(synchronize_session=False)
+        )
+        with self._db.transaction("give up a webhook") as session:
+            session.execute(statement)
+
+    def dead_letters(self, *, limit: int = 100) -> list[OutboxItem]:
+        """Return the items given up on (:meth:`give_up`), newest first."""
+        statement = (
+            select(OutboxRow)
+            .where(OutboxRow.delivered_at.is_not(None), OutboxRow.last_error.is_not(None))
+            .order_by(OutboxRow.id.desc())
+            .limit(limit)
+        )
+        with self._db.transaction("read dead webhooks") as session:
+            return [_item(row) for row in session.scalars(statement)]
 
     def get(self, item_id: int) -> OutboxItem | None:
         """Return one item as stored, or None."""

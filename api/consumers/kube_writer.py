@@ -1,0 +1,447 @@
+"""Writing Foresight's objects to a cluster with the official Kubernetes client.
+
+:class:`KubeWriter` creates or replaces each desired object (the priority-expander
+ConfigMap, PodTemplates and CapacityBuffers, or the overprovisioning PriorityClass and
+Deployments), then prunes the objects Foresight owns (label
+``app.kubernetes.io/managed-by=foresight``) that are no longer wanted. In dry-run mode
+every write goes to the API server with ``dryRun=All``: admission, schema validation
+and defaulting run, nothing is persisted.
+
+Safety at the write boundary, whoever the caller is: every object is validated again
+right before it is sent (the ConfigMap's ``priorities`` as cluster-autoscaler parses
+them, CapacityBuffers against the CRD's rules, built-in kinds against the client's
+models), and an existing object without Foresight's label is never replaced or
+deleted (a hand-made ConfigMap stays the operator's).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from kubernetes import config as kube_config  # type: ignore[import-untyped]
+from kubernetes.client import (  # type: ignore[import-untyped]
+    ApiClient,
+    AppsV1Api,
+    Configuration,
+    CoreV1Api,
+    CustomObjectsApi,
+    SchedulingV1Api,
+)
+from kubernetes.client.exceptions import ApiException  # type: ignore[import-untyped]
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+from api.consumers.capacity_buffers import (
+    CAPACITY_BUFFER_API,
+    PLACEHOLDER_LABEL,
+    validate_capacity_buffer,
+)
+from api.consumers.k8s import MANAGED_BY, Manifest, check_typed
+from api.consumers.kube_diff import differences
+from api.consumers.priority_expander import CONFIGMAP_KEY, CONFIGMAP_NAME, validate_value_text
+from forecaster.config.sections import PublishSettings
+from forecaster.exceptions import ConfigError, PublishError
+
+ChangeAction = Literal["create", "replace", "unchanged", "delete", "planned"]
+"""What a write did (or, dry-run, would do); ``planned``: no cluster to compare with."""
+
+CAPACITY_BUFFER_GROUP, _, CAPACITY_BUFFER_VERSION = CAPACITY_BUFFER_API.partition("/")
+OWNED_SELECTOR: Final = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
+_TYPED_MODELS: Final = {
+    "ConfigMap": "V1ConfigMap",
+    "PodTemplate": "V1PodTemplate",
+    "Deployment": "V1Deployment",
+    "PriorityClass": "V1PriorityClass",
+}
+
+
+class ClusterUnreachableError(PublishError):
+    """The Kubernetes API server could not be reached (nothing was written)."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One object's change.
+
+    Attributes:
+        action: create, replace, unchanged, delete or planned.
+        kind: the object's kind.
+        name: its name.
+        namespace: its namespace, None when cluster-scoped.
+        dry_run: True when nothing was persisted.
+        detail: what differs (``path: old -> new`` lines), or a summary.
+    """
+
+    action: ChangeAction
+    kind: str
+    name: str
+    namespace: str | None
+    dry_run: bool
+    detail: tuple[str, ...] = ()
+
+    @property
+    def target(self) -> str:
+        """``Kind namespace/name`` (or ``Kind name`` when cluster-scoped)."""
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+
+@dataclass(frozen=True)
+class PruneScope:
+    """A kind (and namespace) in which Foresight deletes the objects it owns but no longer wants.
+
+    Attributes:
+        kind: one of the kinds :class:`KubeWriter` handles.
+        namespace: the namespace, None for a cluster-scoped kind.
+    """
+
+    kind: str
+    namespace: str | None = None
+
+
+class _Resource:
+    """get / list / create / replace / delete of one kind, returning plain dicts.
+
+    Reads ask for the raw response (``_preload_content=False``): the server's JSON is
+    compared with the desired dict as is, without a round trip through the models.
+    """
+
+    _TYPED: Final[dict[str, tuple[Any, str]]] = {
+        "ConfigMap": (CoreV1Api, "namespaced_config_map"),
+        "PodTemplate": (CoreV1Api, "namespaced_pod_template"),
+        "Deployment": (AppsV1Api, "namespaced_deployment"),
+        "PriorityClass": (SchedulingV1Api, "priority_class"),
+    }
+
+    def __init__(self, client: ApiClient, kind: str) -> None:
+        self.kind = kind
+        self._custom = kind == "CapacityBuffer"
+        if self._custom:
+            self._api: Any = CustomObjectsApi(client)
+            self._suffix = "namespaced_custom_object"
+        elif kind in self._TYPED:
+            api_class, self._suffix = self._TYPED[kind]
+            self._api = api_class(client)
+        else:
+            raise PublishError(f"Foresight does not write {kind} objects")
+        self.namespaced = kind != "PriorityClass"
+
+    def _method(self, verb: str) -> Any:
+        if self._custom and verb == "read":
+            verb = "get"
+        return getattr(self._api, f"{verb}_{self._suffix}")
+
+    def _scope(self, namespace: str | None) -> tuple[str | None, ...]:
+        """The positional arguments before the name: CRD coordinates and namespace."""
+        if self._custom:
+            return (CAPACITY_BUFFER_GROUP, CAPACITY_BUFFER_VERSION, namespace, "capacitybuffers")
+        return (namespace,) if self.namespaced else ()
+
+    def get(self, name: str, namespace: str | None) -> Manifest | None:
+        # Typed reads take the name first; custom objects take it last.
+        args = (*self._scope(namespace), name) if self._custom else (name, *self._scope(namespace))
+        try:
+            return _json(self._method("read")(*args, _preload_content=False))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list_owned(self, namespace: str | None) -> list[Manifest]:
+        try:
+            found = _json(
+                self._method("list")(
+                    *self._scope(namespace), label_selector=OWNED_SELECTOR, _preload_content=False
+                )
+            )
+        except ApiException as exc:
+            # A kind the cluster does not serve (the CapacityBuffer CRD not installed)
+            # has nothing of ours to prune.
+            if exc.status == 404:
+                return []
+            raise
+        return [item for item in found.get("items") or [] if isinstance(item, dict)]
+
+    def create(self, body: Manifest, namespace: str | None, dry_run: str | None) -> None:
+        self._method("create")(
+            *self._scope(namespace), body, dry_run=dry_run, _preload_content=False
+        )
+
+    def replace(
+        self, name: str, body: Manifest, namespace: str | None, dry_run: str | None
+    ) -> None:
+        args = (
+            (*self._scope(namespace), name, body)
+            if self._custom
+            else (name, *self._scope(namespace), body)
+        )
+        self._method("replace")(*args, dry_run=dry_run, _preload_content=False)
+
+    def delete(self, name: str, namespace: str | None, dry_run: str | None) -> None:
+        args = (*self._scope(namespace), name) if self._custom else (name, *self._scope(namespace))
+        # Background: the placeholder pods of a pruned Deployment go with it.
+        self._method("delete")(
+            *args, dry_run=dry_run, propagation_policy="Background", _preload_content=False
+        )
+
+
+def _json(response: Any) -> Manifest:
+    data = json.loads(response.data or b"{}")
+    if not isinstance(data, dict):
+        raise PublishError("the Kubernetes API answered with something that is not an object")
+    return data
+
+
+def validate_manifest(manifest: Manifest) -> None:
+    """Check one object right before it is written; raise rather than write it invalid.
+
+    Raises:
+        PublishError: the object fails its check (for the priority-expander ConfigMap:
+            ``priorities`` missing or not what cluster-autoscaler accepts).
+    """
+    kind = manifest.get("kind")
+    if kind == "ConfigMap" and manifest.get("metadata", {}).get("name") == CONFIGMAP_NAME:
+        value = manifest.get("data", {}).get(CONFIGMAP_KEY)
+        if not isinstance(value, str):
+            raise PublishError(f"ConfigMap {CONFIGMAP_NAME} has no {CONFIGMAP_KEY!r} text")
+        validate_value_text(value)
+    if kind == "CapacityBuffer":
+        validate_capacity_buffer(manifest)
+    elif isinstance(kind, str) and kind in _TYPED_MODELS:
+        check_typed((manifest, _TYPED_MODELS[kind]))
+    else:
+        raise PublishError(f"Foresight does not write {kind!r} objects")
+    labels = manifest.get("metadata", {}).get("labels") or {}
+    if any(labels.get(key) != value for key, value in MANAGED_BY.items()):
+        raise PublishError(f"{kind} objects Foresight writes must carry the label {OWNED_SELECTOR}")
+
+
+def _owned(manifest: Manifest) -> bool:
+    labels = manifest.get("metadata", {}).get("labels") or {}
+    return all(labels.get(key) == value for key, value in MANAGED_BY.items())
+
+
+class KubeWriter:
+    """Create, replace and prune Foresight's objects through the Kubernetes API.
+
+    Args:
+        client: a configured ``kubernetes.client.ApiClient``.
+        source: where its credentials came from, for messages.
+    """
+
+    def __init__(self, client: ApiClient, *, source: str = "the given API client") -> None:
+        self._client = client
+        self.source = source
+        self._resources: dict[str, _Resource] = {}
+
+    @classmethod
+    def from_settings(cls, publish: PublishSettings) -> KubeWriter:
+        """Connect with ``publish.kubeconfig`` / ``kube_context``, else in-cluster, else
+        ``~/.kube/config``.
+
+        Raises:
+            ConfigError: no credentials were found or they cannot be loaded; the
+                message names what is missing and the setting to change.
+        """
+        configuration, source = load_configuration(publish)
+        return cls(ApiClient(configuration), source=source)
+
+    @property
+    def host(self) -> str:
+        """The API server's URL."""
+        return str(self._client.configuration.host)
+
+    def close(self) -> None:
+        """Release the client's connections."""
+        self._client.close()
+
+    def _resource(self, kind: str) -> _Resource:
+        if kind not in self._resources:
+            self._resources[kind] = _Resource(self._client, kind)
+        return self._resources[kind]
+
+    def sync(
+        self,
+        desired: Sequence[Manifest],
+        *,
+        prune: Sequence[PruneScope] = (),
+        keep_pools: Collection[str] = (),
+        dry_run: bool,
+    ) -> list[Change]:
+        """Write every desired object, then prune what Foresight owns and no longer wants.
+
+        Args:
+            desired: the objects, in the order to write them.
+            prune: the kinds and namespaces to prune in.
+            keep_pools: pools whose objects must not be pruned (configured, but without
+                a recommendation right now: their last buffer stays).
+            dry_run: send every write with ``dryRun=All``.
+
+        Returns:
+            One change per object written, left alone or pruned.
+
+        Raises:
+            PublishError: an object is invalid (nothing after it is written), an
+                existing object is not Foresight's, or the API server refused or could
+                not be reached.
+        """
+        for manifest in desired:
+            validate_manifest(manifest)
+        changes = [self.apply(manifest, dry_run=dry_run) for manifest in desired]
+        wanted = {
+            (m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]) for m in desired
+        }
+        for scope in prune:
+            changes += self._prune(scope, wanted, set(keep_pools), dry_run=dry_run)
+        return changes
+
+    def apply(self, manifest: Manifest, *, dry_run: bool) -> Change:
+        """Create ``manifest`` or replace the existing object of its name.
+
+        Raises:
+            PublishError: as for :meth:`sync`.
+        """
+        validate_manifest(manifest)
+        kind, metadata = manifest["kind"], manifest["metadata"]
+        name, namespace = metadata["name"], metadata.get("namespace")
+        resource = self._resource(kind)
+        flag = "All" if dry_run else None
+        with self._errors(f"write {kind} {name}"):
+            existing = resource.get(name, namespace)
+            if existing is None:
+                resource.create(manifest, namespace, flag)
+                return Change("create", kind, name, namespace, dry_run, summarize(manifest))
+            if not _owned(existing):
+                raise PublishError(
+                    f"{kind} {namespace or ''}/{name} exists and is not managed by Foresight; "
+                    f"label it {OWNED_SELECTOR} to hand it over, or delete it"
+                )
+            diff = differences(existing, manifest)
+            if not diff:
+                return Change("unchanged", kind, name, namespace, dry_run)
+            body = json.loads(json.dumps(manifest))
+            version = existing.get("metadata", {}).get("resourceVersion")
+            if version:
+                # Optimistic concurrency: fail rather than overwrite a concurrent change.
+                body["metadata"]["resourceVersion"] = version
+            resource.replace(name, body, namespace, flag)
+            return Change("replace", kind, name, namespace, dry_run, tuple(diff))
+
+    def _prune(
+        self,
+        scope: PruneScope,
+        wanted: set[tuple[str, str | None, str]],
+        keep: set[str],
+        *,
+        dry_run: bool,
+    ) -> list[Change]:
+        resource = self._resource(scope.kind)
+        flag = "All" if dry_run else None
+        changes = []
+        with self._errors(f"prune {scope.kind} objects"):
+            for item in resource.list_owned(scope.namespace):
+                metadata = item.get("metadata", {})
+                name, namespace = metadata.get("name", ""), metadata.get("namespace")
+                pool = (metadata.get("labels") or {}).get(PLACEHOLDER_LABEL)
+                if (scope.kind, namespace, name) in wanted or pool in keep or not _owned(item):
+                    continue
+                resource.delete(name, namespace, flag)
+                changes.append(Change("delete", scope.kind, name, namespace, dry_run))
+        return changes
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Translate the client's errors into :class:`PublishError` naming the action and fix."""
+        try:
+            yield
+        except ApiException as exc:
+            raise PublishError(
+                f"cannot {action}: the Kubernetes API at {self.host} answered "
+                f"{exc.status} {exc.reason}{_hint(exc.status)}: {_message(exc)}"
+            ) from exc
+        except (Urllib3Error, OSError) as exc:
+            raise ClusterUnreachableError(
+                f"cannot {action}: the Kubernetes API at {self.host} is unreachable "
+                f"({exc}); check publish.kubeconfig / kube_context"
+            ) from exc
+
+
+def _hint(status: int | None) -> str:
+    return {
+        401: " (the credentials were rejected: refresh the kubeconfig or token)",
+        403: " (grant Foresight's account get/list/create/update/delete on these objects)",
+        404: " (missing namespace or kind: create the namespace, or install the "
+        "CapacityBuffer CRD of cluster-autoscaler >= 1.35, or set publish.buffer_shape)",
+        409: " (changed concurrently: publish again)",
+    }.get(status or 0, "")
+
+
+def _message(exc: ApiException) -> str:
+    try:
+        return str(json.loads(exc.body or "{}").get("message", exc.body))
+    except (TypeError, ValueError):
+        return str(exc.body)
+
+
+def summarize(manifest: Manifest) -> tuple[str, ...]:
+    """Return what a new object holds, briefly: the priorities, or the replica count."""
+    spec = manifest.get("spec")
+    if manifest.get("kind") == "ConfigMap":
+        return tuple(str(manifest.get("data", {}).get(CONFIGMAP_KEY, "")).splitlines())
+    if isinstance(spec, dict) and "replicas" in spec:
+        return (f"replicas: {spec['replicas']}",)
+    return ()
+
+
+def load_configuration(publish: PublishSettings) -> tuple[Configuration, str]:
+    """Load the client configuration the publish settings name, and say where it came from.
+
+    Order: ``publish.kubeconfig`` (with ``kube_context``); else the in-cluster service
+    account (unless a context is named, which only a kubeconfig has); else
+    ``~/.kube/config``.
+
+    Raises:
+        ConfigError: nothing to load, or the kubeconfig / context is unusable.
+    """
+    configuration = Configuration()
+    context = publish.kube_context
+    if publish.kubeconfig is not None:
+        return configuration, _from_kubeconfig(publish.kubeconfig, context, configuration)
+    if context is None:
+        try:
+            kube_config.load_incluster_config(client_configuration=configuration)
+        except kube_config.ConfigException:
+            pass
+        else:
+            return configuration, "the in-cluster service account"
+    default = Path(kube_config.KUBE_CONFIG_DEFAULT_LOCATION).expanduser()
+    if not default.is_file():
+        raise ConfigError(
+            "no Kubernetes credentials: publish.kubeconfig is unset, this process is not "
+            f"running in a pod (no service account), and {default} does not exist; set "
+            "FORESIGHT_PUBLISH__KUBECONFIG (and FORESIGHT_PUBLISH__KUBE_CONTEXT) or run in-cluster"
+        )
+    return configuration, _from_kubeconfig(default, context, configuration)
+
+
+def _from_kubeconfig(path: Path, context: str | None, configuration: Configuration) -> str:
+    if not path.is_file():
+        raise ConfigError(f"publish.kubeconfig {path} does not exist; point it at a kubeconfig")
+    try:
+        kube_config.load_kube_config(
+            config_file=str(path),
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    except (kube_config.ConfigException, ValueError, OSError) as exc:
+        raise ConfigError(
+            f"cannot load kubeconfig {path}"
+            + (f" with context {context!r}" if context else "")
+            + f": {exc}; check publish.kubeconfig and publish.kube_context"
+        ) from exc
+    return f"kubeconfig {path}" + (f" (context {context})" if context else "")

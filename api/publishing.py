@@ -1,0 +1,355 @@
+"""Publishing the recommendation set: the cluster's objects and the webhooks.
+
+:func:`publish_once` is one publication, called by ``foresight publish`` and by the
+scheduler's publish job:
+
+1. compute every pool's current recommendation with the same
+   :class:`~api.service.RecommendationService` the API serves from (same policy, same
+   stabilisation state in the store);
+2. build the priority-expander ConfigMap and the capacity buffers, each validated
+   offline (an invalid one raises here, before anything is written);
+3. write them through the Kubernetes API only when ``apply`` is true *and*
+   ``service.forecast_only`` is false; otherwise a dry run: with a reachable cluster
+   every write is sent with ``dryRun=All`` and compared with what is there, without
+   one the objects are only reported;
+4. when ``apply`` is true, queue one webhook delivery per configured URL if the set
+   changed since the last one queued for that URL, then run one delivery pass over
+   the outbox. Webhooks are not gated by ``forecast_only``: a receiver is a consumer
+   that chose to be told, like a client of ``/recommendation``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+import httpx
+
+from api.clock import Clock, ClockMode, ReplayClock, system_clock
+from api.consumers.capacity_buffers import (
+    BufferManifests,
+    BufferSettings,
+    capacity_buffers,
+)
+from api.consumers.delivery import DeliveryPolicy, DeliveryResult, deliver_due
+from api.consumers.k8s import Manifest
+from api.consumers.kube_writer import (
+    Change,
+    ClusterUnreachableError,
+    KubeWriter,
+    PruneScope,
+    summarize,
+    validate_manifest,
+)
+from api.consumers.priority_expander import PriorityExpanderConfig, priority_expander_configmap
+from api.consumers.webhooks import changed, encode, idempotency_key, payload
+from api.main import load_model
+from api.policy.recommendation import Recommendation
+from api.service import RecommendationService, Services
+from forecaster.config.pools import load_pools
+from forecaster.config.settings import Settings
+from forecaster.exceptions import ConfigError
+from pipelines.store import Store
+
+logger = logging.getLogger(__name__)
+
+Mode = Literal["apply", "dry_run"]
+"""``apply``: objects written; ``dry_run``: nothing persisted in the cluster."""
+
+
+class ClusterWriter(Protocol):
+    """What publishing needs from a cluster (:class:`KubeWriter`, or a fake in tests)."""
+
+    @property
+    def host(self) -> str:
+        """The API server, for messages."""
+        ...
+
+    def sync(
+        self,
+        desired: list[Manifest],
+        *,
+        prune: list[PruneScope],
+        keep_pools: set[str],
+        dry_run: bool,
+    ) -> list[Change]:
+        """Write ``desired`` (``dryRun=All`` when ``dry_run``), then prune."""
+        ...
+
+
+@dataclass(frozen=True)
+class WebhookPlan:
+    """One configured URL's share of a publication.
+
+    Attributes:
+        target_url: the receiver.
+        changed: whether the set differs from the last one queued for it.
+        idempotency_key: the key of the new delivery (None when unchanged).
+        item_id: the outbox item queued, None in a dry run or when unchanged.
+    """
+
+    target_url: str
+    changed: bool
+    idempotency_key: str | None
+    item_id: int | None
+
+
+@dataclass(frozen=True)
+class PublishOutcome:
+    """What one publication computed, wrote (or would write) and delivered.
+
+    Attributes:
+        generated_at: the time of the publication.
+        mode: apply or dry_run.
+        reason: why it was a dry run (empty when applied).
+        cluster: how the objects were checked: the API server's URL, or why none.
+        recommendations: the set, pools in name order.
+        missing: pools without a recommendation and why (their objects are kept).
+        configmap: the priority-expander ConfigMap.
+        buffers: the capacity buffers, both shapes.
+        shape: the buffer shape written.
+        changes: per object, what was (or would be) done; ``planned`` when no cluster
+            could be asked.
+        webhooks: per configured URL, whether a delivery was queued.
+        deliveries: what the delivery pass did (apply only).
+    """
+
+    generated_at: datetime
+    mode: Mode
+    reason: str
+    cluster: str
+    recommendations: tuple[Recommendation, ...]
+    missing: Mapping[str, str]
+    configmap: PriorityExpanderConfig
+    buffers: BufferManifests
+    shape: str
+    changes: tuple[Change, ...]
+    webhooks: tuple[WebhookPlan, ...] = ()
+    deliveries: tuple[DeliveryResult, ...] = field(default=())
+
+    @property
+    def applied(self) -> bool:
+        """Whether the objects were written to the cluster."""
+        return self.mode == "apply"
+
+
+def publishing_service(
+    settings: Settings, store: Store, *, clock: ClockMode | Clock = "system"
+) -> RecommendationService:
+    """Return a recommendation service over ``store`` as the API would build it.
+
+    Args:
+        settings: the deployment's settings (pools file, model registry).
+        store: the open store.
+        clock: ``system``, ``replay`` (as of the newest sample: old sample data), or a
+            clock function.
+
+    Raises:
+        ConfigError: the pools file is invalid.
+        StoreError: the store failed.
+    """
+    model, problem = load_model(settings)
+    services = Services(settings, load_pools(settings.pools_file), store, model, problem)
+    service = RecommendationService(services)
+    if clock == "replay":
+        services.clock = ReplayClock(service.live.newest, fallback=system_clock)
+    elif callable(clock):
+        services.clock = clock
+    service.start()
+    return service
+
+
+def publish_once(
+    settings: Settings,
+    store: Store,
+    *,
+    apply: bool,
+    now: datetime | None = None,
+    kube: ClusterWriter | None = None,
+    http: httpx.Client | None = None,
+    service: RecommendationService | None = None,
+) -> PublishOutcome:
+    """Compute the recommendation set, publish it to the cluster and the webhooks.
+
+    Args:
+        settings: the deployment's settings (``publish``, ``service.forecast_only``,
+            ``webhook_secret``).
+        store: the open store (state, audit trail, outbox).
+        apply: write for real and send webhooks; False is a dry run of everything.
+        now: the publication time; default the service's clock. Without ``service``
+            it is also the decision time.
+        kube: the cluster writer; default one from ``settings.publish`` (in a dry run
+            a missing or unreachable cluster only downgrades the check to offline).
+        http: the webhook client; default a new one, closed afterwards.
+        service: a ready recommendation service (the scheduler keeps one); default
+            :func:`publishing_service`.
+
+    Returns:
+        The outcome.
+
+    Raises:
+        PublishError: the ConfigMap or a buffer is invalid (nothing was written), or
+            a write was refused or the cluster unreachable while applying.
+        ConfigError: applying without usable Kubernetes credentials.
+        StoreError: the store failed.
+    """
+    if service is None:
+        fixed = now
+        service = publishing_service(
+            settings, store, clock=(lambda: fixed) if fixed is not None else "system"
+        )
+    when = now or service.now()
+    entries, missing = service.recommendations(service.select(None))
+    recs = tuple(sorted((entry.recommendation for entry in entries), key=lambda r: r.pool))
+    publish = settings.publish
+    pools = service.services.pools.pools
+    configmap = priority_expander_configmap(pools, recs, namespace=publish.namespace)
+    buffers = capacity_buffers(recs, BufferSettings(namespace=publish.buffers_namespace))
+    desired = [configmap.manifest, *_buffer_objects(buffers, publish.buffer_shape)]
+
+    write = apply and not settings.service.forecast_only
+    reason = "" if write else _dry_run_reason(apply)
+    changes, cluster = _sync(settings, kube, desired, set(missing), write=write)
+    webhooks = _queue_webhooks(settings, store, recs, when, enqueue=apply)
+    deliveries: tuple[DeliveryResult, ...] = ()
+    if apply and publish.webhook_urls:
+        deliveries = _deliver(settings, store, http, now)
+    return PublishOutcome(
+        generated_at=when,
+        mode="apply" if write else "dry_run",
+        reason=reason,
+        cluster=cluster,
+        recommendations=recs,
+        missing=dict(missing),
+        configmap=configmap,
+        buffers=buffers,
+        shape=publish.buffer_shape,
+        changes=tuple(changes),
+        webhooks=tuple(webhooks),
+        deliveries=deliveries,
+    )
+
+
+def _dry_run_reason(apply: bool) -> str:
+    if apply:
+        return "service.forecast_only is true (set FORESIGHT_SERVICE__FORECAST_ONLY=false to write)"
+    return "dry run (pass --apply to write)"
+
+
+def _buffer_objects(buffers: BufferManifests, shape: str) -> list[Manifest]:
+    if shape == "capacity_buffer":
+        return buffers.objects("capacity_buffer")
+    if shape == "overprovisioning":
+        return buffers.objects("overprovisioning")
+    return []
+
+
+def prune_scopes(buffers_namespace: str) -> list[PruneScope]:
+    """Return where Foresight's buffer objects live, whatever the shape now written.
+
+    Switching the shape therefore removes the other shape's objects.
+    """
+    return [
+        PruneScope("PodTemplate", buffers_namespace),
+        PruneScope("CapacityBuffer", buffers_namespace),
+        PruneScope("Deployment", buffers_namespace),
+        PruneScope("PriorityClass", None),
+    ]
+
+
+def _sync(
+    settings: Settings,
+    kube: ClusterWriter | None,
+    desired: list[Manifest],
+    keep_pools: set[str],
+    *,
+    write: bool,
+) -> tuple[list[Change], str]:
+    """Write (or dry-run) ``desired``; offline ``planned`` changes when no cluster answers."""
+    owned: KubeWriter | None = None
+    try:
+        if kube is None:
+            try:
+                owned = kube = KubeWriter.from_settings(settings.publish)
+            except ConfigError as exc:
+                if write:
+                    raise
+                return _planned(desired), f"offline (no cluster: {exc})"
+        scopes = prune_scopes(settings.publish.buffers_namespace)
+        try:
+            changes = kube.sync(desired, prune=scopes, keep_pools=keep_pools, dry_run=not write)
+        except ClusterUnreachableError as exc:
+            if write:
+                raise
+            logger.warning("dry run offline: %s", exc)
+            return _planned(desired), f"offline ({exc})"
+        return changes, kube.host
+    finally:
+        if owned is not None:
+            owned.close()
+
+
+def _planned(desired: list[Manifest]) -> list[Change]:
+    for manifest in desired:
+        validate_manifest(manifest)
+    return [
+        Change(
+            "planned",
+            m["kind"],
+            m["metadata"]["name"],
+            m["metadata"].get("namespace"),
+            dry_run=True,
+            detail=summarize(m),
+        )
+        for m in desired
+    ]
+
+
+def _queue_webhooks(
+    settings: Settings,
+    store: Store,
+    recs: tuple[Recommendation, ...],
+    when: datetime,
+    *,
+    enqueue: bool,
+) -> list[WebhookPlan]:
+    """Queue the set for each URL whose last queued set differs (dry run: only compare)."""
+    if not recs:
+        # A set without any pool says nothing a receiver can act on (no live data yet).
+        return []
+    body = payload(recs, when)
+    raw = encode(body)
+    plans = []
+    for url in settings.publish.webhook_urls:
+        last = store.outbox.latest(url)
+        previous = None if last is None else _decoded(last.body)
+        if not changed(previous, body):
+            plans.append(WebhookPlan(url, False, None, None))
+            continue
+        key = idempotency_key(body, None if last is None else last.idempotency_key)
+        item = store.outbox.enqueue(url, raw, key, now=when) if enqueue else None
+        plans.append(WebhookPlan(url, True, key, item))
+    return plans
+
+
+def _decoded(body: bytes) -> Mapping[str, object] | None:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _deliver(
+    settings: Settings, store: Store, http: httpx.Client | None, now: datetime | None
+) -> tuple[DeliveryResult, ...]:
+    policy = DeliveryPolicy.from_settings(settings)
+    clock: Clock = (lambda: now) if now is not None else system_clock
+    if http is not None:
+        return tuple(deliver_due(store.outbox, http, policy, clock=clock))
+    with httpx.Client(timeout=policy.timeout_s) as client:
+        return tuple(deliver_due(store.outbox, client, policy, clock=clock))

@@ -1,0 +1,521 @@
+"""KubeWriter and publish_once against an API-shaped stub of the Kubernetes REST API.
+
+NOT a cluster: no kind, k3s or Docker engine is available here, so the test runs a
+small local HTTP server that implements only the endpoints Foresight uses (GET, list
+by label, POST, PUT, DELETE of ConfigMaps, PodTemplates, Deployments, PriorityClasses
+and CapacityBuffer custom objects), keeps objects in memory, adds what a real server
+adds (uid, resourceVersion, a defaulted field) and honours ``dryRun=All``. It records
+every request, so the tests pin the exact paths, query parameters and bodies the
+official client sends. Admission, schema validation and RBAC of a real API server
+are not exercised.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pandas as pd
+import pytest
+import yaml
+from kubernetes.client import ApiClient, Configuration  # type: ignore[import-untyped]
+
+from api.consumers.capacity_buffers import BufferSettings, capacity_buffers
+from api.consumers.k8s import Manifest
+from api.consumers.kube_writer import KubeWriter, PruneScope
+from api.consumers.priority_expander import priority_expander_configmap
+from api.policy import (
+    NO_LATENCY,
+    ForecastHealth,
+    LiveSignals,
+    Recommendation,
+    Sample,
+    StabilisationState,
+    decide,
+)
+from api.publishing import prune_scopes, publish_once
+from api.service import RecommendationService, Services
+from forecaster.config.pools import PoolConfig, PoolsConfig
+from forecaster.config.settings import load_settings
+from forecaster.exceptions import PublishError
+from pipelines.store import open_store
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+NOW = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)
+OWNED = "app.kubernetes.io/managed-by=foresight"
+BUFFERS = "gpu-buffers"
+POOLS = [
+    PoolConfig(name="a100", node_group_id="eks-a100", gpus_per_node=8),
+    PoolConfig(name="l4", node_group_id="eks-l4", gpus_per_node=4),
+]
+
+Key = tuple[str, str, str | None, str]
+"""(group/version, plural, namespace, name) of a stored object."""
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    body: Any
+
+
+@dataclass
+class KubeStub:
+    """The in-memory state and request log of the stub API server."""
+
+    objects: dict[Key, Manifest] = field(default_factory=dict)
+    requests: list[Recorded] = field(default_factory=list)
+    serve_capacity_buffers: bool = True
+    forbid: bool = False
+    version: int = 100
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def writes(self) -> list[tuple[str, str, dict[str, list[str]]]]:
+        return [(r.method, r.path, r.query) for r in self.requests if r.method != "GET"]
+
+    def stored(self, plural: str) -> dict[str, Manifest]:
+        return {key[3]: obj for key, obj in self.objects.items() if key[1] == plural}
+
+
+def parse(path: str) -> tuple[str, str, str | None, str | None] | None:
+    """Split a REST path into (group/version, plural, namespace, name)."""
+    parts = path.strip("/").split("/")
+    if parts[:2] == ["api", "v1"]:
+        gv, rest = "v1", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        gv, rest = f"{parts[1]}/{parts[2]}", parts[3:]
+    else:
+        return None
+    namespace = None
+    if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        namespace, rest = rest[1], rest[2:]
+    if len(rest) == 1:
+        return gv, rest[0], namespace, None
+    if len(rest) == 2:
+        return gv, rest[0], namespace, rest[1]
+    return None
+
+
+def make_handler(stub: KubeStub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def _reply(self, code: int, body: Manifest) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _status(self, code: int, reason: str, message: str) -> None:
+            self._reply(
+                code,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "reason": reason,
+                    "message": message,
+                    "code": code,
+                },
+            )
+
+        def _handle(self) -> None:
+            url = urlsplit(self.path)
+            query = parse_qs(url.query)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else None
+            with stub.lock:
+                stub.requests.append(Recorded(self.command, url.path, query, body))
+                self._route(url.path, query, body)
+
+        def _route(self, path: str, query: dict[str, list[str]], body: Any) -> None:
+            parsed = parse(path)
+            if parsed is None:
+                return self._status(404, "NotFound", f"no route {path}")
+            gv, plural, namespace, name = parsed
+            if plural == "capacitybuffers" and not stub.serve_capacity_buffers:
+                return self._status(
+                    404, "NotFound", "the server could not find the requested resource"
+                )
+            if stub.forbid and self.command != "GET":
+                return self._status(403, "Forbidden", f"cannot {self.command} {plural}")
+            dry = query.get("dryRun") == ["All"]
+            key: Key = (gv, plural, namespace, name or "")
+            if self.command == "GET" and name is None:
+                return self._list(gv, plural, namespace, query)
+            if self.command == "GET":
+                found = stub.objects.get(key)
+                if found is None:
+                    return self._status(404, "NotFound", f'{plural} "{name}" not found')
+                return self._reply(200, found)
+            if self.command == "POST":
+                key = (gv, plural, namespace, body["metadata"]["name"])
+                if key in stub.objects:
+                    return self._status(409, "AlreadyExists", "already exists")
+                return self._reply(201, self._store(key, body, dry))
+            if self.command == "PUT":
+                current = stub.objects.get(key)
+                if current is None:
+                    return self._status(404, "NotFound", "not found")
+                sent = body["metadata"].get("resourceVersion")
+                if sent and sent != current["metadata"]["resourceVersion"]:
+                    return self._status(409, "Conflict", "the object has been modified")
+                return self._reply(200, self._store(key, body, dry))
+            if self.command == "DELETE":
+                if key not in stub.objects:
+                    return self._status(404, "NotFound", "not found")
+                if not dry:
+                    del stub.objects[key]
+                return self._reply(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+            return self._status(405, "MethodNotAllowed", self.command)
+
+        def _store(self, key: Key, body: Manifest, dry: bool) -> Manifest:
+            stub.version += 1
+            obj = json.loads(json.dumps(body))
+            obj["metadata"] |= {"uid": f"uid-{key[3]}", "resourceVersion": str(stub.version)}
+            if obj.get("kind") == "Deployment":
+                # What the real API server defaults: a diff must not see it as a change.
+                obj["spec"].setdefault("strategy", {"type": "RollingUpdate"})
+                obj["status"] = {}
+            if not dry:
+                stub.objects[key] = obj
+            return obj
+
+        def _list(
+            self, gv: str, plural: str, namespace: str | None, query: dict[str, list[str]]
+        ) -> None:
+            wanted = dict(
+                pair.split("=", 1)
+                for pair in query.get("labelSelector", [""])[0].split(",")
+                if pair
+            )
+            items = [
+                obj
+                for (g, p, ns, _), obj in stub.objects.items()
+                if (g, p) == (gv, plural)
+                and (namespace is None or ns == namespace)
+                and all(obj["metadata"].get("labels", {}).get(k) == v for k, v in wanted.items())
+            ]
+            self._reply(200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items})
+
+        do_GET = do_POST = do_PUT = do_DELETE = _handle  # noqa: N815
+
+    return Handler
+
+
+@pytest.fixture
+def stub() -> Iterator[tuple[KubeStub, str]]:
+    state = KubeStub()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield state, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def writer(stub: tuple[KubeStub, str]) -> Iterator[KubeWriter]:
+    configuration = Configuration(host=stub[1])
+    client = KubeWriter(ApiClient(configuration), source="the stub")
+    yield client
+    client.close()
+
+
+def recommendation(pool: PoolConfig, headroom_pods: int) -> Recommendation:
+    """A real decision, then ``headroom_pods`` nodes short: that many more nodes desired."""
+    live = LiveSignals(Sample(8.0, NOW), Sample(2, NOW))
+    health = ForecastHealth(None, 1.5, timedelta(hours=1), timedelta(hours=1))
+    rec = decide(pool, None, live, health, NO_LATENCY, StabilisationState(), NOW)
+    return replace(
+        rec,
+        current_nodes=2,
+        desired_nodes=2 + headroom_pods,
+        delta=headroom_pods,
+        headroom_nodes=headroom_pods,
+        headroom_pods=headroom_pods,
+    )
+
+
+def desired(headroom: dict[str, int], shape: str = "overprovisioning") -> list[Manifest]:
+    pools = [p for p in POOLS if p.name in headroom]
+    recs = [recommendation(pool, headroom[pool.name]) for pool in pools]
+    configmap = priority_expander_configmap(POOLS, recs, namespace="kube-system")
+    buffers = capacity_buffers(recs, BufferSettings(namespace=BUFFERS))
+    objects = buffers.objects(
+        "capacity_buffer" if shape == "capacity_buffer" else "overprovisioning"
+    )
+    return [configmap.manifest, *objects]
+
+
+SCOPES: list[PruneScope] = prune_scopes(BUFFERS)
+CM = "/api/v1/namespaces/kube-system/configmaps"
+PC = "/apis/scheduling.k8s.io/v1/priorityclasses"
+DEP = f"/apis/apps/v1/namespaces/{BUFFERS}/deployments"
+PT = f"/api/v1/namespaces/{BUFFERS}/podtemplates"
+CB = f"/apis/autoscaling.x-k8s.io/v1beta1/namespaces/{BUFFERS}/capacitybuffers"
+LISTS = [PT, CB, DEP, PC]
+
+
+def test_first_apply_creates_each_object_at_its_exact_path(
+    stub: tuple[KubeStub, str], writer: KubeWriter
+) -> None:
+    state, _ = stub
+    objects = desired({"a100": 2, "l4": 1})
+
+    changes = writer.sync(objects, prune=SCOPES, dry_run=False)
+
+    assert [(c.action, c.target) for c in changes] == [
+        ("create", "ConfigMap kube-system/cluster-autoscaler-priority-expander"),
+        ("create", "PriorityClass foresight-placeholder"),
+        ("create", f"Deployment {BUFFERS}/foresight-overprovisioning-a100"),
+        ("create", f"Deployment {BUFFERS}/foresight-overprovisioning-l4"),
+    ]
+    assert [(r.method, r.path) for r in state.requests] == [
+        ("GET", f"{CM}/cluster-autoscaler-priority-expander"),
+        ("POST", CM),
+        ("GET", f"{PC}/foresight-placeholder"),
+        ("POST", PC),
+        ("GET", f"{DEP}/foresight-overprovisioning-a100"),
+        ("POST", DEP),
+        ("GET", f"{DEP}/foresight-overprovisioning-l4"),
+        ("POST", DEP),
+        *(("GET", path) for path in LISTS),
+    ]
+    posts = [r for r in state.requests if r.method == "POST"]
+    assert [r.body for r in posts] == objects
+    assert all(r.query == {} for r in posts)
+    assert all(r.query["labelSelector"] == [OWNED] for r in state.requests[-4:])
+    stored = state.stored("configmaps")["cluster-autoscaler-priority-expander"]
+    assert yaml.safe_load(stored["data"]["priorities"]) == {
+        20: ["^eks-a100$"],
+        10: ["^eks-l4$"],
+        0: [".*"],
+    }
+
+
+def test_dry_run_sends_every_write_with_dry_run_all_and_persists_nothing(
+    stub: tuple[KubeStub, str], writer: KubeWriter
+) -> None:
+    state, _ = stub
+    writer.sync(desired({"a100": 2, "l4": 1}), prune=SCOPES, dry_run=False)
+    state.requests.clear()
+    before = copy.deepcopy(state.objects)
+
+    changes = writer.sync(desired({"l4": 5}), prune=SCOPES, dry_run=True)
+
+    assert [(c.action, c.target) for c in changes] == [
+        ("replace", "ConfigMap kube-system/cluster-autoscaler-priority-expander"),
+        ("unchanged", "PriorityClass foresight-placeholder"),
+        ("replace", f"Deployment {BUFFERS}/foresight-overprovisioning-l4"),
+        ("delete", f"Deployment {BUFFERS}/foresight-overprovisioning-a100"),
+    ]
+    assert changes[0].detail == (
+        ".data.priorities:",
+        "  @@ -1,5 +1,5 @@",
+        "   20:",
+        "  +  - ^eks-l4$",
+        "  +10:",
+        "     - ^eks-a100$",
+        "  -10:",
+        "  -  - ^eks-l4$",
+        "   0:",
+    )
+    assert changes[2].detail == (".spec.replicas: 1 -> 5",)
+    assert state.writes() == [
+        ("PUT", f"{CM}/cluster-autoscaler-priority-expander", {"dryRun": ["All"]}),
+        ("PUT", f"{DEP}/foresight-overprovisioning-l4", {"dryRun": ["All"]}),
+        (
+            "DELETE",
+            f"{DEP}/foresight-overprovisioning-a100",
+            {"dryRun": ["All"], "propagationPolicy": ["Background"]},
+        ),
+    ]
+    assert state.objects == before
+
+
+def test_reapplying_the_same_objects_changes_nothing(
+    stub: tuple[KubeStub, str], writer: KubeWriter
+) -> None:
+    state, _ = stub
+    writer.sync(desired({"a100": 2, "l4": 1}), prune=SCOPES, dry_run=False)
+    state.requests.clear()
+
+    changes = writer.sync(desired({"a100": 2, "l4": 1}), prune=SCOPES, dry_run=False)
+
+    assert {c.action for c in changes} == {"unchanged"}
+    assert state.writes() == []
+
+
+def test_replace_carries_the_resource_version_and_prune_deletes_unwanted(
+    stub: tuple[KubeStub, str], writer: KubeWriter
+) -> None:
+    state, _ = stub
+    writer.sync(desired({"a100": 2, "l4": 1}), prune=SCOPES, dry_run=False)
+    version = state.stored("deployments")["foresight-overprovisioning-a100"]["metadata"][
+        "resourceVersion"
+    ]
+    state.requests.clear()
+
+    writer.sync(desired({"a100": 3}), prune=SCOPES, dry_run=False)
+
+    (put,) = [r for r in state.requests if r.method == "PUT" and "deployments" in r.path]
+    assert put.body["metadata"]["resourceVersion"] == version
+    assert put.body["spec"]["replicas"] == 3
+    assert set(state.stored("deployments")) == {"foresight-overprovisioning-a100"}
+
+
+def test_a_pool_to_keep_is_not_pruned(stub: tuple[KubeStub, str], writer: KubeWriter) -> None:
+    state, _ = stub
+    writer.sync(desired({"a100": 2, "l4": 1}), prune=SCOPES, dry_run=False)
+
+    writer.sync(desired({"a100": 2}), prune=SCOPES, keep_pools={"l4"}, dry_run=False)
+
+    assert set(state.stored("deployments")) == {
+        "foresight-overprovisioning-a100",
+        "foresight-overprovisioning-l4",
+    }
+
+
+def test_a_configmap_foresight_does_not_own_is_never_replaced(
+    stub: tuple[KubeStub, str], writer: KubeWriter
+) -> None:
+    state, _ = stub
+    hand_made: Manifest = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "cluster-autoscaler-priority-expander",
+            "namespace": "kube-system",
+            "resourceVersion": "1",
+        },
+        "data": {"priorities": "10:\n  - .*gpu.*\n"},
+    }
+    state.objects[("v1", "configmaps", "kube-system", "cluster-autoscaler-priority-expander")] = (
+        hand_made
+    )
+
+    with pytest.raises(PublishError, match="not managed by Foresight"):
+        writer.sync(desired({"a100": 1}), prune=SCOPES, dry_run=False)
+
+    assert state.writes() == []
+
+
+def test_capacity_buffers_go_through_the_custom_objects_api(
+    stub: tuple[KubeStub, str], writer: KubeWriter
+) -> None:
+    state, _ = stub
+    writer.sync(desired({"a100": 2, "l4": 1}), prune=SCOPES, dry_run=False)
+    state.requests.clear()
+
+    changes = writer.sync(
+        desired({"a100": 2, "l4": 1}, "capacity_buffer"), prune=SCOPES, dry_run=False
+    )
+
+    posts = [(r.path, r.body["kind"]) for r in state.requests if r.method == "POST"]
+    assert posts == [(PT, "PodTemplate"), (CB, "CapacityBuffer")] * 2
+    deleted = {c.target for c in changes if c.action == "delete"}
+    assert deleted == {
+        "PriorityClass foresight-placeholder",
+        f"Deployment {BUFFERS}/foresight-overprovisioning-a100",
+        f"Deployment {BUFFERS}/foresight-overprovisioning-l4",
+    }
+    assert state.stored("capacitybuffers")["foresight-buffer-a100"]["spec"]["replicas"] == 2
+
+
+def test_a_missing_capacity_buffer_crd_is_a_clear_error_and_not_a_prune_failure(
+    stub: tuple[KubeStub, str], writer: KubeWriter
+) -> None:
+    state, _ = stub
+    state.serve_capacity_buffers = False
+
+    writer.sync(desired({"a100": 1}), prune=SCOPES, dry_run=False)
+    with pytest.raises(PublishError, match="CapacityBuffer CRD"):
+        writer.sync(desired({"a100": 1}, "capacity_buffer"), prune=SCOPES, dry_run=False)
+
+
+def test_forbidden_writes_name_the_permission_needed(
+    stub: tuple[KubeStub, str], writer: KubeWriter
+) -> None:
+    state, _ = stub
+    state.forbid = True
+
+    with pytest.raises(PublishError, match=r"403 .*grant Foresight's account"):
+        writer.sync(desired({"a100": 1}), prune=SCOPES, dry_run=True)
+
+
+def test_publish_once_uses_the_kubeconfig_and_dry_runs_server_side(
+    stub: tuple[KubeStub, str], tmp_path: Path
+) -> None:
+    state, url = stub
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "stub", "cluster": {"server": url}}],
+                "contexts": [{"name": "stub", "context": {"cluster": "stub", "user": "me"}}],
+                "current-context": "stub",
+                "users": [{"name": "me", "user": {"token": "t"}}],
+            }
+        )
+    )
+    publish = {"kubeconfig": str(kubeconfig), "buffers_namespace": BUFFERS}
+    pools = PoolsConfig(pools=POOLS)
+    with open_store(f"sqlite:///{tmp_path / 'store.db'}") as store:
+        ds = pd.date_range(end=NOW, periods=2, freq="5min", tz="UTC")
+        store.samples.upsert(
+            pd.concat(
+                pd.DataFrame({"unique_id": f"{p.name}/{s}", "ds": ds, "y": y})
+                for p in POOLS
+                for s, y in (
+                    ("allocated_gpus", 20.0),
+                    ("queue_gpus", 4.0),
+                    ("demand_gpus", 24.0),
+                    ("nodes", 3.0),
+                )
+            )
+        )
+
+        def run(forecast_only: bool, apply: bool) -> Any:
+            settings = load_settings(
+                root=tmp_path, publish=publish, service={"forecast_only": forecast_only}
+            )
+            service = RecommendationService(
+                Services(settings, pools, store, None, clock=lambda: NOW)
+            )
+            service.start()
+            return publish_once(settings, store, apply=apply, now=NOW, service=service)
+
+        dry = run(forecast_only=True, apply=True)
+        assert dry.mode == "dry_run"
+        assert dry.cluster == url
+        assert {c.action for c in dry.changes} == {"create"}
+        assert all(q == {"dryRun": ["All"]} for m, _, q in state.writes())
+        assert state.objects == {}
+
+        applied = run(forecast_only=False, apply=True)
+        assert applied.applied
+        assert "cluster-autoscaler-priority-expander" in state.stored("configmaps")
+        assert set(state.stored("deployments")) == {
+            "foresight-overprovisioning-a100",
+            "foresight-overprovisioning-l4",
+        }
