@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import pandas as pd
 from fastapi import APIRouter, Body
+from pandas.errors import OutOfBoundsDatetime
 
 from api.deps import ServiceDep
 from api.ingest import samples_frame
 from api.schemas import MAX_SAMPLES_PER_PUSH, IngestOut, MetricSampleIn
+from forecaster.exceptions import DataValidationError
 
 router = APIRouter(tags=["signals"])
 
@@ -23,7 +26,11 @@ _SAMPLES_BODY = Body(
 @router.post(
     "/signals/metrics",
     response_model=IngestOut,
-    responses={422: {"description": "a malformed sample, an unknown pool or a negative count"}},
+    responses={
+        400: {"description": "the body is not JSON (e.g. not UTF-8)"},
+        413: {"description": "the body exceeds service.max_body_bytes"},
+        422: {"description": "a malformed sample, an unknown pool or a negative count"},
+    },
     summary="Push metric samples",
 )
 def push_metrics(
@@ -36,6 +43,13 @@ def push_metrics(
     timestamps. Counts (GPUs, nodes) must be >= 0 and every pool must be configured;
     otherwise nothing is stored and the answer is a 422 naming the offenders.
     """
-    frame = samples_frame((s.series_id, s.ts, s.value) for s in samples)
+    try:
+        frame = samples_frame((s.series_id, s.ts, s.value) for s in samples)
+    except (OverflowError, OutOfBoundsDatetime) as exc:
+        # Valid RFC 3339 (year 1 or 9999) but outside what a nanosecond timestamp holds.
+        raise DataValidationError(
+            f"a sample time is outside {pd.Timestamp.min.year}-{pd.Timestamp.max.year}, "
+            f"which the store cannot hold ({exc}); send times in that range"
+        ) from exc
     done = service.ingest(frame)
     return IngestOut(accepted=len(samples), rows_written=done.rows, pools=list(done.pools))

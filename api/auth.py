@@ -1,0 +1,230 @@
+"""Bearer tokens with a read and a write scope, checked in constant time.
+
+The rules (``service.read_tokens`` / ``service.write_tokens`` in the settings):
+
+- No token configured: reads and writes are open (the embedded default); the app
+  logs one warning at start-up saying so.
+- Any token configured: a write (any method but GET, HEAD, OPTIONS) needs a write
+  token; a read needs a read or a write token when ``read_tokens`` is non-empty and is
+  open otherwise.
+- No usable ``Authorization: Bearer`` header where one is needed: 401 with
+  ``WWW-Authenticate: Bearer``; a token that matches none: 401 ``invalid_token``; a
+  read token on a write: 403 ``insufficient_scope`` (RFC 6750 section 3).
+
+``/healthz``, ``/readyz``, ``/metrics`` and the OpenAPI docs are not guarded: probes and
+scrapers rarely carry tokens, and none of them reveals a recommendation. :mod:`api.main`
+puts :func:`authorize` on every other router.
+
+Tokens are kept only as SHA-256 digests and a presented token is compared with every
+configured one by :func:`hmac.compare_digest`, so neither the comparison's duration nor
+an early exit tells how much of a token was right, or which one matched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from collections.abc import Iterable
+from typing import Annotated, Final, Literal
+
+from fastapi import FastAPI, HTTPException, Request, Security, status
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from api.errors import error_body
+from forecaster.config.sections import ServiceSettings
+from forecaster.exceptions import ConfigError, ForesightError
+
+logger = logging.getLogger(__name__)
+
+Scope = Literal["read", "write"]
+"""What a token may do; a write token may also read."""
+
+READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods that only read; every other method needs the write scope."""
+
+REALM: Final = "foresight"
+
+
+class AuthError(ForesightError):
+    """A request lacks the token its route needs (401) or the scope (403)."""
+
+    status_code: int = status.HTTP_401_UNAUTHORIZED
+    code: str = "unauthorized"
+
+    @property
+    def challenge(self) -> str:
+        """The ``WWW-Authenticate`` value of the answer."""
+        return f'Bearer realm="{REALM}"'
+
+
+class MissingTokenError(AuthError):
+    """No ``Authorization: Bearer <token>`` header where a token is needed."""
+
+
+class InvalidTokenError(AuthError):
+    """The bearer token matches no configured token."""
+
+    code = "invalid_token"
+
+    @property
+    def challenge(self) -> str:
+        """The challenge with RFC 6750's ``invalid_token`` error code."""
+        return f'Bearer realm="{REALM}", error="invalid_token"'
+
+
+class InsufficientScopeError(AuthError):
+    """A valid read token was presented for a write."""
+
+    status_code = status.HTTP_403_FORBIDDEN
+    code = "insufficient_scope"
+
+    @property
+    def challenge(self) -> str:
+        """The challenge naming the scope that was missing."""
+        return f'Bearer realm="{REALM}", error="insufficient_scope", scope="write"'
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+def _matches(digest: bytes, configured: tuple[bytes, ...]) -> bool:
+    # No early exit: every configured token is compared whatever matched before.
+    found = False
+    for candidate in configured:
+        found |= hmac.compare_digest(digest, candidate)
+    return found
+
+
+class TokenGuard:
+    """Decides whether a bearer token may read or write.
+
+    Args:
+        read_tokens: tokens allowed to read.
+        write_tokens: tokens allowed to read and write.
+
+    Raises:
+        ConfigError: a token is empty or has surrounding whitespace (it could never be
+            presented in a header as configured).
+    """
+
+    def __init__(self, read_tokens: Iterable[str] = (), write_tokens: Iterable[str] = ()) -> None:
+        reads, writes = list(read_tokens), list(write_tokens)
+        for token in (*reads, *writes):
+            if not token or token != token.strip():
+                raise ConfigError(
+                    "an API token is empty or has surrounding whitespace; set "
+                    "service.read_tokens / service.write_tokens to non-empty tokens"
+                )
+        self._read = tuple(_digest(token) for token in reads)
+        self._write = tuple(_digest(token) for token in writes)
+
+    @classmethod
+    def from_settings(cls, settings: ServiceSettings) -> TokenGuard:
+        """Build the guard of the service settings' tokens."""
+        return cls(
+            (t.get_secret_value() for t in settings.read_tokens),
+            (t.get_secret_value() for t in settings.write_tokens),
+        )
+
+    @property
+    def is_open(self) -> bool:
+        """True when no token is configured: everything is allowed."""
+        return not self._read and not self._write
+
+    def scopes(self, token: str) -> frozenset[Scope]:
+        """Return what ``token`` may do (empty when it matches no configured token)."""
+        digest = _digest(token)
+        in_write = _matches(digest, self._write)
+        in_read = _matches(digest, self._read)
+        if in_write:
+            return frozenset({"read", "write"})
+        return frozenset({"read"}) if in_read else frozenset()
+
+    def check(self, needed: Scope, token: str | None) -> None:
+        """Allow the request or raise why not.
+
+        Args:
+            needed: the scope the request needs.
+            token: the presented bearer token, None without one.
+
+        Raises:
+            MissingTokenError: a token is needed and none was presented.
+            InvalidTokenError: the token matches no configured token.
+            InsufficientScopeError: a read token was presented for a write.
+        """
+        if self.is_open or (needed == "read" and not self._read):
+            return
+        if token is None:
+            raise MissingTokenError(
+                f"this {needed} needs a bearer token: send 'Authorization: Bearer <token>' "
+                f"with a {'write' if needed == 'write' else 'read or write'} token"
+            )
+        granted = self.scopes(token)
+        if not granted:
+            raise InvalidTokenError("the bearer token is not a configured token")
+        if needed not in granted:
+            raise InsufficientScopeError(
+                "this token may only read; writes (POST) need a token from service.write_tokens"
+            )
+
+
+def warn_if_open(guard: TokenGuard) -> None:
+    """Log, once per start, that the API is unguarded."""
+    if guard.is_open:
+        logger.warning(
+            "no API tokens are configured: anyone who reaches the service may read and write "
+            "(push samples and spans); set service.read_tokens and service.write_tokens"
+        )
+
+
+_BEARER: Final = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearer",
+    description="a read or write token from service.read_tokens / service.write_tokens; "
+    "not needed when none is configured",
+)
+
+
+async def authorize(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_BEARER)],
+) -> None:
+    """Check the request's bearer token against the route's scope (its HTTP method).
+
+    Raises:
+        AuthError: the token is missing, unknown or lacks the scope.
+        HTTPException: 503 before the app has started (no guard yet).
+    """
+    guard: TokenGuard | None = getattr(request.app.state, "auth", None)
+    if guard is None:
+        raise HTTPException(
+            status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+            detail="the service is starting; retry shortly",
+            headers={"Retry-After": "5"},
+        )
+    needed: Scope = "read" if request.method in READ_METHODS else "write"
+    guard.check(needed, None if credentials is None else credentials.credentials)
+
+
+AUTH_RESPONSES: Final[dict[int | str, dict[str, str]]] = {
+    401: {"description": "a bearer token is needed, or the token is not a configured one"},
+    403: {"description": "the token may only read; writes need a write token"},
+}
+"""The answers :func:`authorize` may give, for the OpenAPI document."""
+
+
+async def _auth_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, AuthError)  # registered for AuthError only
+    return JSONResponse(
+        error_body(exc.code, str(exc)),
+        status_code=exc.status_code,
+        headers={"WWW-Authenticate": exc.challenge},
+    )
+
+
+def install_auth_handlers(app: FastAPI) -> None:
+    """Answer :class:`AuthError` with 401/403 and a ``WWW-Authenticate`` challenge."""
+    app.add_exception_handler(AuthError, _auth_error)

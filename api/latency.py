@@ -1,0 +1,101 @@
+"""Call-chain latency as the service's latency source, analysed off the request path.
+
+Trace routes add spans to ``Services.spans`` (a :class:`~api.callchain.SpanWindow`).
+:class:`LatencyTracker` turns the window into one
+:class:`~api.policy.LatencyAdjustment` per pool with :func:`~api.callchain.analyse`, in
+a background task of the app every few seconds: the window's statistics cost about
+10 us per span, far too much for a request. Decisions read the latest result through
+:meth:`LatencyTracker.adjustment` (the ``Services.latency`` hook), which is a dict
+lookup. :meth:`LatencyTracker.update` returns the pools whose adjustment changed, so
+the app can recompute exactly those.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from types import MappingProxyType
+
+from api.callchain import BaselineState, BottleneckSettings, LatencyAnalysis, SpanWindow, analyse
+from api.clock import Clock, system_clock
+from api.live import LiveIndex
+from api.policy import NO_LATENCY, LatencyAdjustment
+from forecaster.config.pools import GPU_UTIL, NODES, PoolConfig
+
+
+class LatencyTracker:
+    """The latest call-chain analysis of a span window, per pool.
+
+    Args:
+        window: the spans to analyse.
+        pools: the configured pools (their services and SLOs).
+        clock: the window's clock, the same the trace routes add spans with.
+        settings: the analysis knobs; the defaults when None.
+    """
+
+    def __init__(
+        self,
+        window: SpanWindow,
+        pools: Sequence[PoolConfig],
+        *,
+        clock: Clock = system_clock,
+        settings: BottleneckSettings | None = None,
+    ) -> None:
+        self.window = window
+        self._pools = list(pools)
+        self._clock = clock
+        self._settings = settings
+        self._baselines = BaselineState()
+        self._analysis: LatencyAnalysis | None = None
+        self._adjustments: Mapping[str, LatencyAdjustment] = MappingProxyType({})
+        # Serialises analyses: each continues the baselines of the one before.
+        self._lock = threading.Lock()
+
+    @property
+    def analysis(self) -> LatencyAnalysis | None:
+        """The latest analysis, None before the first."""
+        return self._analysis
+
+    def adjustment(self, pool: PoolConfig, now: datetime) -> LatencyAdjustment:
+        """Return the pool's latest adjustment (the ``Services.latency`` hook; no I/O)."""
+        return self._adjustments.get(pool.name, NO_LATENCY)
+
+    def update(self, live: LiveIndex) -> set[str]:
+        """Analyse the window now and return the pools whose adjustment changed.
+
+        Args:
+            live: the live readings, for each pool's ready nodes and GPU utilisation.
+
+        Raises:
+            ConfigError: a service is listed by more than one pool.
+        """
+        current: dict[str, int] = {}
+        util: dict[str, float | None] = {}
+        for pool in self._pools:
+            latest = live.readings(pool.name).latest
+            nodes, busy = latest.get(NODES), latest.get(GPU_UTIL)
+            current[pool.name] = 0 if nodes is None else max(0, int(nodes.value))
+            util[pool.name] = None if busy is None else busy.value
+        with self._lock:
+            now = self._clock()
+            result = analyse(
+                self.window.stats(now),
+                self._pools,
+                current_nodes=current,
+                gpu_util=util,
+                baselines=self._baselines,
+                now=now,
+                settings=self._settings,
+            )
+            before = self._adjustments
+            changed = {
+                pool.name
+                for pool in self._pools
+                if result.adjustments.get(pool.name, NO_LATENCY)
+                != before.get(pool.name, NO_LATENCY)
+            }
+            self._baselines = result.baselines
+            self._analysis = result
+            self._adjustments = result.adjustments
+        return changed

@@ -1,0 +1,199 @@
+"""Prometheus metrics of one app: per-pool gauges read at scrape time, request latency.
+
+Every app owns a :class:`~prometheus_client.CollectorRegistry` (no global registry:
+tests build many apps in one process, and two apps must not share counts).
+:class:`ServiceCollector` reads the recommendation service when scraped, so the gauges
+are never stale and cost nothing between scrapes; :class:`RequestTimer` is a plain
+ASGI middleware observing each request's duration under its route *template*
+(``/recommendation/{pool}``, never the raw path, so label sets stay bounded).
+
+Exposed (``foresight_`` prefix):
+
+- ``desired_nodes{pool}``, ``current_nodes{pool}``, ``headroom_pods{pool}``,
+  ``latency_extra_nodes{pool}``: the current recommendation.
+- ``model_age_seconds{pool}``: age of the demand forecast the recommendation used
+  (serving refits the champion's family on recent history, so this is how old the
+  model's view of the pool is).
+- ``live_forecast_error{pool}``: the recent live forecast error (MASE), when measured.
+- ``data_age_seconds{pool}``: age of the pool's newest live sample.
+- ``model_info{version,source}``: 1 for the loaded champion.
+- ``recommendation_available{pool}``: 1 when the pool has a recommendation.
+- ``spans_in_window``: spans held for call-chain analysis.
+- ``http_request_duration_seconds{method,route,status}``: a histogram.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Final
+
+from prometheus_client import (
+    CONTENT_TYPE_PLAIN_0_0_4,
+    CollectorRegistry,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.service import PoolEntry, RecommendationService
+from forecaster.exceptions import ForesightError
+
+logger = logging.getLogger(__name__)
+
+LATENCY_BUCKETS: Final = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+)
+"""Request duration buckets in seconds; fine below 10 ms, the service's target."""
+
+UNMATCHED_ROUTE: Final = "unmatched"
+"""The route label of requests no route matched (404s of arbitrary paths)."""
+
+
+def _gauge(name: str, doc: str, labels: tuple[str, ...] = ("pool",)) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"foresight_{name}", doc, labels=list(labels))
+
+
+class ServiceCollector(Collector):
+    """Reads the per-pool gauges from the running service at each scrape.
+
+    Args:
+        service: returns the app's service, None while it is not started.
+    """
+
+    def __init__(self, service: Callable[[], RecommendationService | None]) -> None:
+        self._service = service
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        """Yield the gauges; nothing while the service is not started."""
+        service = self._service()
+        if service is None:
+            return
+        desired = _gauge("desired_nodes", "Nodes the pool should have.")
+        current = _gauge("current_nodes", "Nodes ready in the pool now.")
+        headroom = _gauge("headroom_pods", "Placeholder pods of the recommended headroom.")
+        latency = _gauge("latency_extra_nodes", "Nodes call-chain latency asks for.")
+        model_age = _gauge(
+            "model_age_seconds", "Age of the demand forecast the recommendation used."
+        )
+        error = _gauge("live_forecast_error", "Recent live forecast error (MASE).")
+        data_age = _gauge("data_age_seconds", "Age of the pool's newest live sample.")
+        available = _gauge(
+            "recommendation_available", "1 when the pool has a recommendation, else 0."
+        )
+        now = service.now()
+        pools = service.select(None)
+        try:
+            entries, _ = service.recommendations(pools)
+        except ForesightError as exc:
+            # A scrape must still answer (with what is known) when the store is down.
+            logger.warning("metrics: recommendations unavailable: %s", exc)
+            entries = []
+        by_pool: dict[str, PoolEntry] = {entry.recommendation.pool: entry for entry in entries}
+        for pool in pools:
+            entry = by_pool.get(pool.name)
+            available.add_metric([pool.name], 0.0 if entry is None else 1.0)
+            newest = service.live.readings(pool.name).newest
+            if newest is not None:
+                data_age.add_metric([pool.name], (now - newest).total_seconds())
+            measured, _ = service.services.live_error(pool, now)
+            if measured is not None:
+                error.add_metric([pool.name], measured)
+            if entry is None:
+                continue
+            rec = entry.recommendation
+            desired.add_metric([pool.name], rec.desired_nodes)
+            current.add_metric([pool.name], rec.current_nodes)
+            headroom.add_metric([pool.name], rec.headroom_pods)
+            latency.add_metric([pool.name], rec.explanation.latency_applied)
+            forecast = rec.explanation.inputs.get("forecast_peak_gpus")
+            if forecast is not None and forecast.age_seconds is not None:
+                model_age.add_metric([pool.name], forecast.age_seconds)
+        yield from (desired, current, headroom, latency, model_age, error, data_age, available)
+        model = service.services.model
+        if model is not None:
+            info = _gauge("model_info", "The loaded champion (value 1).", ("version", "source"))
+            info.add_metric([model.version, model.source], 1.0)
+            yield info
+        spans = GaugeMetricFamily(
+            "foresight_spans_in_window", "Spans held for call-chain analysis."
+        )
+        spans.add_metric([], len(service.services.spans))
+        yield spans
+
+
+class AppMetrics:
+    """The registry of one app and the instruments in it.
+
+    Args:
+        service: returns the app's service, None while it is not started.
+    """
+
+    def __init__(self, service: Callable[[], RecommendationService | None]) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.request_seconds = Histogram(
+            "foresight_http_request_duration_seconds",
+            "HTTP request duration by route template, method and status.",
+            ("method", "route", "status"),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.registry.register(ServiceCollector(service))
+
+    def exposition(self) -> tuple[bytes, str]:
+        """Return the text exposition of every metric and its content type.
+
+        The 0.0.4 text format's type, which every Prometheus 2.x parses (what
+        ``prometheus_client`` itself serves to a scraper that states no preference).
+        """
+        return generate_latest(self.registry), CONTENT_TYPE_PLAIN_0_0_4
+
+
+class RequestTimer:
+    """ASGI middleware observing each HTTP request's duration in a histogram.
+
+    Args:
+        app: the wrapped ASGI app.
+        histogram: labelled by method, route template and status.
+    """
+
+    def __init__(self, app: ASGIApp, histogram: Histogram) -> None:
+        self.app = app
+        self.histogram = histogram
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        code = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal code
+            if message["type"] == "http.response.start":
+                code = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            # The router stores the matched route in the scope it was given.
+            route = getattr(scope.get("route"), "path", None) or UNMATCHED_ROUTE
+            self.histogram.labels(scope["method"], route, str(code)).observe(
+                time.perf_counter() - started
+            )

@@ -1,0 +1,208 @@
+"""``GET /integrations/priority-expander`` and ``GET /integrations/capacity-buffers``.
+
+Both build their manifests from the current recommendations with the validated
+builders of :mod:`api.consumers`, so nothing is served that cluster-autoscaler or the
+API server would reject (a failed check is a 502 naming it, never a broken manifest).
+
+Format: YAML by default (``kubectl apply -f -``), JSON with ``?format=json`` or an
+``Accept: application/json`` header; ``?format=`` wins over ``Accept``.
+
+Priority ranking rule: pools with the largest predicted shortfall first, i.e.
+``(desired_nodes - current_nodes) x gpus_per_node`` GPUs, then the cheaper per GPU
+(``cost_per_node_hour / gpus_per_node``), then by name; pools without a
+recommendation rank last. Rank ``r`` of ``n`` gets priority ``10 x (n - r)`` and a
+``.*`` catch-all sits alone at priority 0.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.consumers import BufferSettings, capacity_buffers, priority_expander_configmap
+from api.consumers.capacity_buffers import Shape
+from api.deps import ServiceDep
+from api.policy import Recommendation
+from api.service import RecommendationService
+
+router = APIRouter(prefix="/integrations", tags=["integrations"])
+
+YAML: Final = "text/yaml"
+"""The media type of YAML answers (``kubectl`` and humans read it as text)."""
+
+Format = Literal["yaml", "json"]
+"""The answer's format."""
+
+FormatQuery = Annotated[
+    Format | None,
+    Query(alias="format", description="yaml or json; default: from Accept, else yaml"),
+]
+
+
+def wants(fmt: Format | None, accept: str | None) -> Format:
+    """Return the answer's format: ``?format=``, else JSON when Accept asks only for it."""
+    if fmt is not None:
+        return fmt
+    accepted = (accept or "").lower()
+    if "json" in accepted and "yaml" not in accepted:
+        return "json"
+    return "yaml"
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RankedPoolOut(_Out):
+    """One pool's place in the priority order and the numbers behind it."""
+
+    pool: str
+    node_group_id: str
+    regex: str = Field(description="the anchored, RE2-escaped node group id")
+    shortfall_gpus: int | None = Field(
+        description="(desired - current) x gpus_per_node; null without a recommendation"
+    )
+    cost_per_gpu_hour: float
+    priority: int
+
+
+class PriorityExpanderOut(_Out):
+    """The priority expander ConfigMap as JSON, with its ranking."""
+
+    namespace: str
+    priorities: dict[str, list[str]] = Field(description="priority -> regexes, highest first")
+    ranking: list[RankedPoolOut]
+    configmap: dict[str, Any]
+
+
+class BufferPoolOut(_Out):
+    """One pool's desired buffer size."""
+
+    pool: str
+    replicas: int = Field(description="placeholder pods (the recommendation's headroom_pods)")
+    gpus_per_pod: int
+
+
+class CapacityBuffersOut(_Out):
+    """Every pool's buffer in both shapes (or one, with ``?shape=``)."""
+
+    pools: list[BufferPoolOut]
+    capacity_buffer: list[dict[str, Any]] = Field(
+        description="PodTemplate + CapacityBuffer per pool (cluster-autoscaler >= 1.35)"
+    )
+    overprovisioning: list[dict[str, Any]] = Field(
+        description="the PriorityClass, then a placeholder Deployment per pool"
+    )
+    unavailable: dict[str, str] = Field(description="pools without a recommendation, and why")
+
+
+def _yaml_response(text: str) -> Response:
+    return Response(text, media_type=YAML)
+
+
+def _current(service: RecommendationService) -> tuple[list[Recommendation], dict[str, str]]:
+    entries, missing = service.recommendations(service.select(None))
+    return [entry.recommendation for entry in entries], missing
+
+
+def _content(model: type[BaseModel], description: str) -> dict[int | str, dict[str, Any]]:
+    return {
+        200: {
+            "model": model,
+            "description": description,
+            "content": {YAML: {"schema": {"description": "Kubernetes manifests (YAML)"}}},
+        },
+        502: {"description": "the manifests failed validation (a configuration problem)"},
+        503: {"description": "the store is unreachable"},
+    }
+
+
+@router.get(
+    "/priority-expander",
+    response_class=Response,
+    responses=_content(PriorityExpanderOut, "the ConfigMap (YAML) or it and its ranking (JSON)"),
+    summary="The cluster-autoscaler priority expander ConfigMap",
+)
+async def priority_expander(
+    request: Request, service: ServiceDep, fmt: FormatQuery = None
+) -> Response:
+    """Return ``cluster-autoscaler-priority-expander`` for cluster-autoscaler's namespace.
+
+    Ranking: largest predicted GPU shortfall first, then cheaper per GPU, then name;
+    every regex is anchored, escaped and compiled with RE2 before it is served.
+    """
+    recs, _ = await run_in_threadpool(_current, service)
+    namespace = service.services.settings.publish.namespace
+    config = priority_expander_configmap(service.select(None), recs, namespace=namespace)
+    if wants(fmt, request.headers.get("accept")) == "yaml":
+        return _yaml_response(config.yaml_text)
+    body = PriorityExpanderOut(
+        namespace=config.namespace,
+        priorities={str(p): list(r) for p, r in config.priorities.items()},
+        ranking=[
+            RankedPoolOut(
+                pool=r.pool,
+                node_group_id=r.node_group_id,
+                regex=r.regex,
+                shortfall_gpus=r.shortfall_gpus,
+                cost_per_gpu_hour=r.cost_per_gpu_hour,
+                priority=r.priority,
+            )
+            for r in config.ranking
+        ],
+        configmap=dict(config.manifest),
+    )
+    return Response(body.model_dump_json(), media_type="application/json")
+
+
+ShapeQuery = Annotated[
+    Shape | None,
+    Query(
+        description="capacity_buffer or overprovisioning; YAML defaults to "
+        "publish.buffer_shape (overprovisioning), JSON to both"
+    ),
+]
+
+
+def _default_shape(service: RecommendationService) -> Shape:
+    configured = getattr(service.services.settings.publish, "buffer_shape", "overprovisioning")
+    return "capacity_buffer" if configured == "capacity_buffer" else "overprovisioning"
+
+
+@router.get(
+    "/capacity-buffers",
+    response_class=Response,
+    responses=_content(CapacityBuffersOut, "the buffer manifests (YAML stream) or a summary"),
+    summary="Placeholder capacity per pool: CapacityBuffer or overprovisioning",
+)
+async def get_capacity_buffers(
+    request: Request, service: ServiceDep, fmt: FormatQuery = None, shape: ShapeQuery = None
+) -> Response:
+    """Return each pool's desired buffer (``headroom_pods`` placeholder pods).
+
+    YAML is one shape, ready to apply: ``capacity_buffer`` (a PodTemplate and a
+    ``CapacityBuffer`` per pool) or ``overprovisioning`` (a negative-priority
+    PriorityClass and a Deployment of pause pods per pool). Apply one, not both.
+    """
+    recs, missing = await run_in_threadpool(_current, service)
+    settings = BufferSettings(namespace=service.services.settings.publish.buffers_namespace)
+    manifests = capacity_buffers(recs, settings)
+    if wants(fmt, request.headers.get("accept")) == "yaml":
+        return _yaml_response(manifests.yaml_text(shape or _default_shape(service)))
+    body = CapacityBuffersOut(
+        pools=[
+            BufferPoolOut(pool=b.pool, replicas=b.replicas, gpus_per_pod=b.gpus_per_pod)
+            for b in manifests.buffers
+        ],
+        capacity_buffer=manifests.objects("capacity_buffer")
+        if shape in (None, "capacity_buffer")
+        else [],
+        overprovisioning=manifests.objects("overprovisioning")
+        if shape in (None, "overprovisioning")
+        else [],
+        unavailable=missing,
+    )
+    return Response(body.model_dump_json(), media_type="application/json")

@@ -1,0 +1,199 @@
+"""``POST /v1/traces`` (OTLP/HTTP) and ``POST /signals/spans`` (the simple span list).
+
+Both add spans to the service's window and return at once; the analysis that turns the
+window into extra nodes runs in the background (:mod:`api.latency`), never here.
+
+``/v1/traces`` follows OTLP/HTTP: protobuf (``application/x-protobuf``) or JSON
+(``application/json``), optionally gzip or deflate; success is an empty
+``ExportTraceServiceResponse`` in the request's encoding, failures are a
+``google.rpc.Status`` in that encoding: 400 for a malformed body (not retryable), 413
+over ``service.max_body_bytes`` (before or after decompression), 415 for another
+content type or encoding.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from fastapi import APIRouter, Request, Response, status
+from fastapi.concurrency import run_in_threadpool
+from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped, unused-ignore]
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.callchain import (
+    JSON,
+    PROTOBUF,
+    PayloadTooLargeError,
+    SpanIn,
+    UnsupportedMediaTypeError,
+    decode_export_request,
+    decode_span_list,
+    export_response,
+)
+from api.callchain.otlp import media_type
+from api.deps import ServiceDep
+from api.errors import error_body
+from api.limits import BodyTooLargeError, body_limit, read_body
+from api.service import RecommendationService
+from forecaster.exceptions import DataValidationError
+
+router = APIRouter(tags=["signals"])
+
+_OTLP_TYPES: Final = frozenset({PROTOBUF, "application/protobuf", JSON})
+
+
+class SpansOut(BaseModel):
+    """What a span push did."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    accepted: int = Field(description="spans in the request (a span sent again replaces it)")
+    evicted: int = Field(description="older spans dropped to keep the window bounded")
+    window_spans: int = Field(description="spans in the window now")
+
+
+_STATUS_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+}
+
+_TRACES_OPENAPI: Final[dict[str, Any]] = {
+    "requestBody": {
+        "required": True,
+        "description": "an OTLP ExportTraceServiceRequest (gzip or deflate allowed)",
+        "content": {
+            PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
+            JSON: {
+                "schema": {
+                    "type": "object",
+                    "properties": {"resourceSpans": {"type": "array", "items": {"type": "object"}}},
+                }
+            },
+        },
+    },
+}
+
+
+def _error_content(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {
+            JSON: {"schema": _STATUS_SCHEMA},
+            PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
+        },
+    }
+
+
+_TRACES_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
+    200: {
+        "description": "accepted: an empty ExportTraceServiceResponse in the request's encoding",
+        "content": {
+            JSON: {"schema": {"type": "object"}},
+            PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
+        },
+    },
+    400: _error_content("a malformed export request (google.rpc.Status)"),
+    413: _error_content("the body exceeds service.max_body_bytes, compressed or not"),
+    415: _error_content("not application/x-protobuf or application/json, or an unknown encoding"),
+}
+
+
+def _otlp_error(code: int, rpc_code: int, message: str, content_type: str | None) -> Response:
+    """Return an OTLP failure: a ``google.rpc.Status`` in the request's encoding."""
+    if media_type(content_type) in (PROTOBUF, "application/protobuf"):
+        body = status_pb2.Status(code=rpc_code, message=message).SerializeToString()
+        return Response(body, status_code=code, media_type=PROTOBUF)
+    return Response(
+        json.dumps({"code": rpc_code, "message": message}).encode(),
+        status_code=code,
+        media_type=JSON,
+    )
+
+
+def _add(service: RecommendationService, spans: list[Any]) -> SpansOut:
+    services = service.services
+    done = services.spans.add(spans, services.span_clock())
+    return SpansOut(accepted=done.added, evicted=done.evicted, window_spans=len(services.spans))
+
+
+@router.post(
+    "/v1/traces",
+    response_class=Response,
+    responses=_TRACES_RESPONSES,
+    openapi_extra=_TRACES_OPENAPI,
+    summary="OTLP/HTTP trace export (protobuf or JSON)",
+)
+async def export_traces(request: Request, service: ServiceDep) -> Response:
+    """Receive spans from an OpenTelemetry SDK's OTLP/HTTP exporter or a Collector.
+
+    Point the exporter at ``http://<host>:<port>/v1/traces``. Spans count towards the
+    call-chain analysis of the services the pools list.
+    """
+    content_type = request.headers.get("content-type")
+    if media_type(content_type) not in _OTLP_TYPES:
+        return _otlp_error(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            code_pb2.INVALID_ARGUMENT,
+            f"content type {content_type!r} is not supported; send OTLP as {PROTOBUF!r} "
+            f"or {JSON!r}",
+            JSON,
+        )
+    limit = body_limit(request.app)
+    try:
+        body = await read_body(request, limit)
+    except BodyTooLargeError as exc:
+        return _otlp_error(exc.status_code, code_pb2.INVALID_ARGUMENT, exc.detail, content_type)
+    encoding = request.headers.get("content-encoding")
+    try:
+        spans = await run_in_threadpool(
+            decode_export_request, body, content_type, encoding, max_decompressed_bytes=limit
+        )
+    except PayloadTooLargeError as exc:
+        return _otlp_error(413, code_pb2.INVALID_ARGUMENT, str(exc), content_type)
+    except UnsupportedMediaTypeError as exc:
+        return _otlp_error(415, code_pb2.INVALID_ARGUMENT, str(exc), content_type)
+    except DataValidationError as exc:
+        return _otlp_error(400, code_pb2.INVALID_ARGUMENT, str(exc), content_type)
+    _add(service, spans)
+    reply, reply_type = export_response(content_type)
+    return Response(reply, media_type=reply_type)
+
+
+_SPAN_LIST_OPENAPI: Final[dict[str, Any]] = {
+    "requestBody": {
+        "required": True,
+        "description": "a JSON array of spans (see docs/api.md, 'The span list')",
+        "content": {JSON: {"schema": {"type": "array", "items": SpanIn.model_json_schema()}}},
+    },
+}
+
+
+@router.post(
+    "/signals/spans",
+    response_model=SpansOut,
+    responses={
+        413: {"description": "the body exceeds service.max_body_bytes"},
+        415: {"description": "the body is not application/json"},
+        422: {"description": "not a JSON array of valid spans; the message names the field"},
+    },
+    openapi_extra=_SPAN_LIST_OPENAPI,
+    summary="Push spans as a simple JSON list",
+)
+async def push_spans(request: Request, service: ServiceDep) -> Response:
+    """Add spans ``{trace_id, span_id, parent_span_id?, service, start, end | duration_ms}``.
+
+    For senders without an OpenTelemetry exporter; the spans join those from
+    ``/v1/traces`` in the call-chain analysis.
+    """
+    content_type = request.headers.get("content-type")
+    if content_type is not None and media_type(content_type) != JSON:
+        body = error_body(
+            "unsupported_media_type",
+            f"content type {content_type!r} is not supported; send the span list as {JSON!r}",
+        )
+        return Response(json.dumps(body), status_code=415, media_type=JSON)
+    raw = await read_body(request, body_limit(request.app))
+    spans = await run_in_threadpool(decode_span_list, raw)
+    done = _add(service, spans)
+    return Response(done.model_dump_json(), media_type=JSON)
