@@ -1,7 +1,10 @@
 """``GET /recommendation`` (all pools, filterable) and ``GET /recommendation/{pool}``.
 
 Bodies are assembled from each pool's JSON encoded once when it was decided, so a
-request costs a join of bytes rather than a serialisation of every pool.
+request costs a join of bytes rather than a serialisation of every pool; the joined
+``pools`` array is itself kept per selection until any pool changes or expires
+(:mod:`api.body_cache`), so answering from memory does not grow with the pools. Only
+the set's ``generated_at`` is made per request.
 """
 
 from __future__ import annotations
@@ -36,24 +39,32 @@ async def list_recommendations(service: ServiceDep, pool: PoolFilter = None) -> 
     KEDA ``metrics-api`` scaler reads one number with e.g. ``valueLocation:
     pools.0.desired_nodes`` and ``?pool=<name>`` in the URL.
     """
-    pools = service.select(pool)
-    fresh = service.peek(pools)
-    if fresh is not None:
-        entries, missing = fresh, dict[str, str]()
-    else:
-        entries, missing = await run_in_threadpool(service.recommendations, pools)
-    unavailable = [
-        UnavailablePool(pool=name, reason=why).model_dump() for name, why in missing.items()
-    ]
-    head = json.dumps(iso_utc(service.now())).encode()
+    selection = tuple(pool or ())
+    # Read before the entries are: a change in between then fails the next lookup.
+    version = service.version
+    now = service.now()
+    array = service.pool_arrays.get(selection, version, now)
+    unavailable: list[dict[str, str]] = []
+    if array is None:
+        pools = service.select(pool)
+        fresh = service.peek(pools)
+        if fresh is not None:
+            expires = min((e.recommendation.valid_until for e in fresh), default=now)
+            array = service.pool_arrays.put(selection, version, [e.json for e in fresh], expires)
+        else:
+            entries, missing = await run_in_threadpool(service.recommendations, pools)
+            array = b"[" + b",".join(entry.json for entry in entries) + b"]"
+            unavailable = [
+                UnavailablePool(pool=name, reason=why).model_dump() for name, why in missing.items()
+            ]
     body = b"".join(
         (
             b'{"generated_at":',
-            head,
-            b',"pools":[',
-            b",".join(entry.json for entry in entries),
-            b'],"unavailable":',
-            json.dumps(unavailable).encode(),
+            json.dumps(iso_utc(now)).encode(),
+            b',"pools":',
+            array,
+            b',"unavailable":',
+            json.dumps(unavailable).encode() if unavailable else b"[]",
             b"}",
         )
     )
