@@ -29,8 +29,8 @@ from forecaster.registry import (
     register,
 )
 from forecaster.selection import PromotionDecision, promotion_gate, select_per_series
-from forecaster.tracking import TrackingConfig, start_training_run
-from forecaster.types import MODEL, UID, Levels
+from forecaster.tracking import TrackingConfig, describe_pools, start_training_run
+from forecaster.types import DS, MODEL, UID, Levels
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def train(
     tracking: TrackingConfig,
     model_name: str,
     models_dir: Path,
-    run_name: str = "train",
+    run_name: str | None = None,
     progress: Progress | None = None,
     executor: Executor | None = None,
 ) -> TrainingOutcome:
@@ -95,7 +95,8 @@ def train(
         tracking: the MLflow tracking server and registry.
         model_name: the registered model's name.
         models_dir: where the last-known-good copy lives.
-        run_name: the MLflow run's display name.
+        run_name: the MLflow run's display name; default :func:`default_run_name`
+            (what was trained and up to when), so runs tell apart in the MLflow UI.
         progress: called as stages advance.
         executor: fans the backtest out per series.
     """
@@ -129,7 +130,9 @@ def train(
     report("fit", 1, 1)
 
     with start_training_run(
-        tracking, run_name=run_name, tags={"foresight.model_name": model_name}
+        tracking,
+        run_name=run_name or default_run_name(df),
+        tags={"foresight.model_name": model_name, **data_span_tags(df)},
     ) as run:
         run.log_params(_params(plan, candidates, df))
         run.log_scores(scores, champions=selection)
@@ -162,6 +165,27 @@ def train(
         champion=champion,
         failures=result.failures,
     )
+
+
+def default_run_name(df: pd.DataFrame) -> str:
+    """Name a run by its pools, series count and last timestamp.
+
+    E.g. ``train a100-train,l4-infer (10 series) to 2025-03-30 23:55Z``: many runs named
+    just "train" cannot be told apart in the MLflow UI's run list.
+    """
+    pools = describe_pools(df[UID].astype(str).unique())
+    if len(pools) > 60:
+        pools = pools[:57] + "..."
+    end = pd.Timestamp(df[DS].max()).strftime("%Y-%m-%d %H:%MZ")
+    return f"train {pools} ({df[UID].nunique()} series) to {end}"
+
+
+def data_span_tags(df: pd.DataFrame) -> dict[str, str]:
+    """Tags with the first and last timestamp trained on (searchable in the MLflow UI)."""
+    return {
+        "foresight.data_start": pd.Timestamp(df[DS].min()).isoformat(),
+        "foresight.data_end": pd.Timestamp(df[DS].max()).isoformat(),
+    }
 
 
 def champion_rows(frame: pd.DataFrame, selection: Mapping[str, str]) -> pd.DataFrame:

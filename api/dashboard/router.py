@@ -1,0 +1,114 @@
+"""``GET /`` (the dashboard page), its static assets and ``GET /dashboard/history/{pool}``.
+
+The page only reads JSON routes the API already serves; the one route added here is
+the recent demand history, which no other route exposes and which a chart needs for
+context around the forecast. Two routers: :data:`page_router` (the page shell and its
+assets, which hold pool names and no numbers) is served without a token so a browser
+can open it, and the script then sends the read token on every JSON request;
+:data:`router` (the history) is guarded like every other data route.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Final
+
+from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, Response
+
+from api.dashboard.page import ASSETS, asset_text, render_page
+from api.dashboard.schemas import HistoryOut, HistoryPoint
+from api.deps import PoolName, ServiceDep
+from api.service import RecommendationService
+from forecaster.loaders import DEMAND
+from forecaster.types import DS, UID, Y
+
+router = APIRouter(tags=["dashboard"])
+"""The dashboard's data route (guarded by the read token when one is configured)."""
+
+page_router = APIRouter(tags=["dashboard"])
+"""The page shell and its assets (open: a browser cannot send a bearer token on navigation)."""
+
+NODES: Final = "nodes"
+HISTORY_SIGNALS: Final = (DEMAND, NODES)
+"""The signals the history route returns: what was demanded and what was there."""
+
+MAX_HISTORY_HOURS: Final = 24 * 14
+BOTTLENECK_PATHS: Final = ("/callchain/bottlenecks", "/bottlenecks")
+"""Routes of call-chain bottlenecks the page links when the app has one of them."""
+
+HistoryHours = Annotated[
+    float,
+    Query(gt=0, le=MAX_HISTORY_HOURS, description="hours of history before now (max 14 days)"),
+]
+
+
+def _bottlenecks_url(request: Request) -> str | None:
+    # The OpenAPI document lists every documented route (FastAPI builds it once per app);
+    # walking app.routes would depend on how a FastAPI version nests included routers.
+    paths = request.app.openapi().get("paths", {})
+    for path in BOTTLENECK_PATHS:
+        if path in paths:
+            return path.lstrip("/")
+    return None
+
+
+@page_router.get(
+    "/",
+    response_class=HTMLResponse,
+    summary="The dashboard: per pool demand, forecast, recommendation and why",
+)
+async def dashboard(request: Request, service: ServiceDep) -> HTMLResponse:
+    """Return the dashboard page; its script reads the JSON routes it links to."""
+    page = render_page(service.names, bottlenecks_url=_bottlenecks_url(request))
+    # The page is a shell; the numbers come from the JSON routes, so never cache it stale.
+    return HTMLResponse(page, headers={"Cache-Control": "no-cache"})
+
+
+@page_router.get(
+    "/dashboard/static/{name}",
+    include_in_schema=False,
+    responses={404: {"description": "not one of the dashboard's assets"}},
+)
+async def dashboard_asset(name: str) -> Response:
+    """Return one of the dashboard's script and style files."""
+    media_type = ASSETS.get(name)
+    if media_type is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no dashboard asset {name!r}")
+    text = await run_in_threadpool(asset_text, name)
+    return Response(text, media_type=media_type, headers={"Cache-Control": "max-age=300"})
+
+
+def pool_history(service: RecommendationService, pool: str, hours: float) -> HistoryOut:
+    """Return the pool's demand and node samples over the ``hours`` before now.
+
+    Raises:
+        UnknownPoolError: no such pool (404).
+        StoreError: the store failed (503).
+    """
+    config = service.pool(pool)
+    until = service.now()
+    since = until - timedelta(hours=hours)
+    ids = {config.series_id(signal): signal for signal in HISTORY_SIGNALS}
+    # The end bound is exclusive; the sample at "now" belongs in the chart.
+    frame = service.services.store.samples.read(
+        list(ids), start=since, end=until + timedelta(microseconds=1)
+    )
+    series: dict[str, list[HistoryPoint]] = {signal: [] for signal in HISTORY_SIGNALS}
+    for uid, ds, y in zip(frame[UID], frame[DS], frame[Y], strict=True):
+        series[ids[uid]].append(HistoryPoint(ds=ds.to_pydatetime(), y=float(y)))
+    return HistoryOut(
+        pool=pool, since=since, until=until, gpus_per_node=config.gpus_per_node, series=series
+    )
+
+
+@router.get(
+    "/dashboard/history/{pool}",
+    response_model=HistoryOut,
+    responses={404: {"description": "an unknown pool"}, 503: {"description": "store down"}},
+    summary="Recent demand and node samples of one pool (for the dashboard's charts)",
+)
+def get_history(service: ServiceDep, pool: PoolName, hours: HistoryHours = 24.0) -> HistoryOut:
+    """Return the pool's ``demand_gpus`` and ``nodes`` samples of the last ``hours``."""
+    return pool_history(service, pool, hours)

@@ -1,0 +1,96 @@
+"""The API over the committed sample data, served by uvicorn in a thread for browser tests.
+
+The sample ends in the past, so the clock is the newest sample (as ``foresight serve
+--clock replay`` does). A naive champion (seasonal naive, a day's season) stands in
+for a trained one: it fits in milliseconds and still gives every pool a forecast
+interval to draw.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import uvicorn
+
+from api.ingest import seed_from_sample
+from api.main import create_app
+from api.service import Services
+from forecaster.champion import ChampionForecaster
+from forecaster.config.pools import load_pools
+from forecaster.config.settings import Settings, load_settings
+from forecaster.loaders import DEMAND
+from forecaster.models.naive import Persistence, SeasonalNaive
+from forecaster.registry import LoadedModel
+from pipelines.store import open_store
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE_POOLS = REPO / "data" / "sample" / "pools.yaml"
+_START_TIMEOUT_S = 30.0
+
+
+def sample_settings(workdir: Path) -> Settings:
+    """Settings reading the committed sample, writing only under ``workdir``."""
+    return load_settings(
+        root=REPO,
+        data_dir=workdir,
+        models_dir=workdir / "models",
+        store_url=f"sqlite:///{workdir / 'store.db'}",
+        max_train_days=7,
+    )
+
+
+def naive_champion(pools: Sequence[str]) -> LoadedModel:
+    """A champion choosing seasonal naive for each pool's demand (serving refits it)."""
+    candidates = {
+        "seasonal_naive": SeasonalNaive(season_length=288, horizon=36, window=2016),
+        "persistence": Persistence(horizon=36),
+    }
+    selection = {f"{pool}/{DEMAND}": "seasonal_naive" for pool in pools}
+    model = ChampionForecaster(selection, candidates, default="persistence")
+    return LoadedModel(model=model, version="1", source="registry")
+
+
+def sample_services(workdir: Path) -> Services:
+    """Open a store under ``workdir`` seeded from the sample; the clock is its newest sample."""
+    settings = sample_settings(workdir)
+    pools = load_pools(settings.pools_file)
+    store = open_store(settings.store_url)
+    seed_from_sample(settings, store, pools)
+    stamps = store.samples.last_timestamps()
+    newest = max(stamps.values()).to_pydatetime()
+    return Services(
+        settings, pools, store, naive_champion(pools.names), clock=lambda: newest, owns_store=True
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serve_sample(workdir: Path) -> Iterator[str]:
+    """Serve the app over the sample data on a free port; yield its base URL."""
+    app = create_app(services=sample_services(workdir), refresh_seconds=None)
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="dashboard-uvicorn", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("uvicorn exited before it started; see the log above")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"uvicorn did not start within {_START_TIMEOUT_S:.0f} s")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)

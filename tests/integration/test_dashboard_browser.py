@@ -1,0 +1,56 @@
+"""The dashboard in real headless Chromium: every sample pool drawn, no console errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from forecaster.config.pools import load_pools
+from tests.integration.browser import browser_page, require_chromium, screenshot
+from tests.integration.dashboard_app import SAMPLE_POOLS, serve_sample
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    require_chromium()
+    with serve_sample(tmp_path_factory.mktemp("dashboard")) as url:
+        yield url
+
+
+def test_dashboard_shows_every_pool_without_console_errors(base_url: str) -> None:
+    names = load_pools(SAMPLE_POOLS).names
+    expected = httpx.get(f"{base_url}/recommendation", timeout=30).json()
+    desired = {rec["pool"]: rec["desired_nodes"] for rec in expected["pools"]}
+    assert set(desired) == set(names), expected["unavailable"]
+
+    with browser_page() as (page, console):
+        page.goto(f"{base_url}/", wait_until="domcontentloaded")
+        for name in names:
+            section = page.locator(f'section[data-pool="{name}"][data-state="ready"]')
+            section.wait_for(timeout=30_000)
+            assert section.locator("h2").first.inner_text().startswith(name)
+            # The chart has the demand history, the forecast band and the capacity line.
+            for part in ("path.demand", "polygon.band", "path.mean", "line.capacity"):
+                assert section.locator(f"svg.chart {part}").count() == 1, (name, part)
+            shown = section.locator('[data-field="desired nodes"] b').inner_text()
+            assert shown == str(desired[name])
+            assert section.locator(".explanation .summary").inner_text().strip()
+        page.locator('body[data-state="ready"]').wait_for(timeout=10_000)
+        path = screenshot(page, "dashboard.png")
+
+    assert console.errors == []
+    assert path.stat().st_size > 10_000
+
+
+def test_dashboard_marks_an_unknown_route_as_an_error(base_url: str, tmp_path: Path) -> None:
+    """The harness itself: a 404 is seen as a console error (else the check above is void)."""
+    with browser_page() as (page, console):
+        page.goto(f"{base_url}/", wait_until="domcontentloaded")
+        page.evaluate("fetch('no-such-route').catch(() => null)")
+        page.wait_for_timeout(500)
+    assert any("404" in error for error in console.errors), console.errors
