@@ -16,9 +16,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# Train on the committed sample, then serve the API, the scheduler and the MLflow UI.
 run: $(STAMP)
 	$(BIN)/foresight train
-	$(BIN)/foresight forecast
+	$(BIN)/foresight serve --clock replay --mlflow-ui-port 5000
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -32,8 +33,12 @@ format: $(STAMP)
 test: lint
 	$(BIN)/pytest
 
+# Each benchmark prints a table and writes benchmarks/results/<name>.json.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/forecast_accuracy.py
+	$(BIN)/python benchmarks/decision_quality.py
+	$(BIN)/python benchmarks/api_load.py
+	$(BIN)/python benchmarks/training_scale.py --models fast --sizes 10 100 1000 --budget-s 900
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

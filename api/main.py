@@ -20,14 +20,21 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
 
+from api.auth import AUTH_RESPONSES, TokenGuard, authorize, install_auth_handlers, warn_if_open
 from api.clock import ClockMode, ReplayClock, system_clock
+from api.dashboard import page_router as dashboard_page_router
+from api.dashboard import router as dashboard_router
 from api.errors import install_error_handlers
 from api.ingest import seed_from_sample as seed_store
-from api.routers import forecast, health, pools, recommendation, signals
-from api.service import RecommendationService, Services
+from api.latency import LatencyTracker
+from api.limits import install_limits
+from api.metrics import AppMetrics, RequestTimer
+from api.routers import forecast, health, integrations, pools, recommendation, signals, spans
+from api.routers import metrics as metrics_route
+from api.service import RecommendationService, Services, no_latency
 from forecaster.config.pools import load_pools
 from forecaster.config.settings import Settings, load_settings
 from forecaster.exceptions import ForesightError, SourceError, TrackingError
@@ -43,8 +50,20 @@ CORE_ROUTERS: tuple[APIRouter, ...] = (
     pools.router,
     signals.router,
     health.router,
+    dashboard_router,
+    dashboard_page_router,
+    spans.router,
+    integrations.router,
+    metrics_route.router,
 )
 """The routers every app has."""
+
+OPEN_ROUTERS: tuple[APIRouter, ...] = (
+    health.router,
+    metrics_route.router,
+    dashboard_page_router,
+)
+"""Routers served without a token (probes and scrapers); every other one is guarded."""
 
 
 def tracking_config(settings: Settings) -> TrackingConfig:
@@ -111,6 +130,23 @@ async def _refresh_forever(service: RecommendationService, every: float) -> None
         await asyncio.sleep(every)
 
 
+async def _analyse_forever(
+    tracker: LatencyTracker, service: RecommendationService, every: float
+) -> None:
+    """Analyse the span window every ``every`` seconds; recompute pools whose latency moved."""
+    while True:
+        try:
+            changed = await run_in_threadpool(tracker.update, service.live)
+            if changed:
+                service.invalidate(sorted(changed))
+        except ForesightError as exc:
+            logger.warning("call-chain analysis failed, retrying in %.0f s: %s", every, exc)
+        # A bug in one analysis must not stop every later one; log it whole.
+        except Exception:
+            logger.exception("call-chain analysis failed unexpectedly")
+        await asyncio.sleep(every)
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -119,6 +155,7 @@ def create_app(
     clock: ClockMode = "system",
     refresh_seconds: float | None = 5.0,
     extra_routers: Sequence[APIRouter] = (),
+    analysis_seconds: float | None = 2.0,
 ) -> FastAPI:
     """Build the Foresight API app; its lifespan loads what it serves.
 
@@ -134,7 +171,10 @@ def create_app(
         refresh_seconds: how often a background task polls the store for samples
             written by others and recomputes recommendations ahead of expiry; None
             turns it off (requests then recompute only on expiry or local pushes).
-        extra_routers: more routers to include (call-chain ingestion, consumers).
+        extra_routers: more routers to include (guarded by the bearer tokens).
+        analysis_seconds: how often a background task analyses the call-chain span
+            window and recomputes the pools whose latency adjustment changed; None
+            turns it off (then call ``app.state.latency.update``).
 
     Returns:
         The app, not yet started.
@@ -151,24 +191,38 @@ def create_app(
         service = RecommendationService(built)
         if services is None and clock == "replay":
             built.clock = ReplayClock(service.live.newest, fallback=system_clock)
+        tracker = LatencyTracker(built.spans, built.pools.pools, clock=built.span_clock)
+        # A latency source given by the caller (tests, a replay) wins over the spans.
+        wired = built.latency is no_latency
+        if wired:
+            built.latency = tracker.adjustment
         try:
+            guard = TokenGuard.from_settings(built.settings.service)
+            warn_if_open(guard)
             await run_in_threadpool(service.start)
+            app.state.auth = guard
+            app.state.max_body_bytes = built.settings.service.max_body_bytes
             app.state.services = built
+            app.state.latency = tracker
             app.state.service = service
-            task = (
-                asyncio.create_task(_refresh_forever(service, refresh_seconds))
-                if refresh_seconds
-                else None
-            )
+            tasks = []
+            if refresh_seconds:
+                tasks.append(asyncio.create_task(_refresh_forever(service, refresh_seconds)))
+            if analysis_seconds:
+                tasks.append(
+                    asyncio.create_task(_analyse_forever(tracker, service, analysis_seconds))
+                )
             try:
                 yield
             finally:
-                if task is not None:
+                for task in tasks:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
                 app.state.service = None
         finally:
+            if wired:
+                built.latency = no_latency
             if built.owns_store:
                 built.store.close()
 
@@ -178,12 +232,22 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
     )
-    install_error_handlers(app)
-    for router in CORE_ROUTERS:
-        app.include_router(router)
-    # Call-chain ingestion (api.callchain: POST /v1/traces, /signals/spans) and the
-    # consumers' formats (api.consumers: /integrations/...) plug in here; they reach
-    # the service through api.deps.ServiceDep and feed latency in via Services.latency.
-    for router in extra_routers:
-        app.include_router(router)
+    _install(app, (*CORE_ROUTERS, *extra_routers))
     return app
+
+
+def _install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
+    """Add the error handlers, middleware, metrics and routes (guarded unless open)."""
+    install_error_handlers(app)
+    install_auth_handlers(app)
+    metrics = AppMetrics(lambda: getattr(app.state, "service", None))
+    app.state.metrics = metrics
+    # Added last, so outermost: the timer also sees the 413s of the body limit.
+    install_limits(app)
+    app.add_middleware(RequestTimer, histogram=metrics.request_seconds)
+    guarded = [Depends(authorize)]
+    for router in routers:
+        if any(router is open_router for open_router in OPEN_ROUTERS):
+            app.include_router(router)
+        else:
+            app.include_router(router, dependencies=guarded, responses=AUTH_RESPONSES)

@@ -21,6 +21,8 @@ from typing import Any, Final
 
 import pandas as pd
 
+from api.body_cache import PoolsArrayCache
+from api.callchain import SpanWindow
 from api.clock import Clock, system_clock
 from api.errors import PoolUnavailableError, UnknownPoolError
 from api.forecasts import ForecastCache, ForecastSettings, PoolForecast
@@ -95,6 +97,10 @@ class Services:
         on_change: called with every recommendation that changed (webhooks).
         bounds: the forecast health bounds.
         owns_store: close the store when the app stops.
+        spans: the recent call-chain spans that ``POST /v1/traces`` and
+            ``POST /signals/spans`` feed (analysed by :mod:`api.latency`).
+        span_clock: the clock spans arrive by (wall time: spans age in real time even
+            when decisions replay old samples).
     """
 
     settings: Settings
@@ -108,6 +114,8 @@ class Services:
     on_change: Sequence[ChangeListener] = ()
     bounds: HealthBounds = field(default_factory=HealthBounds)
     owns_store: bool = False
+    spans: SpanWindow = field(default_factory=SpanWindow)
+    span_clock: Clock = system_clock
 
 
 @dataclass(frozen=True)
@@ -160,6 +168,9 @@ class RecommendationService:
         self._dirty: set[str] = set(self._pools)
         self._audited: dict[str, tuple[Any, ...] | None] = {}
         self._lock = threading.RLock()
+        self._version = 0
+        # The encoded ``pools`` arrays of ``GET /recommendation``, tagged by the version.
+        self.pool_arrays = PoolsArrayCache()
 
     # -- pools -----------------------------------------------------------------
 
@@ -197,6 +208,15 @@ class RecommendationService:
         """Return the decision clock's time."""
         return self.services.clock()
 
+    @property
+    def version(self) -> int:
+        """A counter bumped after every change to an entry or to the pools to recompute.
+
+        Read it before taking entries: anything built from them is current while the
+        version is unchanged and no entry has expired.
+        """
+        return self._version
+
     # -- data ------------------------------------------------------------------
 
     def start(self) -> None:
@@ -226,6 +246,7 @@ class RecommendationService:
         """Recompute these pools (all when None) on the next request, e.g. after new latency."""
         with self._lock:
             self._dirty.update(self._pools if pools is None else pools)
+            self._version += 1
 
     def refresh(self, ahead: timedelta = timedelta(0)) -> set[str]:
         """Poll the store for new samples and recompute what changed or expires soon.
@@ -253,6 +274,8 @@ class RecommendationService:
             for name in pools:
                 self.forecasts.invalidate(name)
             self._dirty.update(pools)
+            if pools:
+                self._version += 1
 
     # -- answers ---------------------------------------------------------------
 
@@ -359,11 +382,13 @@ class RecommendationService:
         entry = PoolEntry.of(rec)
         self._entries[pool.name] = entry
         self._dirty.discard(pool.name)
+        self._version += 1
         return entry
 
     def _unavailable(self, pool: str, reason: str) -> str:
         self._dirty.discard(pool)
         self._entries.pop(pool, None)
+        self._version += 1
         return reason
 
     def _state(self, pool: str) -> StabilisationState:

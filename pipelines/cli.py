@@ -1,4 +1,4 @@
-"""The ``foresight`` command line: train, backtest and forecast.
+"""The ``foresight`` command line: train, backtest and forecast here; the rest wired in.
 
 Every command works on the committed sample by default (``data/sample``) or on any
 CSV / Parquet file given with ``--data``; settings come from ``--config`` (YAML) and
@@ -7,9 +7,6 @@ CSV / Parquet file given with ``--data``; settings come from ``--config`` (YAML)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -34,6 +31,9 @@ from pipelines.cli_support import (
     tracking_config,
 )
 from pipelines.dataset import Dataset, load_dataset
+from pipelines.executors import make_executor
+from pipelines.jobs_cli import backfill_command, ingest_command
+from pipelines.publish_cli import publish_command
 from pipelines.reporting import (
     forecast_table,
     progress_bar,
@@ -41,6 +41,9 @@ from pipelines.reporting import (
     training_table,
     write_frame,
 )
+from pipelines.scheduler_cli import jobs_command, scheduler_command
+from pipelines.serve_cli import serve_command
+from pipelines.simulate_cli import simulate_command
 
 app = typer.Typer(
     help="Foresight: predictive autoscaling for GPU clusters.",
@@ -50,13 +53,17 @@ app = typer.Typer(
 WorkersOption = Annotated[
     int, typer.Option("--workers", min=1, help="Processes the backtest fans out to.")
 ]
+DaskOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dask-address",
+        help="Dask scheduler (tcp://host:8786) to fan out to instead of local processes; "
+        "default: scheduler.dask_address.",
+    ),
+]
 FastOption = Annotated[
     bool, typer.Option("--fast", help="Quick candidate set (no MSTL, no gradient boosting).")
 ]
-
-
-# Commands that live in their own modules (one module per concern), one line each:
-# app.command("name")(function)
 
 
 def main() -> None:
@@ -70,6 +77,7 @@ def train_command(
     data: DataOption = None,
     series: SeriesOption = None,
     workers: WorkersOption = 2,
+    dask_address: DaskOption = None,
     fast: FastOption = False,
 ) -> None:
     """Backtest every model family, pick a champion per series, register and gate it."""
@@ -83,7 +91,10 @@ def train_command(
             f"{dataset.source} (step {dataset.step}, {plan.n_windows} backtest windows, "
             f"models: {', '.join(c.model_name for c in candidates)})"
         )
-        with progress_bar(console) as report, _executor(workers) as executor:
+        with (
+            progress_bar(console) as report,
+            make_executor(workers, dask_address or settings.scheduler.dask_address) as executor,
+        ):
             outcome = train(
                 dataset.frame,
                 candidates,
@@ -113,6 +124,7 @@ def backtest_command(
         typer.Option("--model", help="Model family to score (repeatable); default all."),
     ] = None,
     workers: WorkersOption = 2,
+    dask_address: DaskOption = None,
     fast: FastOption = False,
     output: Annotated[
         Path | None, typer.Option("--output", help="Write the scores (.csv or .json).")
@@ -128,7 +140,10 @@ def backtest_command(
             if models
             else default_models(dataset.step, plan.horizon, fast=fast)
         )
-        with progress_bar(console) as report, _executor(workers) as executor:
+        with (
+            progress_bar(console) as report,
+            make_executor(workers, dask_address or settings.scheduler.dask_address) as executor,
+        ):
             result = backtest(
                 candidates,
                 dataset.frame,
@@ -188,35 +203,15 @@ def forecast_command(
             console.print(f"Forecasts written to {output}")
 
 
-@app.command("serve")
-def serve_command(
-    config: ConfigOption = None,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port.")] = 8000,
-    clock: Annotated[
-        str,
-        typer.Option(
-            "--clock",
-            help="'system' (wall time) or 'replay' (as of the newest sample: for the "
-            "committed sample, whose data is in the past).",
-        ),
-    ] = "system",
-) -> None:
-    """Serve /recommendation, /forecast, /pools and the health endpoints (FastAPI)."""
-    import uvicorn
-
-    from api.main import create_app
-
-    with cli_errors():
-        if clock not in ("system", "replay"):
-            raise ConfigError(f"--clock must be 'system' or 'replay', not {clock!r}")
-        settings = cli_settings(config)
-        application = create_app(settings, clock="replay" if clock == "replay" else "system")
-        console.print(
-            f"Serving on http://{host}:{port}  (recommendations: /recommendation, API docs: /docs)",
-            soft_wrap=True,
-        )
-        uvicorn.run(application, host=host, port=port, log_level="info")
+# Commands that live in their own modules (one module per concern), one line each:
+# app.command("name")(function)
+app.command("serve")(serve_command)
+app.command("publish")(publish_command)
+app.command("scheduler")(scheduler_command)
+app.command("jobs")(jobs_command)
+app.command("ingest")(ingest_command)
+app.command("backfill")(backfill_command)
+app.command("simulate")(simulate_command)
 
 
 def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
@@ -235,15 +230,6 @@ def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
         levels=settings.levels,
         max_train=steps_in(pd.Timedelta(days=settings.max_train_days), dataset.step),
     )
-
-
-@contextmanager
-def _executor(workers: int) -> Iterator[Executor | None]:
-    if workers <= 1:
-        yield None
-        return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield pool
 
 
 def _print_mlflow_hint(settings: Settings, run_id: str) -> None:

@@ -10,6 +10,7 @@ service and consumers) turn them into clients.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -113,4 +114,10 @@ class PublishSettings(_Section):
     )
     webhook_timeout_s: float = Field(
         default=10.0, gt=0, description="seconds to wait for a webhook receiver, positive"
+    )
+    buffer_shape: Literal["overprovisioning", "capacity_buffer", "none"] = Field(
+        default="overprovisioning",
+        description="how `foresight publish` writes capacity buffers: 'overprovisioning' "
+        "(placeholder Deployments, any cluster-autoscaler), 'capacity_buffer' "
+        "(CapacityBuffer objects, cluster-autoscaler >= 1.35) or 'none' (only the ConfigMap)",
     )
