@@ -9,6 +9,7 @@ ASGI middleware observing each request's duration under its route *template*
 
 Exposed (``foresight_`` prefix):
 
+- ``min_nodes{pool}``, ``max_nodes{pool}`` (the configured bounds, for alerts),
 - ``desired_nodes{pool}``, ``current_nodes{pool}``, ``headroom_pods{pool}``,
   ``latency_extra_nodes{pool}``: the current recommendation.
 - ``model_age_seconds{pool}``: age of the demand forecast the recommendation used
@@ -96,6 +97,10 @@ class ServiceCollector(Collector):
         available = _gauge(
             "recommendation_available", "1 when the pool has a recommendation, else 0."
         )
+        bounds = (
+            _gauge("min_nodes", "The pool's configured lower bound."),
+            _gauge("max_nodes", "The pool's configured upper bound."),
+        )
         now = service.now()
         pools = service.select(None)
         try:
@@ -108,6 +113,8 @@ class ServiceCollector(Collector):
         for pool in pools:
             entry = by_pool.get(pool.name)
             available.add_metric([pool.name], 0.0 if entry is None else 1.0)
+            bounds[0].add_metric([pool.name], pool.min_nodes)
+            bounds[1].add_metric([pool.name], pool.max_nodes)
             newest = service.live.readings(pool.name).newest
             if newest is not None:
                 data_age.add_metric([pool.name], (now - newest).total_seconds())
@@ -125,6 +132,7 @@ class ServiceCollector(Collector):
             if forecast is not None and forecast.age_seconds is not None:
                 model_age.add_metric([pool.name], forecast.age_seconds)
         yield from (desired, current, headroom, latency, model_age, error, data_age, available)
+        yield from bounds
         model = service.services.model
         if model is not None:
             info = _gauge("model_info", "The loaded champion (value 1).", ("version", "source"))

@@ -28,6 +28,7 @@ def pool(name: str) -> frozenset[tuple[str, str]]:
 
 def test_metrics_expose_the_recommendation_of_each_pool(client: TestClient) -> None:
     recs = {p["pool"]: p for p in client.get("/recommendation").json()["pools"]}
+    configured = {p["name"]: p for p in client.get("/pools").json()["pools"]}
 
     response = client.get("/metrics")
 
@@ -39,6 +40,8 @@ def test_metrics_expose_the_recommendation_of_each_pool(client: TestClient) -> N
         assert got[("foresight_current_nodes", pool(name))] == rec["current_nodes"]
         assert got[("foresight_headroom_pods", pool(name))] == rec["headroom_pods"]
         assert got[("foresight_recommendation_available", pool(name))] == 1.0
+        assert got[("foresight_min_nodes", pool(name))] == configured[name]["min_nodes"]
+        assert got[("foresight_max_nodes", pool(name))] == configured[name]["max_nodes"]
         forecast_age = rec["explanation"]["inputs"]["forecast_peak_gpus"]["age_seconds"]
         assert got[("foresight_model_age_seconds", pool(name))] == forecast_age
         # The fixture's clock is at the newest sample.
