@@ -120,9 +120,10 @@ class LiveIndex:
             scanned: dict[str, PoolReadings] = {}
             if together and start is not None:
                 ids = [self._pools[n].series_id(s) for n in together for s in LIVE_SIGNALS]
-                rows = _latest_rows(self._store.samples.read(ids, start=start))
+                rows = _latest_rows(self._store.samples.latest(ids, start=start))
+                by_pool = _by_pool(rows)
                 for name in together:
-                    mine = _by_signal(self._pools[name], rows)
+                    mine = by_pool.get(name, {})
                     scanned[name] = PoolReadings({**self.readings(name).latest, **mine})
             for name in names:
                 if name not in scanned:
@@ -143,9 +144,9 @@ class LiveIndex:
             for sid in ids:
                 last = samples.last_timestamp(sid)
                 if last is not None:
-                    rows.update(_latest_rows(samples.read([sid], start=last.to_pydatetime())))
+                    rows.update(_latest_rows(samples.latest([sid], start=last.to_pydatetime())))
             return PoolReadings(_by_signal(pool, rows))
-        rows = _latest_rows(samples.read(ids, start=newest - LOOKBACK))
+        rows = _latest_rows(samples.latest(ids, start=newest - LOOKBACK))
         return PoolReadings({**before.latest, **_by_signal(pool, rows)})
 
 
@@ -154,6 +155,15 @@ def _by_signal(pool: PoolConfig, rows: Mapping[str, Sample]) -> dict[str, Sample
     return {
         sid.removeprefix(prefix): sample for sid, sample in rows.items() if sid.startswith(prefix)
     }
+
+
+def _by_pool(rows: Mapping[str, Sample]) -> dict[str, dict[str, Sample]]:
+    """Rows of ``<pool>/<signal>`` ids grouped by pool, then signal."""
+    grouped: dict[str, dict[str, Sample]] = {}
+    for series_id, sample in rows.items():
+        pool, _, signal = series_id.rpartition("/")
+        grouped.setdefault(pool, {})[signal] = sample
+    return grouped
 
 
 def _at_or_after(value: datetime | None, start: datetime | None) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -69,6 +70,28 @@ class SampleRepository:
             result = session.execute(statement).all()
         return {series_id: _timestamp(ts) for series_id, ts in result if ts is not None}
 
+    def latest(self, series_ids: Sequence[str], start: datetime | None = None) -> pd.DataFrame:
+        """Read the newest sample of each series (at or after ``start``, if given).
+
+        One row per series, as :meth:`read` shapes them; series without such a sample
+        are omitted. The live readings poll this every few seconds, so the database
+        picks the rows instead of every sample of the window crossing into Python.
+        """
+        newest = select(Sample.series_id, func.max(Sample.ts).label("ts")).where(
+            Sample.series_id.in_(list(series_ids))
+        )
+        if start is not None:
+            newest = newest.where(Sample.ts >= as_utc(start))
+        picked = newest.group_by(Sample.series_id).subquery()
+        statement = (
+            select(Sample.series_id, Sample.ts, Sample.value)
+            .join(picked, (Sample.series_id == picked.c.series_id) & (Sample.ts == picked.c.ts))
+            .order_by(Sample.series_id)
+        )
+        with self._db.transaction("read the latest samples") as session:
+            result = session.execute(statement).all()
+        return _frame(result)
+
     def series_ids(self) -> list[str]:
         """Return the ids of every series with at least one sample, sorted."""
         statement = select(Sample.series_id).distinct().order_by(Sample.series_id)
@@ -103,10 +126,15 @@ class SampleRepository:
             statement = statement.where(Sample.ts < as_utc(end))
         with self._db.transaction("read samples") as session:
             result = session.execute(statement).all()
-        ids = [row[0] for row in result]
-        stamps = pd.to_datetime([row[1] for row in result], utc=True).as_unit("ns")
-        values = np.fromiter((row[2] for row in result), dtype=np.float64, count=len(result))
-        return pd.DataFrame({UID: pd.Series(ids, dtype=object), DS: stamps, Y: values})
+        return _frame(result)
+
+
+def _frame(result: Sequence[Any]) -> pd.DataFrame:
+    """The long frame ``unique_id, ds, y`` of ``(series_id, ts, value)`` rows."""
+    ids = [row[0] for row in result]
+    stamps = pd.to_datetime([row[1] for row in result], utc=True).as_unit("ns")
+    values = np.fromiter((row[2] for row in result), dtype=np.float64, count=len(result))
+    return pd.DataFrame({UID: pd.Series(ids, dtype=object), DS: stamps, Y: values})
 
 
 def _timestamp(value: datetime | str) -> pd.Timestamp:

@@ -103,6 +103,16 @@ class SamplesContract:
         assert len(store.samples.read(start=T0 + 8 * STEP)) == 4
         assert len(store.samples.read(end=T0 + STEP)) == 2
 
+    def test_latest_is_the_newest_sample_per_series_within_the_start(self, store: Store) -> None:
+        store.samples.upsert(pd.concat([window("a/q", T0, 7), window("b/q", T0, 3, offset=100.0)]))
+        got = store.samples.latest(["a/q", "b/q", "c/q"])
+        expected = pd.concat([window("a/q", T0, 7).tail(1), window("b/q", T0, 3, 100.0).tail(1)])
+        assert got["unique_id"].tolist() == ["a/q", "b/q"]
+        assert got["ds"].tolist() == expected["ds"].tolist()
+        assert got["y"].tolist() == expected["y"].tolist()
+        later = store.samples.latest(["a/q", "b/q"], start=T0 + 4 * STEP)
+        assert later["unique_id"].tolist() == ["a/q"]
+
     def test_an_empty_read_has_the_contract_columns(self, store: Store) -> None:
         got = store.samples.read(["nope"])
         assert got.empty
