@@ -10,15 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import pandas as pd
 import typer
 
 from forecaster.backtest import backtest
 from forecaster.champion import ChampionForecaster
 from forecaster.config.settings import Settings
-from forecaster.exceptions import ConfigError
-from forecaster.metrics import horizon_steps, score_backtest
-from forecaster.models.catalog import default_models, make_model, steps_in
+from forecaster.metrics import score_backtest
+from forecaster.models.catalog import default_models, make_model
 from forecaster.registry import load_champion
 from forecaster.training import TrainingPlan, recent_history, train
 from pipelines.cli_support import (
@@ -32,6 +30,7 @@ from pipelines.cli_support import (
 )
 from pipelines.dataset import Dataset, load_dataset
 from pipelines.executors import make_executor
+from pipelines.jobs.history import training_plan
 from pipelines.jobs_cli import backfill_command, ingest_command
 from pipelines.publish_cli import publish_command
 from pipelines.reporting import (
@@ -215,21 +214,7 @@ app.command("simulate")(simulate_command)
 
 
 def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
-    try:
-        horizons = horizon_steps(list(settings.horizons), dataset.step)
-    except ValueError as exc:
-        raise ConfigError(
-            f'{exc}: set horizons (FORESIGHT_HORIZONS, e.g. \'["1h", "3h"]\') to multiples '
-            f"of the data's step {dataset.step}"
-        ) from exc
-    return TrainingPlan(
-        horizon=max(settings.horizon, *horizons.values()),
-        horizons=horizons,
-        selection_horizon=settings.selection_horizon,
-        n_windows=settings.backtest_windows,
-        levels=settings.levels,
-        max_train=steps_in(pd.Timedelta(days=settings.max_train_days), dataset.step),
-    )
+    return training_plan(settings, dataset.step)
 
 
 def _print_mlflow_hint(settings: Settings, run_id: str) -> None:

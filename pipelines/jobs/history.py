@@ -101,7 +101,8 @@ def training_plan(settings: Settings, step: pd.Timedelta) -> TrainingPlan:
         horizons = horizon_steps(list(settings.horizons), step)
     except ValueError as exc:
         raise ConfigError(
-            f"{exc}: set horizons (FORESIGHT_HORIZONS) to multiples of the data's step {step}"
+            f'{exc}: set horizons (FORESIGHT_HORIZONS, e.g. \'["1h", "3h"]\') to multiples '
+            f"of the data's step {step}"
         ) from exc
     return TrainingPlan(
         horizon=max(settings.horizon, *horizons.values()),
