@@ -39,7 +39,7 @@ from forecaster.config.pools import load_pools
 from forecaster.config.settings import Settings, load_settings
 from forecaster.exceptions import ForesightError, SourceError, TrackingError
 from forecaster.registry import LoadedModel, load_champion
-from forecaster.tracking import TrackingConfig
+from forecaster.tracking import tracking_config
 from pipelines.store import open_store
 
 logger = logging.getLogger(__name__)
@@ -64,15 +64,6 @@ OPEN_ROUTERS: tuple[APIRouter, ...] = (
     dashboard_page_router,
 )
 """Routers served without a token (probes and scrapers); every other one is guarded."""
-
-
-def tracking_config(settings: Settings) -> TrackingConfig:
-    """Return the MLflow tracking configuration of the settings."""
-    return TrackingConfig(
-        tracking_uri=settings.mlflow_tracking_uri,
-        experiment_name=settings.experiment_name,
-        artifact_location=settings.mlflow_artifacts_dir.as_uri(),
-    )
 
 
 def load_model(settings: Settings) -> tuple[LoadedModel | None, str]:

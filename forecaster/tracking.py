@@ -31,6 +31,7 @@ from mlflow.entities import Metric, Param
 from mlflow.exceptions import MlflowException
 from mlflow.models.model import ModelInfo
 
+from forecaster.config.settings import Settings
 from forecaster.exceptions import TrackingError
 from forecaster.types import MODEL, UID, Levels
 
@@ -327,3 +328,12 @@ def start_training_run(
 def describe_pools(unique_ids: Iterable[str]) -> str:
     """Return the sorted, comma-separated pools of ``<pool>/<signal>`` series ids."""
     return ",".join(sorted({uid.split("/", 1)[0] for uid in unique_ids}))
+
+
+def tracking_config(settings: Settings) -> TrackingConfig:
+    """The MLflow tracking configuration a deployment's settings name."""
+    return TrackingConfig(
+        tracking_uri=settings.mlflow_tracking_uri,
+        experiment_name=settings.experiment_name,
+        artifact_location=settings.mlflow_artifacts_dir.as_uri(),
+    )

@@ -18,6 +18,7 @@ from forecaster.config.settings import Settings
 from forecaster.metrics import score_backtest
 from forecaster.models.catalog import default_models, make_model
 from forecaster.registry import load_champion
+from forecaster.tracking import tracking_config
 from forecaster.training import TrainingPlan, recent_history, train
 from pipelines.cli_support import (
     ConfigOption,
@@ -26,7 +27,6 @@ from pipelines.cli_support import (
     cli_errors,
     cli_settings,
     console,
-    tracking_config,
 )
 from pipelines.dataset import Dataset, load_dataset
 from pipelines.executors import make_executor

@@ -17,7 +17,6 @@ from rich.console import Console
 
 from forecaster.config.settings import Settings, load_settings
 from forecaster.exceptions import ForesightError
-from forecaster.tracking import TrackingConfig
 
 console = Console()
 
@@ -38,15 +37,6 @@ def cli_settings(config: Path | None) -> Settings:
     settings = load_settings(config)
     logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
     return settings
-
-
-def tracking_config(settings: Settings) -> TrackingConfig:
-    """The MLflow tracking configuration the settings name."""
-    return TrackingConfig(
-        tracking_uri=settings.mlflow_tracking_uri,
-        experiment_name=settings.experiment_name,
-        artifact_location=settings.mlflow_artifacts_dir.as_uri(),
-    )
 
 
 @contextmanager

@@ -24,8 +24,8 @@ from forecaster.exceptions import ForesightError
 from forecaster.metrics import HORIZON, horizon_steps
 from forecaster.models.catalog import steps_in
 from forecaster.registry import champion_version
+from forecaster.tracking import tracking_config
 from forecaster.types import DS, MODEL, STEP, UID
-from pipelines.cli_support import tracking_config
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, utc_now
 from pipelines.jobs.scoring import live_frame, live_scales, live_scores

@@ -16,9 +16,9 @@ from forecaster.champion import ChampionForecaster
 from forecaster.config.settings import Settings
 from forecaster.exceptions import ForesightError
 from forecaster.registry import LoadedModel, load_champion
+from forecaster.tracking import tracking_config
 from forecaster.training import recent_history
 from forecaster.types import UID, Levels
-from pipelines.cli_support import tracking_config
 from pipelines.jobs.history import read_history, training_plan
 from pipelines.jobs.report import JobReport, Outcome
 from pipelines.jobs.runtime import Progress, borrowed_store, finish, no_progress, utc_now

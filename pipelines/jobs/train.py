@@ -14,9 +14,9 @@ from forecaster.backtest import Estimator
 from forecaster.config.settings import Settings
 from forecaster.exceptions import ForesightError
 from forecaster.models.catalog import default_models
+from forecaster.tracking import tracking_config
 from forecaster.training import train
 from forecaster.types import UID
-from pipelines.cli_support import tracking_config
 from pipelines.jobs.executor import make_executor
 from pipelines.jobs.history import read_history, training_plan
 from pipelines.jobs.report import JobReport

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import socket
@@ -14,8 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import URL, create_engine, text
 
 _START_TIMEOUT_S = 90.0
+PG_HOST, PG_PORT, PG_ADMIN_DATABASE = "127.0.0.1", 5432, "test"
+PG_USERS = ("postgres", "root")
 
 
 def _free_port() -> int:
@@ -85,3 +89,38 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=5)
         log.close()
+
+
+def _url(user: str, database: str) -> URL:
+    return URL.create(
+        "postgresql+psycopg", username=user, host=PG_HOST, port=PG_PORT, database=database
+    )
+
+
+def _unavailable(reason: str) -> None:
+    where = f"PostgreSQL at {PG_HOST}:{PG_PORT} (database {PG_ADMIN_DATABASE!r})"
+    message = f"{where} is not usable: {reason}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{message}; CI must run the PostgreSQL integration tests")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> URL:
+    """The URL of a superuser connection to the server's admin database."""
+    if importlib.util.find_spec("psycopg") is None:
+        _unavailable("the psycopg driver is not installed (pip install 'psycopg[binary]>=3.2')")
+    errors = []
+    for user in PG_USERS:
+        url = _url(user, PG_ADMIN_DATABASE)
+        engine = create_engine(url, connect_args={"connect_timeout": 3})
+        try:
+            with engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+            return url
+        except Exception as exc:  # any failure means: try the next user, then skip
+            errors.append(f"{user}: {' '.join(str(exc).split())[:200]}")
+        finally:
+            engine.dispose()
+    _unavailable("; ".join(errors))
+    raise AssertionError("unreachable")

@@ -10,7 +10,6 @@ Without a reachable server the tests skip, except in CI (``CI=true``) where they
 from __future__ import annotations
 
 import importlib.util
-import os
 import pickle
 import sys
 import time
@@ -34,8 +33,6 @@ from pipelines.store import Store, open_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-HOST, PORT, ADMIN_DATABASE = "127.0.0.1", 5432, "test"
-USERS = ("postgres", "root")
 WORKER = Path(__file__).resolve().parents[1] / "pipelines" / "scheduler" / "scheduler_worker.py"
 
 
@@ -53,36 +50,6 @@ def _load_worker() -> ModuleType:
 
 
 worker = _load_worker()
-
-
-def _unavailable(reason: str) -> None:
-    message = f"PostgreSQL at {HOST}:{PORT} (database {ADMIN_DATABASE!r}) is not usable: {reason}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{message}; CI must run the PostgreSQL integration tests")
-    pytest.skip(message)
-
-
-@pytest.fixture(scope="module")
-def pg_admin() -> URL:
-    """The URL of a superuser connection to the server's admin database."""
-    if importlib.util.find_spec("psycopg") is None:
-        _unavailable("the psycopg driver is not installed (pip install 'psycopg[binary]>=3.2')")
-    errors = []
-    for user in USERS:
-        url = URL.create(
-            "postgresql+psycopg", username=user, host=HOST, port=PORT, database=ADMIN_DATABASE
-        )
-        engine = create_engine(url, connect_args={"connect_timeout": 3})
-        try:
-            with engine.connect() as connection:
-                connection.execute(text("SELECT 1"))
-            return url
-        except Exception as exc:  # any failure means: try the next user, then skip
-            errors.append(f"{user}: {' '.join(str(exc).split())[:200]}")
-        finally:
-            engine.dispose()
-    _unavailable("; ".join(errors))
-    raise AssertionError("unreachable")
 
 
 @pytest.fixture

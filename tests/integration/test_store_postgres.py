@@ -10,7 +10,6 @@ Without a reachable server the tests skip, except in CI (``CI=true``) where they
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 import threading
 import uuid
@@ -32,8 +31,6 @@ from pipelines.store.schema import VERSION_TABLE, Base
 
 pytestmark = pytest.mark.integration
 
-HOST, PORT, ADMIN_DATABASE = "127.0.0.1", 5432, "test"
-USERS = ("postgres", "root")
 TABLES = ("samples", "forecasts", "recommendations", "pool_state", "webhook_outbox")
 
 
@@ -52,38 +49,6 @@ def _load_contract() -> ModuleType:
 
 
 contract = _load_contract()
-
-
-def _url(user: str, database: str) -> URL:
-    return URL.create("postgresql+psycopg", username=user, host=HOST, port=PORT, database=database)
-
-
-def _unavailable(reason: str) -> None:
-    message = f"PostgreSQL at {HOST}:{PORT} (database {ADMIN_DATABASE!r}) is not usable: {reason}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{message}; CI must run the PostgreSQL integration tests")
-    pytest.skip(message)
-
-
-@pytest.fixture(scope="session")
-def pg_admin() -> URL:
-    """The URL of a superuser connection to the server's admin database."""
-    if importlib.util.find_spec("psycopg") is None:
-        _unavailable("the psycopg driver is not installed (pip install 'psycopg[binary]>=3.2')")
-    errors = []
-    for user in USERS:
-        url = _url(user, ADMIN_DATABASE)
-        engine = create_engine(url, connect_args={"connect_timeout": 3})
-        try:
-            with engine.connect() as connection:
-                connection.execute(text("SELECT 1"))
-            return url
-        except Exception as exc:  # any failure means: try the next user, then skip
-            errors.append(f"{user}: {' '.join(str(exc).split())[:200]}")
-        finally:
-            engine.dispose()
-    _unavailable("; ".join(errors))
-    raise AssertionError("unreachable")
 
 
 @pytest.fixture(scope="session")

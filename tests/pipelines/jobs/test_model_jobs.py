@@ -11,9 +11,8 @@ import pytest
 
 from forecaster.config.settings import Settings
 from forecaster.metrics import naive_scale
-from forecaster.tracking import TrackingConfig
+from forecaster.tracking import TrackingConfig, tracking_config
 from forecaster.types import DS, MEAN, STEP, UID, Y
-from pipelines.cli_support import tracking_config
 from pipelines.jobs.evaluate import RETRAIN, run_evaluate
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.ingest import run_ingest
