@@ -139,7 +139,10 @@ def _statsmodels_params(y: FloatArray, trend: bool, damped: bool, m: int) -> Smo
         # Convergence warnings are common on flat or zero-heavy series; the result is
         # checked for finiteness below, which is what matters for forecasting.
         warnings.simplefilter("ignore")
-        fitted = model.fit()
+        # No brute-force grid for the optimiser's starting point: it was 90 % of the fit
+        # (0.37 s vs 0.025 s on 13 days of 5-min data) and reached the same sum of
+        # squared errors on the benchmark's series.
+        fitted = model.fit(use_brute=False)
     p = fitted.params
 
     def get(key: str, default: float) -> float:
