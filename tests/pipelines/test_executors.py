@@ -34,6 +34,25 @@ def test_several_workers_get_a_process_pool() -> None:
     assert os.getpid() not in pids
 
 
+def _thread_settings() -> tuple[str | None, list[int]]:
+    from threadpoolctl import threadpool_info  # type: ignore[import-untyped]
+
+    return os.environ.get("OMP_NUM_THREADS"), [int(i["num_threads"]) for i in threadpool_info()]
+
+
+def test_pool_workers_run_numerical_libraries_on_one_thread() -> None:
+    # numpy's BLAS is loaded in this process, so forked workers inherit it loaded.
+    import numpy as np
+
+    assert np.ones(2).sum() == 2.0
+    with make_executor(2) as executor:
+        assert executor is not None
+        variable, threads = executor.submit(_thread_settings).result()
+    assert variable == "1"
+    assert threads
+    assert set(threads) == {1}
+
+
 def test_an_unreachable_dask_scheduler_fails_fast_naming_the_address() -> None:
     address = f"tcp://127.0.0.1:{_free_port()}"
     began = time.monotonic()
