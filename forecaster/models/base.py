@@ -205,14 +205,35 @@ def residual_quantiles(residuals: FloatArray, h: int, levels: Levels) -> FloatAr
     offsets = np.zeros((len(qs), h), dtype=np.float64)
     if horizon == 0:
         return offsets
-    for k in range(h):
-        col = residuals[:, min(k, horizon - 1)]
-        col = col[np.isfinite(col)]
-        if col.size == 0:
-            continue
-        scale = np.sqrt((k + 1) / horizon) if k >= horizon else 1.0
-        offsets[:, k] = np.quantile(col, qs) * scale
+    per_column = column_quantiles(residuals, qs)
+    steps = np.arange(1, h + 1)
+    widen = np.where(steps > horizon, np.sqrt(steps / horizon), 1.0)
+    offsets[:] = per_column[:, np.minimum(steps, horizon) - 1] * widen
     return offsets
+
+
+def column_quantiles(values: FloatArray, qs: FloatArray) -> FloatArray:
+    """Quantiles of each column's finite values, shape ``(len(qs), columns)``.
+
+    Linear interpolation between order statistics, as ``np.quantile``'s default, but
+    for all columns at once: a per-column ``np.quantile`` (or ``np.nanquantile``,
+    which loops in Python) was 10 % of a training. A column with no finite value
+    gets 0.
+    """
+    finite = np.isfinite(values)
+    ordered = np.sort(np.where(finite, values, np.inf), axis=0)  # non-finite last
+    counts = finite.sum(axis=0)
+    out = np.zeros((len(qs), values.shape[1]), dtype=np.float64)
+    cols = np.flatnonzero(counts)
+    if cols.size == 0:
+        return out
+    position = qs[:, None] * (counts[cols] - 1)[None, :]
+    lower = np.floor(position).astype(np.intp)
+    upper = np.minimum(lower + 1, (counts[cols] - 1)[None, :])
+    low = ordered[lower, cols[None, :]]
+    high = ordered[upper, cols[None, :]]
+    out[:, cols] = low + (position - lower) * (high - low)
+    return out
 
 
 def refit_residuals(
