@@ -14,6 +14,7 @@ lets scoring and the gate treat the champion as one model.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import Executor
 from typing import Any, Final, Self
 
 import pandas as pd
@@ -105,12 +106,21 @@ class ChampionForecaster:
             )
         return family
 
-    def fit(self, df: SeriesFrame) -> Self:
-        """Fit every series of ``df`` with a fresh copy of its selected family."""
-        models: dict[str, Estimator] = {}
-        for uid, group in df.groupby(UID, sort=True, observed=True):
-            key = str(uid)
-            models[key] = clone(self.candidates[self.family_of(key)]).fit(group)
+    def fit(self, df: SeriesFrame, executor: Executor | None = None) -> Self:
+        """Fit every series of ``df`` with a fresh copy of its selected family.
+
+        Args:
+            df: long frame of the series to fit.
+            executor: fits one series per task (a process pool or Dask) instead of
+                one after another in this process; the fitted models are the same.
+        """
+        groups = [(str(uid), g) for uid, g in df.groupby(UID, sort=True, observed=True)]
+        tasks = [(uid, self.candidates[self.family_of(uid)], g) for uid, g in groups]
+        if executor is None:
+            models = {uid: _fit_series(proto, g) for uid, proto, g in tasks}
+        else:
+            futures = {uid: executor.submit(_fit_series, proto, g) for uid, proto, g in tasks}
+            models = {uid: future.result() for uid, future in futures.items()}
         self.models_ = models
         self.families_ = {uid: self.family_of(uid) for uid in models}
         return self
@@ -143,3 +153,8 @@ class ChampionForecaster:
                 "ChampionForecaster is not fitted yet: call fit(df) or from_selection()."
             )
         return models
+
+
+def _fit_series(prototype: Estimator, group: pd.DataFrame) -> Estimator:
+    """Fit a fresh copy of ``prototype`` on one series (module level: executors pickle it)."""
+    return clone(prototype).fit(group)

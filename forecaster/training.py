@@ -98,7 +98,7 @@ def train(
         run_name: the MLflow run's display name; default :func:`default_run_name`
             (what was trained and up to when), so runs tell apart in the MLflow UI.
         progress: called as stages advance.
-        executor: fans the backtest out per series.
+        executor: fans the backtests and the champion's fit out per series.
     """
     report = progress or (lambda stage, done, total: None)
     result = backtest(
@@ -126,7 +126,7 @@ def train(
     report("fit", 0, 1)
     champion = ChampionForecaster(
         selection, {c.model_name: c for c in candidates}, default="persistence"
-    ).fit(recent_history(df, plan.max_train))
+    ).fit(recent_history(df, plan.max_train), executor=executor)
     report("fit", 1, 1)
 
     with start_training_run(

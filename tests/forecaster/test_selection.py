@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from concurrent.futures import ProcessPoolExecutor
 
 import cloudpickle
 import numpy as np
@@ -204,6 +205,15 @@ def test_champion_pickles_and_predicts_the_same() -> None:
     for dumps, loads in ((cloudpickle.dumps, cloudpickle.loads), (pickle.dumps, pickle.loads)):
         restored = loads(dumps(champion))
         pd.testing.assert_frame_equal(restored.predict(3), expected)
+
+
+def test_champion_fits_through_an_executor_like_in_process() -> None:
+    selection = {"cycle/y": "seasonal_naive", "flat/y": "persistence"}
+    serial = ChampionForecaster(selection, CANDIDATES).fit(two_series())
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        fanned = ChampionForecaster(selection, CANDIDATES).fit(two_series(), executor=pool)
+    assert fanned.describe() == selection
+    pd.testing.assert_frame_equal(fanned.predict(4, [0.9]), serial.predict(4, [0.9]))
 
 
 def test_champion_is_backtestable_and_gated_against_persistence() -> None:
