@@ -16,7 +16,7 @@ from forecaster.backtest import backtest
 from forecaster.champion import ChampionForecaster
 from forecaster.config.settings import Settings
 from forecaster.metrics import score_backtest
-from forecaster.models.catalog import default_models, make_model
+from forecaster.models.catalog import make_model
 from forecaster.registry import load_champion
 from forecaster.tracking import tracking_config
 from forecaster.training import TrainingPlan, recent_history, train
@@ -30,7 +30,7 @@ from pipelines.cli_support import (
 )
 from pipelines.dataset import Dataset, load_dataset
 from pipelines.executors import make_executor
-from pipelines.jobs.history import training_plan
+from pipelines.jobs.history import candidate_models, training_plan
 from pipelines.jobs_cli import backfill_command, ingest_command
 from pipelines.publish_cli import publish_command
 from pipelines.reporting import (
@@ -61,7 +61,11 @@ DaskOption = Annotated[
     ),
 ]
 FastOption = Annotated[
-    bool, typer.Option("--fast", help="Quick candidate set (no MSTL, no gradient boosting).")
+    bool,
+    typer.Option(
+        "--fast",
+        help="Quick candidate set (no MSTL, no gradient boosting); default: the model_set setting.",
+    ),
 ]
 
 
@@ -84,7 +88,7 @@ def train_command(
         settings = cli_settings(config)
         dataset = load_dataset(settings, data, series=series)
         plan = _plan(settings, dataset)
-        candidates = default_models(dataset.step, plan.horizon, fast=fast)
+        candidates = candidate_models(settings, dataset.step, plan.horizon, fast=fast)
         console.print(
             f"Training on [bold]{dataset.frame['unique_id'].nunique()}[/] series from "
             f"{dataset.source} (step {dataset.step}, {plan.n_windows} backtest windows, "
@@ -137,7 +141,7 @@ def backtest_command(
         candidates = (
             [make_model(name, horizon=plan.horizon) for name in models]
             if models
-            else default_models(dataset.step, plan.horizon, fast=fast)
+            else candidate_models(settings, dataset.step, plan.horizon, fast=fast)
         )
         with (
             progress_bar(console) as report,

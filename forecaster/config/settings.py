@@ -127,6 +127,12 @@ class Settings(BaseSettings):
         gt=0,
         description="a positive number of rolling-origin backtest cutoffs per training run",
     )
+    model_set: Literal["full", "fast"] = Field(
+        default="full",
+        description="which candidate families training backtests: 'full' (persistence, "
+        "seasonal naive, ETS, MSTL, gradient boosting) or 'fast' (the first three; about "
+        "an order of magnitude cheaper per series, for large fleets)",
+    )
     horizons: tuple[str, ...] = Field(
         default=("10min", "1h", "3h"),
         min_length=1,

@@ -22,7 +22,8 @@ from forecaster.contract.parse import format_step
 from forecaster.contract.report import CleaningWarning
 from forecaster.exceptions import ConfigError, DataValidationError
 from forecaster.metrics import horizon_steps
-from forecaster.models.catalog import steps_in
+from forecaster.models.base import Forecaster
+from forecaster.models.catalog import default_models, steps_in
 from forecaster.training import TrainingPlan
 from forecaster.types import DS, UID
 from pipelines.store import Store
@@ -112,6 +113,16 @@ def training_plan(settings: Settings, step: pd.Timedelta) -> TrainingPlan:
         levels=settings.levels,
         max_train=steps_in(pd.Timedelta(days=settings.max_train_days), step),
     )
+
+
+def candidate_models(
+    settings: Settings, step: pd.Timedelta, horizon: int, *, fast: bool = False
+) -> list[Forecaster]:
+    """The catalog's candidates for series of ``step``: the settings' ``model_set``.
+
+    ``fast`` asks for the quick set whatever the settings say (``--fast``).
+    """
+    return default_models(step, horizon, fast=fast or settings.model_set == "fast")
 
 
 def _newest(store: Store, series: Sequence[str] | None, end: datetime | None) -> datetime | None:

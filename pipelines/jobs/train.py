@@ -13,12 +13,11 @@ from datetime import datetime
 from forecaster.backtest import Estimator
 from forecaster.config.settings import Settings
 from forecaster.exceptions import ForesightError
-from forecaster.models.catalog import default_models
 from forecaster.tracking import tracking_config
 from forecaster.training import train
 from forecaster.types import UID
 from pipelines.jobs.executor import make_executor
-from pipelines.jobs.history import read_history, training_plan
+from pipelines.jobs.history import candidate_models, read_history, training_plan
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import Progress, borrowed_store, finish, utc_now
 from pipelines.store import Store
@@ -43,7 +42,8 @@ def run_train(
         now: history after this instant is ignored (default: everything stored).
         progress: told ``(stage, done, total)`` as the training advances.
         candidates: the model prototypes; default the catalog's for the data's step.
-        fast: with the default candidates, the quick set (no MSTL, no boosting).
+        fast: with the default candidates, the quick set (no MSTL, no boosting) even
+            when ``settings.model_set`` is ``full``.
 
     Returns:
         ``ok`` (or ``partial`` naming series left out or whose backtest windows
@@ -59,7 +59,7 @@ def run_train(
         models = (
             list(candidates)
             if candidates is not None
-            else default_models(history.step, plan.horizon, fast=fast)
+            else candidate_models(settings, history.step, plan.horizon, fast=fast)
         )
         with make_executor(settings) as executor:
             outcome = train(
