@@ -38,7 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/forecast_accuracy.py
 	$(BIN)/python benchmarks/decision_quality.py
 	$(BIN)/python benchmarks/api_load.py
-	$(BIN)/python benchmarks/training_scale.py --models fast --sizes 10 100 1000 --budget-s 900
+	$(BIN)/python benchmarks/training_scale.py --sizes 10 100 1000 --budget-s 900
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
