@@ -42,6 +42,8 @@ SCORE_KEYS = (UID, MODEL, HORIZON_COLUMN)
 _NOT_METRICS = frozenset({*SCORE_KEYS, "n_windows"})
 _MAX_KEY_LENGTH = 250
 _MAX_PARAM_LENGTH = 6000
+POOLS_TAG_CHARS = 1000
+"""Longest ``foresight.pools`` tag; MLflow truncates tags past 8,000 with a warning."""
 
 
 @dataclass(frozen=True)
@@ -240,7 +242,7 @@ class TrainingRun:
         self.set_tags(
             {
                 "foresight.series_count": str(len(champions)),
-                "foresight.pools": describe_pools(champions),
+                "foresight.pools": describe_pools(champions, max_chars=POOLS_TAG_CHARS),
                 "foresight.champion_wins": json.dumps(dict(wins.most_common())),
             }
         )
@@ -325,9 +327,24 @@ def start_training_run(
                 mlflow.end_run(status=status)
 
 
-def describe_pools(unique_ids: Iterable[str]) -> str:
-    """Return the sorted, comma-separated pools of ``<pool>/<signal>`` series ids."""
-    return ",".join(sorted({uid.split("/", 1)[0] for uid in unique_ids}))
+def describe_pools(unique_ids: Iterable[str], max_chars: int | None = None) -> str:
+    """Return the sorted, comma-separated pools of ``<pool>/<signal>`` series ids.
+
+    With ``max_chars``, as many pools as fit, then how many more there are (e.g.
+    ``a100,h100,... (+998 of 1000)``), so a tag stays within MLflow's length limit.
+    """
+    pools = sorted({uid.split("/", 1)[0] for uid in unique_ids})
+    text = ",".join(pools)
+    if max_chars is None or len(text) <= max_chars:
+        return text
+
+    def shortened(count: int) -> str:
+        return ",".join([*pools[:count], f"... (+{len(pools) - count} of {len(pools)})"])
+
+    count = 0
+    while count < len(pools) and len(shortened(count + 1)) <= max_chars:
+        count += 1
+    return shortened(count)
 
 
 def tracking_config(settings: Settings) -> TrackingConfig:

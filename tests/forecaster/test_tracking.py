@@ -18,6 +18,7 @@ from forecaster.pyfunc import ForecastPyfunc, forecast_requests, load_forecaster
 from forecaster.registry import download_model
 from forecaster.tracking import (
     TrackingConfig,
+    describe_pools,
     ensure_experiment,
     metric_key,
     redact_uri,
@@ -206,3 +207,14 @@ def test_forecast_requests_mixes_horizons_and_validates(fitted: Persistence) -> 
     for frame in bad:
         with pytest.raises(DataValidationError):
             forecast_requests(fitted, frame, LEVELS)
+
+
+def test_describe_pools_lists_them_all_or_says_how_many_more() -> None:
+    ids = [f"pool-{i:04d}/queue_gpus" for i in range(1000)] + ["pool-0001/gpu_util"]
+    assert describe_pools(ids[:3]) == "pool-0000,pool-0001,pool-0002"
+    short = describe_pools(ids, max_chars=60)
+    assert len(short) <= 60
+    assert short.startswith("pool-0000,pool-0001,")
+    shown = short.count("pool-")
+    assert short.endswith(f",... (+{1000 - shown} of 1000)")
+    assert describe_pools(ids[:3], max_chars=60) == "pool-0000,pool-0001,pool-0002"
