@@ -114,15 +114,20 @@ class ChampionForecaster:
             executor: fits one series per task (a process pool or Dask) instead of
                 one after another in this process; the fitted models are the same.
         """
-        groups = [(str(uid), g) for uid, g in df.groupby(UID, sort=True, observed=True)]
-        tasks = [(uid, self.candidates[self.family_of(uid)], g) for uid, g in groups]
+        groups = {str(uid): g for uid, g in df.groupby(UID, sort=True, observed=True)}
+        families = {uid: self.family_of(uid) for uid in groups}
         if executor is None:
-            models = {uid: _fit_series(proto, g) for uid, proto, g in tasks}
+            models = {
+                uid: _fit_series(self.candidates[families[uid]], g) for uid, g in groups.items()
+            }
         else:
-            futures = {uid: executor.submit(_fit_series, proto, g) for uid, proto, g in tasks}
+            futures = {
+                uid: executor.submit(_fit_series, self.candidates[families[uid]], g)
+                for uid, g in groups.items()
+            }
             models = {uid: future.result() for uid, future in futures.items()}
         self.models_ = models
-        self.families_ = {uid: self.family_of(uid) for uid in models}
+        self.families_ = families
         return self
 
     def predict(self, h: int, levels: Levels = DEFAULT_LEVELS) -> pd.DataFrame:
