@@ -11,7 +11,9 @@ Safety at the write boundary, whoever the caller is: every object is validated a
 right before it is sent (the ConfigMap's ``priorities`` as cluster-autoscaler parses
 them, CapacityBuffers against the CRD's rules, built-in kinds against the client's
 models), and an existing object without Foresight's label is never replaced or
-deleted (a hand-made ConfigMap stays the operator's).
+deleted (a hand-made ConfigMap stays the operator's). In the priority-expander
+ConfigMap Foresight owns only its node groups' entries: the others are kept
+(:mod:`api.consumers.priority_merge`), or the write is refused when one conflicts.
 """
 
 from __future__ import annotations
@@ -20,14 +22,11 @@ import json
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final, Literal
 
-from kubernetes import config as kube_config  # type: ignore[import-untyped]
 from kubernetes.client import (  # type: ignore[import-untyped]
     ApiClient,
     AppsV1Api,
-    Configuration,
     CoreV1Api,
     CustomObjectsApi,
     SchedulingV1Api,
@@ -41,10 +40,12 @@ from api.consumers.capacity_buffers import (
     validate_capacity_buffer,
 )
 from api.consumers.k8s import MANAGED_BY, Manifest, check_typed
+from api.consumers.kube_credentials import load_configuration
 from api.consumers.kube_diff import differences
 from api.consumers.priority_expander import CONFIGMAP_KEY, CONFIGMAP_NAME, validate_value_text
+from api.consumers.priority_merge import is_priority_configmap, merge_priorities
 from forecaster.config.sections import PublishSettings
-from forecaster.exceptions import ConfigError, PublishError
+from forecaster.exceptions import PublishError
 
 ChangeAction = Literal["create", "replace", "unchanged", "delete", "planned"]
 """What a write did (or, dry-run, would do); ``planned``: no cluster to compare with."""
@@ -320,6 +321,9 @@ class KubeWriter:
                     f"{kind} {namespace or ''}/{name} exists and is not managed by Foresight; "
                     f"label it {OWNED_SELECTOR} to hand it over, or delete it"
                 )
+            if is_priority_configmap(manifest):
+                # Keep the operator's entries; refuse those that fight Foresight's.
+                manifest = merge_priorities(existing, manifest)
             diff = differences(existing, manifest)
             if not diff:
                 return Change("unchanged", kind, name, namespace, dry_run)
@@ -395,53 +399,3 @@ def summarize(manifest: Manifest) -> tuple[str, ...]:
     if isinstance(spec, dict) and "replicas" in spec:
         return (f"replicas: {spec['replicas']}",)
     return ()
-
-
-def load_configuration(publish: PublishSettings) -> tuple[Configuration, str]:
-    """Load the client configuration the publish settings name, and say where it came from.
-
-    Order: ``publish.kubeconfig`` (with ``kube_context``); else the in-cluster service
-    account (unless a context is named, which only a kubeconfig has); else
-    ``~/.kube/config``.
-
-    Raises:
-        ConfigError: nothing to load, or the kubeconfig / context is unusable.
-    """
-    configuration = Configuration()
-    context = publish.kube_context
-    if publish.kubeconfig is not None:
-        return configuration, _from_kubeconfig(publish.kubeconfig, context, configuration)
-    if context is None:
-        try:
-            kube_config.load_incluster_config(client_configuration=configuration)
-        except kube_config.ConfigException:
-            pass
-        else:
-            return configuration, "the in-cluster service account"
-    default = Path(kube_config.KUBE_CONFIG_DEFAULT_LOCATION).expanduser()
-    if not default.is_file():
-        raise ConfigError(
-            "no Kubernetes credentials: publish.kubeconfig is unset, this process is not "
-            f"running in a pod (no service account), and {default} does not exist; set "
-            "FORESIGHT_PUBLISH__KUBECONFIG (and FORESIGHT_PUBLISH__KUBE_CONTEXT) or run in-cluster"
-        )
-    return configuration, _from_kubeconfig(default, context, configuration)
-
-
-def _from_kubeconfig(path: Path, context: str | None, configuration: Configuration) -> str:
-    if not path.is_file():
-        raise ConfigError(f"publish.kubeconfig {path} does not exist; point it at a kubeconfig")
-    try:
-        kube_config.load_kube_config(
-            config_file=str(path),
-            context=context,
-            client_configuration=configuration,
-            persist_config=False,
-        )
-    except (kube_config.ConfigException, ValueError, OSError) as exc:
-        raise ConfigError(
-            f"cannot load kubeconfig {path}"
-            + (f" with context {context!r}" if context else "")
-            + f": {exc}; check publish.kubeconfig and publish.kube_context"
-        ) from exc
-    return f"kubeconfig {path}" + (f" (context {context})" if context else "")

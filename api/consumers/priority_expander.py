@@ -19,6 +19,7 @@ node group usable, at the lowest preference.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -341,6 +342,19 @@ def validate_value_text(value: str, ranking: Sequence[RankedPool] = ()) -> dict[
     return validate_priorities(parsed, ranking)
 
 
+MANAGED_NODE_GROUPS: Final = "foresight.io/managed-node-groups"
+"""Annotation: the JSON list of node group ids whose priorities Foresight writes.
+
+Entries of the live ConfigMap that are not these groups' regexes (or the catch-all)
+are an operator's and are kept (see :mod:`api.consumers.priority_merge`).
+"""
+
+
+def _managed_annotation(node_group_ids: Iterable[str]) -> dict[str, str]:
+    ids = sorted(set(node_group_ids))
+    return {MANAGED_NODE_GROUPS: json.dumps(ids, separators=(",", ":"))}
+
+
 def priority_expander_configmap(
     pools: Sequence[PoolConfig],
     recommendations: Iterable[Recommendation],
@@ -374,7 +388,12 @@ def priority_expander_configmap(
     manifest: Manifest = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": CONFIGMAP_NAME, "namespace": namespace, "labels": dict(MANAGED_BY)},
+        "metadata": {
+            "name": CONFIGMAP_NAME,
+            "namespace": namespace,
+            "labels": dict(MANAGED_BY),
+            "annotations": _managed_annotation(entry.node_group_id for entry in ranking),
+        },
         "data": {CONFIGMAP_KEY: value},
     }
     check_typed((manifest, "V1ConfigMap"))

@@ -418,6 +418,56 @@ def test_a_configmap_foresight_does_not_own_is_never_replaced(
     assert state.writes() == []
 
 
+CM_KEY: Key = ("v1", "configmaps", "kube-system", "cluster-autoscaler-priority-expander")
+
+
+def test_entries_an_operator_added_survive_the_next_publish(
+    stub: tuple[KubeStub, str], writer: KubeWriter
+) -> None:
+    state, _ = stub
+    writer.sync(desired({"a100": 2, "l4": 1}), prune=SCOPES, dry_run=False)
+    # The operator edits the live object: a CPU group between the two pools.
+    live = state.objects[CM_KEY]
+    live["data"]["priorities"] = live["data"]["priorities"].replace(
+        "10:\n", "15:\n  - ^cpu-general$\n10:\n"
+    )
+    state.requests.clear()
+
+    changes = writer.sync(desired({"l4": 5, "a100": 1}), prune=SCOPES, dry_run=False)
+
+    assert changes[0].action == "replace"
+    (put,) = [r for r in state.requests if r.method == "PUT" and "configmaps" in r.path]
+    assert yaml.safe_load(put.body["data"]["priorities"]) == {
+        20: ["^eks-l4$"],
+        15: ["^cpu-general$"],
+        10: ["^eks-a100$"],
+        0: [".*"],
+    }
+    assert put.body["metadata"]["resourceVersion"] == live["metadata"]["resourceVersion"]
+    # Publishing the same set again keeps the operator's entry and writes nothing.
+    state.requests.clear()
+    again = writer.sync(desired({"l4": 5, "a100": 1}), prune=SCOPES, dry_run=False)
+    assert again[0].action == "unchanged"
+    assert state.writes() == []
+
+
+def test_an_operator_entry_over_a_managed_node_group_is_refused_and_nothing_written(
+    stub: tuple[KubeStub, str], writer: KubeWriter
+) -> None:
+    state, _ = stub
+    writer.sync(desired({"a100": 2, "l4": 1}), prune=SCOPES, dry_run=False)
+    live = state.objects[CM_KEY]
+    live["data"]["priorities"] = "90:\n  - ^eks-l\n" + live["data"]["priorities"]
+    before = copy.deepcopy(live)
+    state.requests.clear()
+
+    with pytest.raises(PublishError, match=r"'\^eks-l' at priority 90 .* 'eks-l4'"):
+        writer.sync(desired({"a100": 1, "l4": 1}), prune=SCOPES, dry_run=False)
+
+    assert state.writes() == []
+    assert state.objects[CM_KEY] == before
+
+
 def test_capacity_buffers_go_through_the_custom_objects_api(
     stub: tuple[KubeStub, str], writer: KubeWriter
 ) -> None:

@@ -70,6 +70,10 @@ def test_three_pool_yaml_text_is_exact(recommend: MakeRecommendation) -> None:
         "  namespace: kube-system\n"
         "  labels:\n"
         "    app.kubernetes.io/managed-by: foresight\n"
+        "  annotations:\n"
+        '    foresight.io/managed-node-groups: \'["MachineDeployment/gpu-workers/h100-md-0",'
+        '"eks-a100-nodes-2024a1b2c3","https://www.googleapis.com/compute/v1/projects/'
+        "acme-ml/zones/us-central1-a/instanceGroups/gke-ml-l4-pool-9f8e7d6c-grp\"]'\n"
         "data:\n"
         "  priorities: |\n" + "".join(f"    {line}\n" for line in config.value.splitlines())
     )

@@ -12,10 +12,10 @@ from kubernetes import config as kube_config  # type: ignore[import-untyped]
 from kubernetes.client import ApiClient, Configuration  # type: ignore[import-untyped]
 
 from api.consumers.k8s import Manifest
+from api.consumers.kube_credentials import load_configuration
 from api.consumers.kube_writer import (
     ClusterUnreachableError,
     KubeWriter,
-    load_configuration,
     validate_manifest,
 )
 from api.consumers.priority_expander import priority_expander_configmap

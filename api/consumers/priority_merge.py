@@ -1,0 +1,180 @@
+"""Merging Foresight's priorities into a live priority-expander ConfigMap.
+
+Foresight owns only the priorities of the node groups it manages: each pool's anchored
+regex and the ``.*`` catch-all. The node group ids behind them are recorded in the
+annotation :data:`MANAGED_NODE_GROUPS` of the ConfigMap, so the next publish knows
+which regexes it wrote, even for a pool since removed from the pools file. Every other
+entry (an operator's regex for a node group Foresight does not manage) is kept at its
+priority.
+
+Two things are refused rather than guessed (:class:`PriorityConflictError`): an entry
+Foresight did not write that matches one of its node groups (cluster-autoscaler would
+apply the higher of the two priorities, so Foresight's ranking would silently lose),
+and an entry at or below the catch-all's priority (it must stay alone at the lowest).
+A live value that does not parse is refused too: overwriting it would lose whatever
+the operator meant.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from api.consumers.k8s import Manifest, load_yaml
+from api.consumers.priority_expander import (
+    CATCH_ALL,
+    CATCH_ALL_PRIORITY,
+    CONFIGMAP_KEY,
+    CONFIGMAP_NAME,
+    MANAGED_NODE_GROUPS,
+    compile_re2,
+    node_group_regex,
+    render_priorities,
+    validate_value_text,
+)
+from forecaster.exceptions import PublishError
+
+
+class PriorityConflictError(PublishError):
+    """The live ConfigMap holds an entry Foresight did not write that it cannot keep."""
+
+
+def managed_node_groups(manifest: Manifest) -> list[str] | None:
+    """Return the node group ids a ConfigMap's annotation records, None without one.
+
+    Raises:
+        PublishError: the annotation is there but is not a JSON list of strings.
+    """
+    annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(MANAGED_NODE_GROUPS)
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise PublishError(
+            f"annotation {MANAGED_NODE_GROUPS} is not JSON ({exc}); remove it and publish again"
+        ) from exc
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise PublishError(
+            f"annotation {MANAGED_NODE_GROUPS} must be a JSON list of node group ids, "
+            f"got {text!r}; remove it and publish again"
+        )
+    return value
+
+
+def is_priority_configmap(manifest: Manifest) -> bool:
+    """Whether ``manifest`` is the priority-expander ConfigMap."""
+    metadata = manifest.get("metadata") or {}
+    return manifest.get("kind") == "ConfigMap" and metadata.get("name") == CONFIGMAP_NAME
+
+
+def merge_priorities(existing: Manifest, desired: Manifest) -> Manifest:
+    """Return ``desired`` with the entries of ``existing`` that Foresight did not write added.
+
+    Args:
+        existing: the live ConfigMap (owned by Foresight: the caller checked the label).
+        desired: the ConfigMap Foresight built, with its :data:`MANAGED_NODE_GROUPS`
+            annotation.
+
+    Returns:
+        A copy of ``desired`` whose ``priorities`` also hold the operator's entries, at
+        their own priorities after Foresight's regexes; validated as cluster-autoscaler
+        reads it.
+
+    Raises:
+        PriorityConflictError: the live value does not parse, or an entry Foresight did
+            not write matches one of its node groups or sits at the catch-all's priority.
+        PublishError: ``desired`` has no annotation or an invalid value.
+    """
+    current = managed_node_groups(desired)
+    if current is None:
+        raise PublishError(f"the desired ConfigMap has no {MANAGED_NODE_GROUPS} annotation")
+    wanted = validate_value_text(desired["data"][CONFIGMAP_KEY])
+    live_text = (existing.get("data") or {}).get(CONFIGMAP_KEY)
+    if live_text is None:
+        return desired
+    previous = managed_node_groups(existing)
+    # Written before the annotation existed: Foresight's entries are the ones it would
+    # write now (and the catch-all); anything else is the operator's.
+    owned_ids = set(current) | set(previous if previous is not None else current)
+    owned = {node_group_regex(node_group) for node_group in owned_ids} | {CATCH_ALL}
+    extra = _operator_entries(_parse_live(live_text), owned)
+    if not extra:
+        return desired
+    _check_conflicts(extra, current)
+    merged: dict[int, list[str]] = {p: list(r) for p, r in wanted.items()}
+    for priority, regexes in extra.items():
+        merged[priority] = [*merged.get(priority, []), *regexes]
+    value = render_priorities(merged)
+    validate_value_text(value)
+    result = copy.deepcopy(desired)
+    result["data"][CONFIGMAP_KEY] = value
+    return result
+
+
+def _parse_live(text: Any) -> Mapping[Any, Any]:
+    if not isinstance(text, str):
+        raise PriorityConflictError(
+            f"the live {CONFIGMAP_KEY!r} of {CONFIGMAP_NAME} is not text; fix or delete it"
+        )
+    try:
+        parsed = load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise PriorityConflictError(
+            f"the live {CONFIGMAP_KEY!r} of {CONFIGMAP_NAME} is not valid YAML ({exc}); "
+            "Foresight will not overwrite what it cannot read: fix or delete it"
+        ) from exc
+    if not isinstance(parsed, Mapping):
+        raise PriorityConflictError(
+            f"the live {CONFIGMAP_KEY!r} of {CONFIGMAP_NAME} is not a map of priority to "
+            "regexes; fix or delete it"
+        )
+    return parsed
+
+
+def _operator_entries(live: Mapping[Any, Any], owned: set[str]) -> dict[int, list[str]]:
+    """Return the live entries Foresight did not write, by priority, in their order."""
+    extra: dict[int, list[str]] = {}
+    for key, regexes in live.items():
+        items = regexes if isinstance(regexes, list) else [regexes]
+        mine = [r for r in items if not (isinstance(r, str) and r in owned)]
+        if not mine:
+            continue
+        if isinstance(key, bool) or not isinstance(key, int):
+            raise PriorityConflictError(
+                f"the live entry {key!r}: {mine} of {CONFIGMAP_NAME} does not have a plain "
+                "integer priority; fix it (cluster-autoscaler rejects it too) or delete it"
+            )
+        for pattern in mine:
+            if not isinstance(pattern, str) or not pattern:
+                raise PriorityConflictError(
+                    f"the live entry at priority {key} holds {pattern!r}, not a regex; fix it"
+                )
+        extra[key] = mine
+    return extra
+
+
+def _check_conflicts(extra: Mapping[int, list[str]], managed: list[str]) -> None:
+    for priority, regexes in sorted(extra.items(), reverse=True):
+        for pattern in regexes:
+            if priority <= CATCH_ALL_PRIORITY:
+                raise PriorityConflictError(
+                    f"the entry {pattern!r} at priority {priority} was not written by "
+                    f"Foresight and sits at the catch-all's priority {CATCH_ALL_PRIORITY}; "
+                    "move it to a priority above 0 or delete it"
+                )
+            compiled = compile_re2(pattern)
+            # Unanchored search, as cluster-autoscaler matches.
+            clashes = [node_group for node_group in managed if compiled.search(node_group)]
+            if clashes:
+                raise PriorityConflictError(
+                    f"the entry {pattern!r} at priority {priority} was not written by "
+                    f"Foresight but matches node group {clashes[0]!r}, whose priority "
+                    "Foresight manages; remove the entry (or narrow it), or remove that "
+                    "pool from the pools file"
+                )
