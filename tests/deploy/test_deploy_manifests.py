@@ -316,9 +316,10 @@ def test_cluster_autoscaler_values_leave_the_configmap_to_foresight() -> None:
     (values,) = load_documents(HELM_VALUES)
     assert values["expanderPriorities"] == {}
     assert "priority" in values["extraArgs"]["expander"].split(",")
-    # Placeholders (priority -10) must stay above the expendable cut-off to trigger scale-up.
+    # cluster-autoscaler's IsExpendablePod: priority < cutoff. Placeholders must not be
+    # expendable (or they trigger no scale-up), so the cut-off must be <= their priority.
     (klass,) = [o for o in rendered("base") if o["kind"] == "PriorityClass"]
-    assert values["extraArgs"]["expendable-pods-priority-cutoff"] < klass["value"]
+    assert values["extraArgs"]["expendable-pods-priority-cutoff"] <= klass["value"]
 
 
 def test_keda_reads_a_number_the_recommendation_has() -> None:
