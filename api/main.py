@@ -28,6 +28,7 @@ from api.clock import ClockMode, ReplayClock, system_clock
 from api.dashboard import page_router as dashboard_page_router
 from api.dashboard import router as dashboard_router
 from api.errors import install_error_handlers
+from api.grpc_expander.wiring import start_configured_expander
 from api.ingest import seed_from_sample as seed_store
 from api.latency import LatencyTracker
 from api.limits import install_limits
@@ -191,11 +192,13 @@ def create_app(
             guard = TokenGuard.from_settings(built.settings.service)
             warn_if_open(guard)
             await run_in_threadpool(service.start)
+            expander = start_configured_expander(built.settings.publish, service)
             app.state.auth = guard
             app.state.max_body_bytes = built.settings.service.max_body_bytes
             app.state.services = built
             app.state.latency = tracker
             app.state.service = service
+            app.state.grpc_expander = expander
             tasks = []
             if refresh_seconds:
                 tasks.append(asyncio.create_task(_refresh_forever(service, refresh_seconds)))
@@ -210,6 +213,8 @@ def create_app(
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+                if expander is not None:
+                    await run_in_threadpool(expander.stop)
                 app.state.service = None
         finally:
             if wired:

@@ -154,9 +154,12 @@ class PoolConfig(_Strict):
         "e.g. a100-train",
     )
     node_group_id: str = Field(
-        pattern=r"^\S+$",
+        # Inner spaces are allowed (AWS Auto Scaling group names may hold them); edges
+        # and line breaks are not, they would never match what the provider reports.
+        pattern=r"^\S(.*\S)?$",
+        max_length=2048,
         description="the node group id cluster-autoscaler sees (AWS ASG name, GCE MIG URL, "
-        "clusterapi Kind/namespace/name), without spaces",
+        "clusterapi Kind/namespace/name), without leading or trailing spaces",
     )
     gpus_per_node: int = Field(default=8, ge=1, description="GPUs on one node, an integer >= 1")
     min_nodes: int = Field(default=0, ge=0, description="the fewest nodes, an integer >= 0")

@@ -121,3 +121,23 @@ class PublishSettings(_Section):
         "(placeholder Deployments, any cluster-autoscaler), 'capacity_buffer' "
         "(CapacityBuffer objects, cluster-autoscaler >= 1.35) or 'none' (only the ConfigMap)",
     )
+    grpc_expander_address: str | None = Field(
+        default=None,
+        description="host:port on which `foresight serve` answers cluster-autoscaler's gRPC "
+        "expander (--expander=grpc) over TLS, e.g. 0.0.0.0:8443 (unset: not served)",
+    )
+    grpc_expander_cert: Path | None = Field(
+        default=None,
+        description="the PEM certificate (chain) of the gRPC expander; its names must include "
+        "the host of cluster-autoscaler's --grpc-expander-url",
+    )
+    grpc_expander_key: Path | None = Field(
+        default=None, description="the PEM private key of grpc_expander_cert"
+    )
+    grpc_expander_budget_s: float = Field(
+        default=1.0,
+        gt=0,
+        le=4.0,
+        description="seconds a gRPC expander call may wait for fresh recommendations before "
+        "answering from the last ranking (cluster-autoscaler's deadline is 5 s)",
+    )
