@@ -38,9 +38,15 @@ KUBERNETES_VERSION = "1.34.0"
 """The Kubernetes API version the manifests are validated against (pinned)."""
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-KUSTOMIZATIONS = ["base", "overlays/production", "overlays/split-scheduler"]
+KUSTOMIZATIONS = [
+    "base",
+    "overlays/production",
+    "overlays/split-scheduler",
+    "overlays/grpc-expander",
+]
 EXAMPLES = sorted((DEPLOY / "examples").glob("*.yaml"))
 HELM_VALUES = DEPLOY / "examples" / "cluster-autoscaler-values.yaml"
+GRPC_HELM_VALUES = DEPLOY / "examples" / "cluster-autoscaler-grpc-values.yaml"
 METRICS_MODULE = Path(__file__).resolve().parents[2] / "api" / "metrics.py"
 """Referenced by the alert rules, not exposed yet; remove a name once /metrics has it."""
 
@@ -52,7 +58,10 @@ def rendered(name: str) -> list[Manifest]:
 def all_objects() -> list[tuple[str, Manifest]]:
     found = [(name, obj) for name in KUSTOMIZATIONS for obj in rendered(name)]
     found += [
-        (path.name, obj) for path in EXAMPLES if path != HELM_VALUES for obj in load_documents(path)
+        (path.name, obj)
+        for path in EXAMPLES
+        if path not in (HELM_VALUES, GRPC_HELM_VALUES)
+        for obj in load_documents(path)
     ]
     return found
 
@@ -320,6 +329,38 @@ def test_cluster_autoscaler_values_leave_the_configmap_to_foresight() -> None:
     # expendable (or they trigger no scale-up), so the cut-off must be <= their priority.
     (klass,) = [o for o in rendered("base") if o["kind"] == "PriorityClass"]
     assert values["extraArgs"]["expendable-pods-priority-cutoff"] <= klass["value"]
+
+
+def test_the_grpc_expander_wiring_meets_in_the_middle(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (values,) = load_documents(GRPC_HELM_VALUES)
+    args = values["extraArgs"]
+    # grpc first: the priority ConfigMap decides when Foresight has no opinion or fails.
+    assert args["expander"].split(",") == ["grpc", "priority"]
+    host, port = args["grpc-expander-url"].rsplit(":", 1)
+    objects = rendered("overlays/grpc-expander")
+    (service,) = [o for o in objects if o["kind"] == "Service"]
+    assert host == f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
+    (grpc_port,) = [p for p in service["spec"]["ports"] if p["name"] == "grpc-expander"]
+    assert grpc_port["port"] == int(port)
+    (volume,) = values["extraVolumeSecrets"].values()
+    assert args["grpc-expander-cert"].startswith(volume["mountPath"] + "/")
+    # Foresight's side: the settings name the mounted Secret's files and the port.
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert {"name": "grpc-expander", "containerPort": 8443, "protocol": "TCP"} in container["ports"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "expander-tls"]
+    (secret,) = [v for v in pod["volumes"] if v["name"] == "expander-tls"]
+    assert secret["secret"]["secretName"] == "foresight-expander-tls"
+    for key, value in env_of("overlays/grpc-expander").items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("FORESIGHT_ROOT", str(tmp_path))
+    publish = load_settings().publish
+    assert publish.grpc_expander_address == "0.0.0.0:8443"
+    for path in (publish.grpc_expander_cert, publish.grpc_expander_key):
+        assert str(path).startswith(mount["mountPath"] + "/")
 
 
 def test_keda_reads_a_number_the_recommendation_has() -> None:
