@@ -2,7 +2,9 @@
 
 Every replica runs the same command: the scheduler inside it joins the leader
 election (see :mod:`pipelines.scheduler`), so exactly one replica runs the jobs while
-all of them answer requests. ``make run`` adds the MLflow UI of the local store.
+all of them answer requests. Its publish job publishes what this process's API serves
+(:mod:`api.publish_runner`), not a service of its own. ``make run`` adds the MLflow UI
+of the local store.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from forecaster.exceptions import ConfigError
 from pipelines.cli_support import ConfigOption, cli_errors, cli_settings, console
 from pipelines.mlflow_ui import mlflow_ui
 from pipelines.scheduler import start_scheduler
+from pipelines.scheduler.dispatch import JobRunner
 from pipelines.store import open_store
 
 
@@ -55,6 +58,7 @@ def serve_command(
     import uvicorn
 
     from api.main import create_app
+    from api.publish_runner import serving_job_runner
 
     with cli_errors():
         if clock not in ("system", "replay"):
@@ -68,7 +72,9 @@ def serve_command(
                 else None
             )
             if scheduler:
-                stack.enter_context(_scheduler(settings))
+                # The publish job publishes what this app serves (call-chain included).
+                runner = serving_job_runner(lambda: getattr(application.state, "service", None))
+                stack.enter_context(_scheduler(settings, runner))
             _print_addresses(host, port, ui, scheduler)
             # Hundreds of thousands of long-lived objects (modules, classes) come with
             # the imports; freezing them keeps full collections from stalling requests
@@ -79,10 +85,10 @@ def serve_command(
 
 
 @contextmanager
-def _scheduler(settings: Settings) -> Iterator[None]:
+def _scheduler(settings: Settings, runner: JobRunner) -> Iterator[None]:
     store = open_store(settings.store_url)
     try:
-        running = start_scheduler(settings, store)
+        running = start_scheduler(settings, store, runner=runner)
         try:
             yield
         finally:

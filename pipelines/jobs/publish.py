@@ -41,7 +41,8 @@ def run_publish(
     Args:
         settings: the deployment's settings.
         store: the store; default the settings' store.
-        now: the decision time (default the wall clock).
+        now: the decision time (default the publisher's clock: the wall clock, or
+            the running service's).
         apply: write to the cluster; default ``not service.forecast_only``.
         publish: the publisher; default ``api.publishing.publish_once``.
 
@@ -55,7 +56,8 @@ def run_publish(
         return finish(JOB, started, "skipped", f"{PUBLISHER_MODULE}.publish_once is not available")
     writes = (not settings.service.forecast_only) if apply is None else apply
     try:
-        clock = utc_now(now)
+        # Unset, the publisher's own clock decides (the running service's, in serve).
+        clock = None if now is None else utc_now(now)
         with borrowed_store(settings, store) as opened:
             outcome = publisher(settings, opened, apply=writes, now=clock)
     except ForesightError as exc:
