@@ -6,7 +6,7 @@ migrated with Alembic when the store is opened (:func:`open_store`).
 
 from pipelines.store.engine import display_url
 from pipelines.store.forecasts import ForecastRepository
-from pipelines.store.outbox import Backoff, OutboxItem, OutboxRepository
+from pipelines.store.outbox import Backoff, OutboxItem, OutboxRepository, RetryOutcome
 from pipelines.store.recommendations import Recommendation, RecommendationRepository
 from pipelines.store.samples import SampleRepository
 from pipelines.store.state import PoolStateRepository
@@ -20,6 +20,7 @@ __all__ = [
     "PoolStateRepository",
     "Recommendation",
     "RecommendationRepository",
+    "RetryOutcome",
     "SampleRepository",
     "Store",
     "display_url",

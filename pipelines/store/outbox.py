@@ -2,19 +2,23 @@
 
 The publish job enqueues a delivery per receiver; a sender claims the due ones,
 posts them and marks each delivered or failed. A failure schedules the next attempt
-after an exponential backoff. Claiming leases an item (moves its next attempt past
-the lease) in the same transaction that selects it, so a second replica, or a second
-sender, does not post it again unless the first one died before finishing. On
-PostgreSQL the selection skips rows another transaction is claiming
+after an exponential backoff. Every item has an explicit :data:`Status`: ``pending``
+(to send, or to retry), ``delivered`` (accepted) or ``dead`` (rejected for good: a
+dead letter, kept with its error until an operator retries it). Claiming leases an
+item (moves its next attempt past the lease) in the same transaction that selects it,
+so a second replica, or a second sender, does not post it again unless the first one
+died before finishing. On PostgreSQL the selection skips rows another transaction is
+claiming
 (``FOR UPDATE SKIP LOCKED``); SQLite serialises writers, and the claim's ``UPDATE``
 re-checks that each row is still due.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Final, Literal, cast
 
 from sqlalchemy import case, func, select, update
 
@@ -23,6 +27,13 @@ from pipelines.store.schema import OutboxRow, as_utc
 from pipelines.store.upsert import upsert
 
 MAX_ERROR_CHARS: Final = 2_000
+
+Status = Literal["pending", "delivered", "dead"]
+"""An item's state: to send (or retry), accepted, or rejected for good."""
+
+PENDING: Final = "pending"
+DELIVERED: Final = "delivered"
+DEAD: Final = "dead"
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,22 @@ class OutboxItem:
     next_attempt_at: datetime
     delivered_at: datetime | None
     last_error: str | None
+    status: Status = "pending"
+    dead_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RetryOutcome:
+    """What :meth:`OutboxRepository.retry` did.
+
+    Attributes:
+        retried: the dead letters made pending again, due at once.
+        refused: per id, why it was left dead (not a dead letter; a newer set was
+            delivered to that URL since, so resending would deliver an outdated one).
+    """
+
+    retried: tuple[int, ...]
+    refused: dict[int, str]
 
 
 class OutboxRepository:
@@ -103,6 +130,7 @@ class OutboxRepository:
             "created_at": created,
             "attempts": 0,
             "next_attempt_at": created,
+            "status": PENDING,
         }
         lookup = select(OutboxRow.id).where(
             OutboxRow.target_url == target_url, OutboxRow.idempotency_key == idempotency_key
@@ -137,7 +165,7 @@ class OutboxRepository:
             lease: how long the claim hides the items.
         """
         current = as_utc(now or datetime.now(UTC))
-        due = (OutboxRow.delivered_at.is_(None), OutboxRow.next_attempt_at <= current)
+        due = (OutboxRow.status == PENDING, OutboxRow.next_attempt_at <= current)
         pick = (
             select(OutboxRow.id)
             .where(*due)
@@ -164,7 +192,9 @@ class OutboxRepository:
         statement = (
             update(OutboxRow)
             .where(OutboxRow.id == item_id)
-            .values(delivered_at=as_utc(now or datetime.now(UTC)), last_error=None)
+            .values(
+                status=DELIVERED, delivered_at=as_utc(now or datetime.now(UTC)), last_error=None
+            )
             .execution_options(synchronize_session=False)
         )
         with self._db.transaction("mark a webhook delivered") as session:
@@ -194,7 +224,7 @@ class OutboxRepository:
             row = session.execute(
                 select(OutboxRow).where(OutboxRow.id == item_id).with_for_update()
             ).scalar_one_or_none()
-            if row is None or row.delivered_at is not None:
+            if row is None or row.status != PENDING:
                 return None
             row.next_attempt_at = current + backoff.delay(row.attempts)
             row.last_error = error[:MAX_ERROR_CHARS]
@@ -226,7 +256,7 @@ class OutboxRepository:
             select(OutboxRow)
             .where(
                 OutboxRow.target_url == item.target_url,
-                OutboxRow.delivered_at.is_(None),
+                OutboxRow.status == PENDING,
                 OutboxRow.id < item.id,
             )
             .order_by(OutboxRow.id)
@@ -240,7 +270,7 @@ class OutboxRepository:
         """Give a claim back unsent: due again at ``due_at``, the claim's attempt undone."""
         statement = (
             update(OutboxRow)
-            .where(OutboxRow.id == item_id, OutboxRow.delivered_at.is_(None))
+            .where(OutboxRow.id == item_id, OutboxRow.status == PENDING)
             .values(
                 attempts=case((OutboxRow.attempts > 0, OutboxRow.attempts - 1), else_=0),
                 next_attempt_at=as_utc(due_at),
@@ -251,17 +281,17 @@ class OutboxRepository:
             session.execute(statement)
 
     def give_up(self, item_id: int, error: str, *, now: datetime | None = None) -> None:
-        """Settle an item the receiver rejected for good (a dead letter); never sent again.
+        """Settle an item the receiver rejected for good: status ``dead``, not sent again.
 
-        A dead letter is settled (``delivered_at`` set, so it neither retries nor holds
-        back later items) and keeps ``last_error``; :meth:`mark_delivered` clears it, so
-        :meth:`dead_letters` tells the two apart.
+        A dead letter neither retries nor holds back later items; it keeps
+        ``last_error`` and ``dead_at`` until :meth:`retry` makes it pending again.
         """
         statement = (
             update(OutboxRow)
-            .where(OutboxRow.id == item_id, OutboxRow.delivered_at.is_(None))
+            .where(OutboxRow.id == item_id, OutboxRow.status == PENDING)
             .values(
-                delivered_at=as_utc(now or datetime.now(UTC)),
+                status=DEAD,
+                dead_at=as_utc(now or datetime.now(UTC)),
                 last_error=(error or "rejected")[:MAX_ERROR_CHARS],
             )
             .execution_options(synchronize_session=False)
@@ -270,15 +300,80 @@ class OutboxRepository:
             session.execute(statement)
 
     def dead_letters(self, *, limit: int = 100) -> list[OutboxItem]:
-        """Return the items given up on (:meth:`give_up`), newest first."""
+        """Return the dead letters (:meth:`give_up`), newest first."""
         statement = (
             select(OutboxRow)
-            .where(OutboxRow.delivered_at.is_not(None), OutboxRow.last_error.is_not(None))
+            .where(OutboxRow.status == DEAD)
             .order_by(OutboxRow.id.desc())
             .limit(limit)
         )
         with self._db.transaction("read dead webhooks") as session:
             return [_item(row) for row in session.scalars(statement)]
+
+    def counts(self) -> dict[Status, int]:
+        """Return how many items are in each status (every status present, zeros included)."""
+        statement = select(OutboxRow.status, func.count()).group_by(OutboxRow.status)
+        found: dict[Status, int] = {PENDING: 0, DELIVERED: 0, DEAD: 0}
+        with self._db.transaction("count webhooks by status") as session:
+            for status, count in session.execute(statement):
+                if status in found:
+                    found[status] = int(count)
+        return found
+
+    def retry(
+        self,
+        item_ids: Sequence[int] | None = None,
+        *,
+        now: datetime | None = None,
+        allow_outdated: bool = False,
+    ) -> RetryOutcome:
+        """Make dead letters pending again, due at once, with a fresh attempt count.
+
+        Each item is a whole recommendation set, so a dead letter is refused when a
+        newer set for the same URL has been delivered since (resending it would leave
+        the receiver on an outdated set), unless ``allow_outdated``.
+
+        Args:
+            item_ids: the dead letters to retry; None: every dead letter.
+            now: when they become due (tz-aware); default the clock.
+            allow_outdated: retry even when a newer set was delivered since.
+        """
+        current = as_utc(now or datetime.now(UTC))
+        retried: list[int] = []
+        refused: dict[int, str] = {}
+        with self._db.transaction("retry dead webhooks") as session:
+            query = select(OutboxRow).where(OutboxRow.status == DEAD)
+            if item_ids is not None:
+                query = select(OutboxRow).where(OutboxRow.id.in_(list(item_ids)))
+            rows = {row.id: row for row in session.scalars(query.with_for_update())}
+            for item_id in item_ids if item_ids is not None else sorted(rows):
+                row = rows.get(item_id)
+                if row is None or row.status != DEAD:
+                    state = "does not exist" if row is None else f"is {row.status}"
+                    refused[item_id] = f"webhook #{item_id} {state}, not a dead letter"
+                    continue
+                newer = session.execute(
+                    select(OutboxRow.id)
+                    .where(
+                        OutboxRow.target_url == row.target_url,
+                        OutboxRow.status == DELIVERED,
+                        OutboxRow.id > row.id,
+                    )
+                    .limit(1)
+                ).scalar_one_or_none()
+                if newer is not None and not allow_outdated:
+                    refused[item_id] = (
+                        f"webhook #{item_id}: a newer set (#{newer}) was delivered to "
+                        f"{row.target_url} since; resending would deliver an outdated set "
+                        "(allow it explicitly to send anyway)"
+                    )
+                    continue
+                row.status = PENDING
+                row.attempts = 0
+                row.next_attempt_at = current
+                row.dead_at = None
+                retried.append(item_id)
+        return RetryOutcome(tuple(retried), refused)
 
     def get(self, item_id: int) -> OutboxItem | None:
         """Return one item as stored, or None."""
@@ -287,10 +382,8 @@ class OutboxRepository:
             return None if row is None else _item(row)
 
     def pending(self) -> int:
-        """Return the number of items not delivered yet (due or waiting)."""
-        statement = (
-            select(func.count()).select_from(OutboxRow).where(OutboxRow.delivered_at.is_(None))
-        )
+        """Return the number of pending items (due or waiting; dead letters excluded)."""
+        statement = select(func.count()).select_from(OutboxRow).where(OutboxRow.status == PENDING)
         with self._db.transaction("count webhooks") as session:
             return int(session.execute(statement).scalar_one())
 
@@ -306,4 +399,6 @@ def _item(row: OutboxRow) -> OutboxItem:
         next_attempt_at=row.next_attempt_at,
         delivered_at=row.delivered_at,
         last_error=row.last_error,
+        status=cast(Status, row.status),
+        dead_at=row.dead_at,
     )

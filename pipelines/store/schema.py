@@ -151,6 +151,7 @@ class OutboxRow(Base):
     __table_args__ = (
         UniqueConstraint("target_url", "idempotency_key", name="uq_webhook_outbox_target_key"),
         Index("ix_webhook_outbox_due", "delivered_at", "next_attempt_at"),
+        Index("ix_webhook_outbox_status_due", "status", "next_attempt_at"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -162,6 +163,11 @@ class OutboxRow(Base):
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text(), nullable=True)
+    # pending (to send or retry), delivered (accepted), dead (rejected for good).
+    status: Mapped[str] = mapped_column(
+        String(20), nullable=False, default="pending", server_default="pending"
+    )
+    dead_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class JobRunRow(Base):

@@ -284,6 +284,60 @@ class OutboxContract:
         assert delivered is not None
         assert (delivered.delivered_at, delivered.last_error) == (now, None)
 
+    def test_each_item_has_an_explicit_status_and_dead_letters_are_not_delivered(
+        self, store: Store
+    ) -> None:
+        delivered = store.outbox.enqueue("http://a", b"1", "k1", now=T0)
+        dead = store.outbox.enqueue("http://a", b"2", "k2", now=T0)
+        waiting = store.outbox.enqueue("http://a", b"3", "k3", now=T0)
+        store.outbox.claim_due(now=T0)
+        store.outbox.mark_delivered(delivered, now=T0)
+        store.outbox.give_up(dead, "HTTP 410 Gone", now=T0 + STEP)
+
+        found = {i: store.outbox.get(i) for i in (delivered, dead, waiting)}
+        assert {i: item.status for i, item in found.items() if item} == {
+            delivered: "delivered",
+            dead: "dead",
+            waiting: "pending",
+        }
+        assert found[dead] is not None
+        assert (found[dead].delivered_at, found[dead].dead_at) == (None, T0 + STEP)
+        assert found[dead].last_error == "HTTP 410 Gone"
+        assert store.outbox.counts() == {"pending": 1, "delivered": 1, "dead": 1}
+        assert [item.id for item in store.outbox.dead_letters()] == [dead]
+        # A dead letter neither retries nor holds back the sets queued after it.
+        assert store.outbox.mark_failed(dead, "late", now=T0) is None
+        later = store.outbox.get(waiting)
+        assert later is not None
+        assert store.outbox.blocker(later) is None
+
+    def test_an_operator_retries_a_dead_letter_unless_a_newer_set_was_delivered(
+        self, store: Store
+    ) -> None:
+        old = store.outbox.enqueue("http://a", b"1", "k1", now=T0)
+        store.outbox.claim_due(now=T0)
+        store.outbox.give_up(old, "HTTP 401", now=T0)
+        newer = store.outbox.enqueue("http://a", b"2", "k2", now=T0 + STEP)
+        alone = store.outbox.enqueue("http://b", b"1", "k1", now=T0)
+        store.outbox.claim_due(now=T0 + STEP)
+        store.outbox.mark_delivered(newer, now=T0 + STEP)
+        store.outbox.give_up(alone, "HTTP 404", now=T0 + STEP)
+
+        outcome = store.outbox.retry(now=T0 + 2 * STEP)
+
+        assert outcome.retried == (alone,)
+        assert set(outcome.refused) == {old}
+        assert f"#{newer}" in outcome.refused[old]
+        retried = store.outbox.get(alone)
+        assert retried is not None
+        assert (retried.status, retried.attempts, retried.dead_at) == ("pending", 0, None)
+        assert [i.id for i in store.outbox.claim_due(now=T0 + 2 * STEP)] == [alone]
+        # Asked explicitly, the outdated one goes too; a non-dead id is refused by name.
+        forced = store.outbox.retry([old, newer], now=T0 + 3 * STEP, allow_outdated=True)
+        assert forced.retried == (old,)
+        assert "is delivered, not a dead letter" in forced.refused[newer]
+        assert store.outbox.counts() == {"pending": 2, "delivered": 1, "dead": 0}
+
     def test_bodies_are_kept_byte_for_byte(self, store: Store) -> None:
         body = bytes(range(256))
         item_id = store.outbox.enqueue("http://a", body, "k", now=T0)

@@ -89,3 +89,42 @@ def test_a_schema_from_a_newer_version_is_a_clear_error(database: Database) -> N
         connection.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = 'from_the_future'"))
     with pytest.raises(StoreError, match="newer Foresight"):
         upgrade(database)
+
+
+def test_0003_classifies_existing_outbox_rows_by_the_old_dead_letter_rule(
+    database: Database,
+) -> None:
+    config = alembic_config()
+    with database.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0002")
+    at = "2025-01-01 00:00:00+00:00"
+    with database.engine.begin() as connection:
+        for key, delivered, error in [
+            ("sent", at, None),
+            ("dead", at, "HTTP 410"),
+            ("retrying", None, "HTTP 503"),
+            ("new", None, None),
+        ]:
+            connection.execute(
+                text(
+                    "INSERT INTO webhook_outbox (target_url, idempotency_key, body, created_at, "
+                    "attempts, next_attempt_at, delivered_at, last_error) VALUES "
+                    "('http://a', :key, x'00', :at, 1, :at, :delivered, :error)"
+                ),
+                {"key": key, "at": at, "delivered": delivered, "error": error},
+            )
+    upgrade(database)
+    with database.engine.connect() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT idempotency_key, status, delivered_at IS NULL, dead_at IS NULL "
+                "FROM webhook_outbox ORDER BY id"
+            )
+        ).all()
+    assert [tuple(row) for row in rows] == [
+        ("sent", "delivered", 0, 1),
+        ("dead", "dead", 1, 0),
+        ("retrying", "pending", 1, 1),
+        ("new", "pending", 1, 1),
+    ]
