@@ -20,6 +20,8 @@ Exposed (``foresight_`` prefix):
 - ``model_info{version,source}``: 1 for the loaded champion.
 - ``recommendation_available{pool}``: 1 when the pool has a recommendation.
 - ``spans_in_window``: spans held for call-chain analysis.
+- ``webhook_outbox_items{status}``: webhook deliveries pending, delivered and dead
+  (:mod:`api.outbox_metrics`).
 - ``http_request_duration_seconds{method,route,status}``: a histogram.
 """
 
@@ -40,6 +42,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.outbox_metrics import OutboxCollector
 from api.service import PoolEntry, RecommendationService
 from forecaster.exceptions import ForesightError
 
@@ -162,6 +165,7 @@ class AppMetrics:
             registry=self.registry,
         )
         self.registry.register(ServiceCollector(service))
+        self.registry.register(OutboxCollector(service))
 
     def exposition(self) -> tuple[bytes, str]:
         """Return the text exposition of every metric and its content type.

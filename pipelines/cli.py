@@ -43,6 +43,7 @@ from pipelines.reporting import (
 from pipelines.scheduler_cli import jobs_command, scheduler_command
 from pipelines.serve_cli import serve_command
 from pipelines.simulate_cli import simulate_command
+from pipelines.webhooks_cli import app as webhooks_app
 
 app = typer.Typer(
     help="Foresight: predictive autoscaling for GPU clusters.",
@@ -215,6 +216,7 @@ app.command("jobs")(jobs_command)
 app.command("ingest")(ingest_command)
 app.command("backfill")(backfill_command)
 app.command("simulate")(simulate_command)
+app.add_typer(webhooks_app, name="webhooks")
 
 
 def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:

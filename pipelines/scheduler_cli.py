@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Mapping
 from datetime import datetime
 from types import FrameType
 
@@ -15,6 +16,7 @@ from pipelines.cli_support import ConfigOption, cli_errors, cli_settings, consol
 from pipelines.scheduler import default_plan, job_statuses, start_scheduler
 from pipelines.scheduler.status import JobStatus
 from pipelines.store import open_store
+from pipelines.store.outbox import Status
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +69,9 @@ def jobs_command(config: ConfigOption = None) -> None:
         settings = cli_settings(config)
         with open_store(settings.store_url) as store:
             statuses = job_statuses(store, default_plan(settings))
+            outbox = store.outbox.counts()
         console.print(jobs_table(statuses))
+        _print_outbox(outbox)
         if not any(status.scheduled for status in statuses):
             console.print(
                 "[yellow]No scheduler has stored these jobs yet:[/] start one with "
@@ -100,3 +104,17 @@ def jobs_table(statuses: list[JobStatus]) -> Table:
 
 def _when(moment: datetime | None) -> str:
     return "paused" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _print_outbox(counts: Mapping[Status, int]) -> None:
+    """One line on the webhook outbox; dead letters in red, with how to retry them."""
+    line = (
+        f"Webhook outbox: {counts['pending']} pending, {counts['delivered']} delivered, "
+        f"{counts['dead']} dead"
+    )
+    if counts["dead"]:
+        line = (
+            f"[red]{line}[/]: list them with `foresight webhooks dead`, retry with "
+            "`foresight webhooks retry --all` once the receiver is fixed"
+        )
+    console.print(line, soft_wrap=True)

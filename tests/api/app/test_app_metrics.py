@@ -95,3 +95,23 @@ def test_each_app_counts_only_its_own_requests(
 
     labels = frozenset({("method", "GET"), ("route", "/pools"), ("status", "200")})
     assert got[("foresight_http_request_duration_seconds_count", labels)] == 1
+
+
+def test_metrics_count_the_webhook_outbox_by_status_dead_letters_included(
+    client: TestClient, services: Services
+) -> None:
+    outbox = services.store.outbox
+    ids = [outbox.enqueue("http://receiver.test/hook", b"{}", f"k{i}") for i in range(4)]
+    outbox.claim_due()
+    outbox.mark_delivered(ids[0])
+    outbox.give_up(ids[1], "HTTP 410 Gone")
+    outbox.give_up(ids[2], "HTTP 401 Unauthorized")
+
+    got = samples(client.get("/metrics").text)
+
+    def status(name: str) -> frozenset[tuple[str, str]]:
+        return frozenset({("status", name)})
+
+    assert got[("foresight_webhook_outbox_items", status("pending"))] == 1.0
+    assert got[("foresight_webhook_outbox_items", status("delivered"))] == 1.0
+    assert got[("foresight_webhook_outbox_items", status("dead"))] == 2.0
