@@ -178,11 +178,19 @@ class PoolOut(_Out):
     signals: dict[str, SignalOut]
     services: list[ServiceOut]
     scale_down: ScaleDownOut
+    node_group_warning: str | None = Field(
+        default=None,
+        description="why node_group_id is not in the form the cloud provider reports "
+        "(the pool would match only the priority expander's catch-all), else null",
+    )
 
 
 class PoolsOut(_Out):
     """Every configured pool, in the pools file's order."""
 
+    cloud_provider: str | None = Field(
+        default=None, description="the pools file's cloud_provider, null when unset"
+    )
     pools: list[PoolOut]
 
 

@@ -11,7 +11,7 @@ from forecaster.config.pools import PoolConfig
 router = APIRouter(tags=["pools"])
 
 
-def pool_out(pool: PoolConfig) -> PoolOut:
+def pool_out(pool: PoolConfig, node_group_warning: str | None = None) -> PoolOut:
     """Return the response body of one pool, PromQL placeholders filled in."""
     return PoolOut(
         name=pool.name,
@@ -32,10 +32,20 @@ def pool_out(pool: PoolConfig) -> PoolOut:
             window_seconds=pool.scale_down.window.total_seconds(),
             max_step_nodes=pool.scale_down.max_step_nodes,
         ),
+        node_group_warning=node_group_warning,
     )
 
 
 @router.get("/pools", response_model=PoolsOut, summary="The configured pools")
 def list_pools(service: ServiceDep) -> PoolsOut:
-    """Return every configured pool with its sizes, bounds, lead time and signals."""
-    return PoolsOut(pools=[pool_out(pool) for pool in service.select(None)])
+    """Return every configured pool with its sizes, bounds, lead time and signals.
+
+    ``node_group_warning`` says when a pool's node group id is not in the form the
+    cloud provider reports (see the pools file's ``cloud_provider``).
+    """
+    config = service.services.pools
+    warnings = config.node_group_warnings()
+    return PoolsOut(
+        cloud_provider=config.cloud_provider,
+        pools=[pool_out(pool, warnings.get(pool.name)) for pool in service.select(None)],
+    )

@@ -2,12 +2,15 @@
 
 A pool is one cluster-autoscaler node group. Only its identity (``name`` and
 ``node_group_id``) is required; every other field has a documented default. The file
-is a mapping with one key, ``pools``, holding a list of pools; see
+is a mapping with the key ``pools``, holding a list of pools, and optionally
+``cloud_provider`` (then each ``node_group_id`` is checked against the form that
+provider reports: :mod:`forecaster.config.node_groups`); see
 ``data/sample/pools.yaml`` for an annotated example.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -19,7 +22,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from forecaster.config.node_groups import CloudProvider, node_group_problem
 from forecaster.exceptions import ConfigError
+
+logger = logging.getLogger(__name__)
 
 QUEUE_GPUS: Final = "queue_gpus"
 ALLOCATED_GPUS: Final = "allocated_gpus"
@@ -268,6 +274,12 @@ class PoolsConfig(_Strict):
     pools: list[PoolConfig] = Field(
         min_length=1, description="a list of pools, at least one, each with name and node_group_id"
     )
+    cloud_provider: CloudProvider | None = Field(
+        default=None,
+        description="cluster-autoscaler's --cloud-provider ('aws', 'gce' or 'clusterapi'), "
+        "to check each node_group_id has the form it reports; unset: only obvious "
+        "mistakes are reported",
+    )
 
     @model_validator(mode="after")
     def _check_unique(self) -> PoolsConfig:
@@ -284,6 +296,14 @@ class PoolsConfig(_Strict):
                 {"problems": "; ".join(problems)},
             )
         return self
+
+    def node_group_warnings(self) -> dict[str, str]:
+        """Per pool, why its ``node_group_id`` is not in the provider's form (none: absent)."""
+        found = {
+            pool.name: node_group_problem(pool.node_group_id, self.cloud_provider)
+            for pool in self.pools
+        }
+        return {name: problem for name, problem in found.items() if problem is not None}
 
     @property
     def names(self) -> list[str]:
@@ -336,12 +356,15 @@ def load_pools(path: Path) -> PoolsConfig:
             f"pools file {path} must be a mapping with the key 'pools' holding a list of pools"
         )
     try:
-        return PoolsConfig.model_validate(content)
+        pools = PoolsConfig.model_validate(content)
     except ValidationError as exc:
         problems = [_describe(error, content) for error in exc.errors()]
         raise ConfigError(
             f"pools file {path} has {len(problems)} problem(s):\n  " + "\n  ".join(problems)
         ) from exc
+    for name, problem in pools.node_group_warnings().items():
+        logger.warning("pools file %s: pool %s: node_group_id %s", path, name, problem)
+    return pools
 
 
 def _describe(error: Any, content: Mapping[str, Any]) -> str:

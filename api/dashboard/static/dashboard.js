@@ -204,6 +204,9 @@
   async function renderPool(section, pool, rec, unavailable, now) {
     const heading = el("h2", { class: "pool-name" }, pool.name);
     section.replaceChildren(heading);
+    if (pool.node_group_warning) {
+      section.append(el("p", { class: "status warning" }, `node group: ${pool.node_group_warning}`));
+    }
     if (!rec) {
       showError(section, `no recommendation: ${unavailable || "unknown reason"}`);
       return;

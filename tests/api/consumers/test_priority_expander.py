@@ -277,3 +277,18 @@ def test_scale_down_and_missing_recommendations_rank_last(recommend: MakeRecomme
 def test_spacing_must_be_positive() -> None:
     with pytest.raises(ValueError, match="spacing"):
         rank_pools(POOLS, [], spacing=0)
+
+
+def test_an_auto_scaling_group_name_with_spaces_is_matched_exactly(
+    recommend: MakeRecommendation,
+) -> None:
+    pools = [
+        PoolConfig(name="spot", node_group_id="GPU training (spot) 2"),
+        PoolConfig(name="plain", node_group_id="GPU training"),
+    ]
+
+    config = priority_expander_configmap(pools, [recommend(pools[0], 2, 4)])
+
+    assert config.priorities[20] == (r"^GPU training \(spot\) 2$",)
+    assert config.priorities[10] == ("^GPU training$",)
+    assert yaml.safe_load(config.value)[20] == [r"^GPU training \(spot\) 2$"]
