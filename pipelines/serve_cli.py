@@ -75,7 +75,7 @@ def serve_command(
                 # The publish job publishes what this app serves (call-chain included).
                 runner = serving_job_runner(lambda: getattr(application.state, "service", None))
                 stack.enter_context(_scheduler(settings, runner))
-            _print_addresses(host, port, ui, scheduler)
+            _print_addresses(host, port, ui, scheduler, settings.publish.grpc_expander_address)
             # Hundreds of thousands of long-lived objects (modules, classes) come with
             # the imports; freezing them keeps full collections from stalling requests
             # for a few hundred milliseconds (benchmarks/api_load.py measured ~240 ms).
@@ -97,7 +97,9 @@ def _scheduler(settings: Settings, runner: JobRunner) -> Iterator[None]:
         store.close()
 
 
-def _print_addresses(host: str, port: int, ui: str | None, scheduler: bool) -> None:
+def _print_addresses(
+    host: str, port: int, ui: str | None, scheduler: bool, expander: str | None = None
+) -> None:
     base = f"http://{host}:{port}"
     lines = [
         f"Foresight is serving on {base}",
@@ -107,6 +109,8 @@ def _print_addresses(host: str, port: int, ui: str | None, scheduler: bool) -> N
     ]
     if ui is not None:
         lines.append(f"  MLflow UI:        {ui}")
+    if expander is not None:
+        lines.append(f"  gRPC expander:    {expander} (TLS, cluster-autoscaler --expander=grpc)")
     lines.append(
         "  scheduler:        running (jobs: `foresight jobs`)"
         if scheduler
