@@ -11,8 +11,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc  # type: ignore[import-untyped]
 import httpx
 import pytest
+
+from api.grpc_expander.protos import expander_pb2, expander_pb2_grpc
+from tests.integration.tls_certs import make_tls
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data" / "sample"
@@ -41,13 +45,19 @@ def _wait_for(url: str, process: subprocess.Popen[str], timeout: float) -> None:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, int, dict[str, str]]]:
-    api_port, ui_port = _free_port(), _free_port()
+    api_port, ui_port, expander_port = _free_port(), _free_port(), _free_port()
+    tls = make_tls(tmp_path)
     env = {
         **os.environ,
         "FORESIGHT_ROOT": str(tmp_path),
         "FORESIGHT_SAMPLE_DIR": str(SAMPLE),
         "FORESIGHT_POOLS_FILE": str(SAMPLE / "pools.yaml"),
         "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+        # cluster-autoscaler's gRPC expander beside the API, over TLS.
+        "FORESIGHT_PUBLISH__GRPC_EXPANDER_ADDRESS": f"127.0.0.1:{expander_port}",
+        "FORESIGHT_PUBLISH__GRPC_EXPANDER_CERT": str(tls.cert_file),
+        "FORESIGHT_PUBLISH__GRPC_EXPANDER_KEY": str(tls.key_file),
+        "FORESIGHT_TEST_CA": str(tls.ca_file),
     }
     foresight = Path(sys.executable).with_name("foresight")
     process = subprocess.Popen(
@@ -85,6 +95,23 @@ def test_serve_runs_api_scheduler_and_mlflow_ui_and_stops_cleanly(
     }
     _wait_for(f"http://127.0.0.1:{ui_port}/health", process, START_TIMEOUT_S)
 
+    # The gRPC expander answers with the pool /recommendation ranks first.
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=Path(env["FORESIGHT_TEST_CA"]).read_bytes()
+    )
+    address = env["FORESIGHT_PUBLISH__GRPC_EXPANDER_ADDRESS"].replace("127.0.0.1", "localhost")
+    with grpc.secure_channel(address, credentials) as channel:
+        answer = expander_pb2_grpc.ExpanderStub(channel).BestOptions(
+            expander_pb2.BestOptionsRequest(
+                options=[
+                    expander_pb2.Option(nodeGroupId="not-a-foresight-group", nodeCount=1),
+                    expander_pb2.Option(nodeGroupId="eks-l4-infer-ng-51be6c07", nodeCount=1),
+                ]
+            ),
+            timeout=10,
+        )
+    assert [o.nodeGroupId for o in answer.options] == ["eks-l4-infer-ng-51be6c07"]
+
     # The embedded scheduler leads (it is alone) and has stored its jobs.
     foresight = Path(sys.executable).with_name("foresight")
     jobs = subprocess.run(
@@ -96,7 +123,7 @@ def test_serve_runs_api_scheduler_and_mlflow_ui_and_stops_cleanly(
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=60)
     assert process.returncode == 0, output
-    for line in ("dashboard:", "recommendations:", "API docs:", "MLflow UI:"):
+    for line in ("dashboard:", "recommendations:", "API docs:", "MLflow UI:", "gRPC expander:"):
         assert line in output
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"http://127.0.0.1:{ui_port}/health", timeout=2)
