@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
+import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -76,8 +77,6 @@ POOLS = PoolsConfig.model_validate(
 
 @pytest.fixture
 def app_client(tmp_path: Path, tls: TlsFiles) -> Iterator[tuple[TestClient, RunningExpander]]:
-    import pandas as pd
-
     settings = load_settings(
         root=tmp_path,
         levels=[0.5, 0.8, 0.9],
