@@ -53,13 +53,18 @@ class PeakQuantileForecaster:
         max_iter: boosting iterations per model.
         learning_rate: boosting learning rate.
         max_leaf_nodes: leaves per tree.
-        min_samples_leaf: least rows per leaf.
+        min_samples_leaf: least rows per leaf. Large on purpose: a leaf must pool many
+            events, not the few rows of one fault seen on every series at once (on the
+            Helios traces, 40 let two collection stalls before an outage teach the
+            model to forecast a drop to zero whenever a whole fleet went flat).
         max_bins: histogram bins per feature (at most 255).
         max_history_days: only origins this recent (per series) are trained on.
         max_rows: at most this many training rows per lead, sampled at random.
         scale_weighted: weight each row by its scale over the series' median scale, so
             the loss is each series' own-unit pinball loss, normalised per series
             (rows of a momentarily quiet series do not dominate).
+        clip_scaled: training targets are clipped to +-this many scale units, so an
+            outage (a drop of the whole level) cannot dominate what a leaf learns.
         random_state: seed of the row sample and of the boosting.
         n_threads: OpenMP threads per fit.
     """
@@ -74,11 +79,12 @@ class PeakQuantileForecaster:
         max_iter: int = 150,
         learning_rate: float = 0.05,
         max_leaf_nodes: int = 15,
-        min_samples_leaf: int = 40,
+        min_samples_leaf: int = 200,
         max_bins: int = 64,
         max_history_days: float = 28.0,
         max_rows: int = 40_000,
         scale_weighted: bool = True,
+        clip_scaled: float = 20.0,
         random_state: int | None = 0,
         n_threads: int = 1,
     ) -> None:
@@ -94,6 +100,7 @@ class PeakQuantileForecaster:
         self.max_history_days = max_history_days
         self.max_rows = max_rows
         self.scale_weighted = scale_weighted
+        self.clip_scaled = clip_scaled
         self.random_state = random_state
         self.n_threads = n_threads
 
@@ -157,6 +164,7 @@ class PeakQuantileForecaster:
     ) -> tuple[FloatArray, FloatArray, FloatArray]:
         x, s = series_features(item, leads, day)
         z = np.column_stack([lead_headroom(item.y, lead) / s for lead in leads])
+        z = np.clip(z, -self.clip_scaled, self.clip_scaled)  # NaN (unrealised) stays NaN
         weight = s / np.median(s) if self.scale_weighted else np.ones(len(s))
         start = max(0, len(s) - history)
         return x[start:], z[start:], weight[start:]
@@ -196,7 +204,7 @@ class PeakQuantileForecaster:
         leads, levels = self._checked_leads(), self._checked_levels()
         inputs = collect_inputs(frame, self.targets, self.covariates)
         parts = [self._predict_one(item, models, leads, levels, since) for item in inputs]
-        return pd.concat(parts, ignore_index=True)
+        return pd.concat(parts, ignore_index=True)  # an empty part still carries the columns
 
     def _predict_one(
         self,
@@ -213,13 +221,10 @@ class PeakQuantileForecaster:
         else:
             rows = np.flatnonzero(item.ds >= _as_utc(since, item.ds))
         last, scale = item.y[rows], s[rows]
-        with threadpool_limits(limits=self.n_threads, user_api="openmp"):
-            z = np.stack(
-                [
-                    np.stack([models[(lead, q)].predict(x[rows]) for q in levels], axis=-1)
-                    for lead in leads
-                ]
-            )  # (lead, row, quantile)
+        if len(rows) == 0:  # nothing at or after ``since`` in this series
+            z = np.zeros((len(leads), 0, len(levels)))
+        else:
+            z = self._predict_scaled(x[rows], models, leads, levels)
         z = np.sort(z, axis=-1)  # quantiles never cross
         z = np.maximum.accumulate(z, axis=0)  # a longer lead's peak is never lower
         peak = last[None, :, None] + z * scale[None, :, None]
@@ -235,6 +240,22 @@ class PeakQuantileForecaster:
         for k, q in enumerate(levels):
             out[quantile_column(q)] = peak[:, :, k].ravel()
         return pd.DataFrame(out)
+
+    def _predict_scaled(
+        self,
+        x: FloatArray,
+        models: dict[tuple[int, float], HistGradientBoostingRegressor],
+        leads: Sequence[int],
+        levels: Sequence[float],
+    ) -> FloatArray:
+        """Scaled headroom quantiles, shape ``(lead, row, quantile)``."""
+        with threadpool_limits(limits=self.n_threads, user_api="openmp"):
+            return np.stack(
+                [
+                    np.stack([models[(lead, q)].predict(x) for q in levels], axis=-1)
+                    for lead in leads
+                ]
+            )
 
     # -- checks ---------------------------------------------------------------------
 

@@ -53,6 +53,10 @@ def test_forecast_frame_shape(fleet: pd.DataFrame, fitted: PeakQuantileForecaste
     assert len(out) == 3 * 2  # the last origin of each series, each lead
     assert (out["ds"] == fleet["ds"].max()).all()
     assert (out[SCALE] > 0).all()
+    # A series with nothing at or after ``since`` gives no rows, not an error.
+    empty = fitted.predict_peak(fleet, since=fleet["ds"].max() + pd.Timedelta(days=1))
+    assert empty.empty
+    assert list(empty.columns) == list(out.columns)
 
 
 def test_quantiles_never_cross(fleet: pd.DataFrame, fitted: PeakQuantileForecaster) -> None:
