@@ -37,7 +37,7 @@ class AdaptiveConformal:
         window: most recent scores the offset is the quantile of.
     """
 
-    def __init__(self, level: float, lead: int, gamma: float = 0.01, window: int = 288) -> None:
+    def __init__(self, level: float, lead: int, gamma: float = 0.002, window: int = 288) -> None:
         if not 0.0 < level < 1.0:
             raise ValueError(f"level must be in (0, 1), got {level}")
         if lead < 1 or window < 1 or gamma < 0.0:
@@ -88,7 +88,7 @@ class AdaptiveConformal:
 
 
 def aci_offsets(
-    scores: FloatArray, level: float, lead: int, gamma: float = 0.01, window: int = 288
+    scores: FloatArray, level: float, lead: int, gamma: float = 0.002, window: int = 288
 ) -> FloatArray:
     """Return the ACI offset issued at every step of a series of consecutive forecasts.
 
@@ -112,7 +112,7 @@ def calibrate(
     scale: FloatArray,
     level: float,
     lead: int,
-    gamma: float = 0.01,
+    gamma: float = 0.002,
     window: int = 288,
 ) -> FloatArray:
     """Return ACI-calibrated bounds of consecutive forecasts of one series.
