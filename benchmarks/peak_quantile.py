@@ -11,8 +11,8 @@ allocated + pending (pending GPUs and pods, pod arrivals); the three NAB series
 (extra, 5-min steps). Leads 10 and 20 min (1 and 2 steps; NAB 2 and 4), quantiles
 0.9 and 0.95. One forecaster per fleet, refitted at every midnight on the data before
 it, forecasting every origin of the next day. The Earth total is a class of its own:
-pooled with the VCs (``--fleets helios``) it scored 1.4-1.8x the reference on the
-tune window, alone 0.87-0.90x.
+pooled with the VCs (``--fleets helios``) its raw pinball was 1.2-1.8x the reference
+on the tune window, alone 0.87-0.88x.
 
 Reference: the trailing-day empirical quantile of the realised headroom (what
 persistence + k sd provisions), raw and with the same ACI calibration as the model.

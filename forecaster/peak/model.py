@@ -55,8 +55,9 @@ class PeakQuantileForecaster:
         max_leaf_nodes: leaves per tree.
         min_samples_leaf: least rows per leaf. Large on purpose: a leaf must pool many
             events, not the few rows of one fault seen on every series at once (on the
-            Helios traces, 40 let two collection stalls before an outage teach the
-            model to forecast a drop to zero whenever a whole fleet went flat).
+            Helios traces, with 40 and no clip two data stalls before an outage taught
+            the model to forecast a drop to zero whenever a whole fleet went flat; 200
+            and the clip below curbed it, though a few forecasts still reach the clip).
         max_bins: histogram bins per feature (at most 255).
         max_history_days: only origins this recent (per series) are trained on.
         max_rows: at most this many training rows per lead, sampled at random.
