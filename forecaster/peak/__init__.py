@@ -1,0 +1,28 @@
+"""Quantiles of the demand peak over the lead time: the quantity the scale decision needs.
+
+``PeakQuantileForecaster(lead_steps=(1, 2), quantiles=(0.9, 0.95)).fit(frame)``
+trains one global gradient-boosted quantile model per lead and quantile on every
+``<pool>/demand_gpus`` series (each in its own volatility scale, with the pool's
+queue depth, arrivals and utilisation as covariates); ``predict_peak(frame)`` returns
+``unique_id, ds, lead, last, scale, q<level>...``. :class:`AdaptiveConformal`
+calibrates each series' quantiles online from realised peaks.
+"""
+
+from forecaster.peak.calibration import AdaptiveConformal, aci_offsets, calibrate
+from forecaster.peak.model import PeakQuantileForecaster
+from forecaster.peak.scale import recent_scale
+from forecaster.peak.target import lead_headroom, lead_peak
+from forecaster.peak.types import LAST, LEAD, SCALE
+
+__all__ = [
+    "LAST",
+    "LEAD",
+    "SCALE",
+    "AdaptiveConformal",
+    "PeakQuantileForecaster",
+    "aci_offsets",
+    "calibrate",
+    "lead_headroom",
+    "lead_peak",
+    "recent_scale",
+]

@@ -1,0 +1,130 @@
+"""Online calibration: adaptive conformal inference (Gibbs & Candès, 2021).
+
+A forecast quantile ``q`` at level ``tau`` is corrected by an offset in the series'
+own scale: ``bound = q + offset * scale``. The offset is the empirical
+``1 - alpha_t`` quantile of recent scores ``(peak - q) / scale`` (forecasts whose peak
+is already realised), and ``alpha_t`` moves after every realised outcome:
+
+    alpha_{t+1} = alpha_t + gamma * ((1 - tau) - miss_t)
+
+where ``miss_t`` is 1 when the realised peak exceeded the bound that was *issued*.
+Misses lower ``alpha`` (a wider bound), covered outcomes raise it, so the long-run
+miss rate tends to ``1 - tau`` whatever the drift. A forecast made at ``t`` for lead
+``L`` is realised only at ``t + L``: the calibrator keeps the issued bounds in a queue
+of ``L`` and learns from each when it comes due, never earlier.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from forecaster.peak.types import FloatArray
+
+
+class AdaptiveConformal:
+    """ACI for one series, lead and quantile, fed one step at a time.
+
+    Call :meth:`issue` once per step to get the offset of the forecast made now, and
+    :meth:`observe` once per step from step ``lead`` on with the score of the
+    forecast made ``lead`` steps before (the oldest one still pending).
+
+    Args:
+        level: the nominal quantile ``tau`` in (0, 1).
+        lead: steps between a forecast and its realisation.
+        gamma: step size of the ``alpha`` update.
+        window: most recent scores the offset is the quantile of.
+    """
+
+    def __init__(self, level: float, lead: int, gamma: float = 0.002, window: int = 288) -> None:
+        if not 0.0 < level < 1.0:
+            raise ValueError(f"level must be in (0, 1), got {level}")
+        if lead < 1 or window < 1 or gamma < 0.0:
+            raise ValueError(
+                f"need lead >= 1, window >= 1, gamma >= 0; got {lead}, {window}, {gamma}"
+            )
+        self.level = level
+        self.lead = lead
+        self.gamma = gamma
+        self.alpha = 1.0 - level
+        self._scores: deque[float] = deque(maxlen=window)
+        self._issued: deque[float] = deque()
+
+    def offset(self) -> float:
+        """Return the current offset (0 until a score has been observed)."""
+        if not self._scores:
+            return 0.0
+        target = 1.0 - self.alpha
+        scores = np.fromiter(self._scores, dtype=np.float64)
+        if target >= 1.0:
+            return float(scores.max())
+        if target <= 0.0:
+            return float(scores.min())
+        return float(np.quantile(scores, target))
+
+    def issue(self) -> float:
+        """Return the offset of the forecast made now and remember it until realised."""
+        value = self.offset()
+        self._issued.append(value)
+        return value
+
+    def observe(self, score: float) -> None:
+        """Learn from the oldest pending forecast, whose score ``(peak - q) / scale`` is known.
+
+        A NaN score (a peak over missing data) is skipped but still retires the forecast.
+
+        Raises:
+            RuntimeError: when no issued forecast is pending.
+        """
+        if not self._issued:
+            raise RuntimeError("observe() called with no issued forecast pending")
+        issued = self._issued.popleft()
+        if not np.isfinite(score):
+            return
+        miss = 1.0 if score > issued else 0.0
+        self.alpha += self.gamma * ((1.0 - self.level) - miss)
+        self._scores.append(float(score))
+
+
+def aci_offsets(
+    scores: FloatArray, level: float, lead: int, gamma: float = 0.002, window: int = 288
+) -> FloatArray:
+    """Return the ACI offset issued at every step of a series of consecutive forecasts.
+
+    ``scores[t]`` is ``(peak[t] - q[t]) / scale[t]`` of the forecast made at step ``t``;
+    the offset at ``t`` uses only ``scores[: t - lead + 1]`` (the peaks realised by
+    ``t``), exactly as :class:`AdaptiveConformal` fed live.
+    """
+    calibrator = AdaptiveConformal(level, lead, gamma=gamma, window=window)
+    values = np.asarray(scores, dtype=np.float64)
+    out = np.empty(len(values))
+    for t in range(len(values)):
+        if t >= lead:
+            calibrator.observe(float(values[t - lead]))
+        out[t] = calibrator.issue()
+    return out
+
+
+def calibrate(
+    bound: FloatArray,
+    peak: FloatArray,
+    scale: FloatArray,
+    level: float,
+    lead: int,
+    gamma: float = 0.002,
+    window: int = 288,
+) -> FloatArray:
+    """Return ACI-calibrated bounds of consecutive forecasts of one series.
+
+    Args:
+        bound: the raw quantile forecasts (peak units), one per origin, in time order.
+        peak: the realised peaks of the same origins (NaN where not realised yet).
+        scale: the series' scale at each origin.
+        level: the nominal quantile.
+        lead: the lead time in steps.
+        gamma: ACI step size.
+        window: scores the offset is a quantile of.
+    """
+    scores = (np.asarray(peak) - np.asarray(bound)) / np.asarray(scale)
+    return np.asarray(bound + aci_offsets(scores, level, lead, gamma, window) * scale)
