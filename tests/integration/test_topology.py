@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from distributed import Client
 from mlflow import MlflowClient
 from sqlalchemy import URL, create_engine, text
 
@@ -74,6 +75,7 @@ class Topology:
     artifacts: Path
     replicas: list[Replica]
     store: Store
+    dask_address: str
 
 
 def _database(admin: URL, prefix: str) -> URL:
@@ -202,7 +204,9 @@ def topology(pg_admin: URL, tmp_path: Path) -> Iterator[Topology]:
             )
             replicas.append(replica)
         store = open_store(store_url)
-        yield Topology(tmp_path, config, env, mlflow, mlflow_uri, artifacts, replicas, store)
+        yield Topology(
+            tmp_path, config, env, mlflow, mlflow_uri, artifacts, replicas, store, dask_address
+        )
     finally:
         if store is not None:
             store.close()
@@ -237,6 +241,10 @@ def test_retrained_models_reach_every_replica(topology: Topology) -> None:
 
     # A first training on the Dask workers reaches both running replicas.
     first = _train(topology)
+    with Client(topology.dask_address, timeout=30) as dask:
+        executed = dask.run(lambda dask_worker: dask_worker.state.executed_count)
+    assert len(executed) == 2, executed
+    assert sum(executed.values()) > 0, f"no task ran on the Dask workers: {executed}"
     trained = (topology.root / "train.log").read_text()
     assert f"open {topology.mlflow_uri}/#/experiments" in trained
     assert "--backend-store-uri http" not in trained
