@@ -2,8 +2,9 @@
 
 Nothing happens at import time. The lifespan loads the settings (unless given), the
 pools, the store (seeding an empty one from the committed sample when asked), and
-the champion from the registry alias, falling back to the last-known-good copy;
-tests inject ready-made :class:`~api.service.Services` instead. Serve with
+the champion from the registry alias, falling back to the last-known-good copy, and
+then follows the alias (see :mod:`api.champion`) so a promotion is served without a
+restart; tests inject ready-made :class:`~api.service.Services` instead. Serve with
 ``uvicorn --factory api.main:create_app`` or ``foresight serve``.
 
 The embedded default (``make run``) serves the committed sample, whose data ends in
@@ -24,6 +25,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
 
 from api.auth import AUTH_RESPONSES, TokenGuard, authorize, install_auth_handlers, warn_if_open
+from api.champion import ChampionFollower, RegistryChampion
 from api.clock import ClockMode, ReplayClock, system_clock
 from api.dashboard import page_router as dashboard_page_router
 from api.dashboard import router as dashboard_router
@@ -105,7 +107,15 @@ def build_services(settings: Settings, *, seed_from_sample: bool = True) -> Serv
     except BaseException:
         store.close()
         raise
-    return Services(settings, pools_config, store, model, problem, owns_store=True)
+    return Services(
+        settings,
+        pools_config,
+        store,
+        model,
+        problem,
+        owns_store=True,
+        champion=RegistryChampion(settings),
+    )
 
 
 async def _refresh_forever(service: RecommendationService, every: float) -> None:
@@ -119,6 +129,17 @@ async def _refresh_forever(service: RecommendationService, every: float) -> None
         # One pool's unexpected failure must not stop every later refresh; log it whole.
         except Exception:
             logger.exception("background refresh failed unexpectedly")
+        await asyncio.sleep(every)
+
+
+async def _follow_champion_forever(follower: ChampionFollower, every: float) -> None:
+    """Check the registry's champion every ``every`` seconds; serve a new one when promoted."""
+    while True:
+        try:
+            await run_in_threadpool(follower.check)
+        # A model that fails in a new way must not stop every later check; log it whole.
+        except Exception:
+            logger.exception("following the champion failed unexpectedly")
         await asyncio.sleep(every)
 
 
@@ -148,6 +169,7 @@ def create_app(
     refresh_seconds: float | None = 5.0,
     extra_routers: Sequence[APIRouter] = (),
     analysis_seconds: float | None = 2.0,
+    follow_champion: bool = True,
 ) -> FastAPI:
     """Build the Foresight API app; its lifespan loads what it serves.
 
@@ -167,6 +189,9 @@ def create_app(
         analysis_seconds: how often a background task analyses the call-chain span
             window and recomputes the pools whose latency adjustment changed; None
             turns it off (then call ``app.state.latency.update``).
+        follow_champion: check ``services.champion`` at start and every
+            ``service.model_poll_seconds``, serving each newly promoted version (see
+            :mod:`api.champion`); False leaves that to the caller.
 
     Returns:
         The app, not yet started.
@@ -206,6 +231,10 @@ def create_app(
                 tasks.append(
                     asyncio.create_task(_analyse_forever(tracker, service, analysis_seconds))
                 )
+            if follow_champion and built.champion is not None:
+                follower = ChampionFollower(service, built.champion)
+                every = built.settings.service.model_poll_seconds
+                tasks.append(asyncio.create_task(_follow_champion_forever(follower, every)))
             try:
                 yield
             finally:

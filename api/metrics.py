@@ -18,6 +18,10 @@ Exposed (``foresight_`` prefix):
 - ``live_forecast_error{pool}``: the recent live forecast error (MASE), when measured.
 - ``data_age_seconds{pool}``: age of the pool's newest live sample.
 - ``model_info{version,source}``: 1 for the loaded champion.
+- ``model_served_version``, ``model_champion_version`` (``@champion`` at the last
+  registry check), ``model_version_differs`` (1 when they differ) and
+  ``model_registry_reachable`` (1 when the last check answered); see
+  :mod:`api.champion`.
 - ``recommendation_available{pool}``: 1 when the pool has a recommendation.
 - ``spans_in_window``: spans held for call-chain analysis.
 - ``webhook_outbox_items{status}``: webhook deliveries pending, delivered and dead
@@ -136,16 +140,56 @@ class ServiceCollector(Collector):
                 model_age.add_metric([pool.name], forecast.age_seconds)
         yield from (desired, current, headroom, latency, model_age, error, data_age, available)
         yield from bounds
-        model = service.services.model
-        if model is not None:
-            info = _gauge("model_info", "The loaded champion (value 1).", ("version", "source"))
-            info.add_metric([model.version, model.source], 1.0)
-            yield info
+        yield from _model_gauges(service)
         spans = GaugeMetricFamily(
             "foresight_spans_in_window", "Spans held for call-chain analysis."
         )
         spans.add_metric([], len(service.services.spans))
         yield spans
+
+
+def _model_gauges(service: RecommendationService) -> Iterator[GaugeMetricFamily]:
+    """The served model, the registry's champion, whether they differ and answered."""
+    services = service.services
+    model = services.model
+    if model is not None:
+        info = _gauge("model_info", "The loaded champion (value 1).", ("version", "source"))
+        info.add_metric([model.version, model.source], 1.0)
+        yield info
+    served = None if model is None else model.version
+    if _number(served) is not None:
+        gauge = _gauge("model_served_version", "The model version this replica serves.", ())
+        gauge.add_metric([], _number(served) or 0.0)
+        yield gauge
+    view = services.registry
+    if view is None:
+        return
+    reachable = _gauge(
+        "model_registry_reachable", "1 when the last registry check answered, else 0.", ()
+    )
+    reachable.add_metric([], 1.0 if view.reachable else 0.0)
+    differs = _gauge(
+        "model_version_differs",
+        "1 when the registry's champion (as last seen) is not the served version.",
+        (),
+    )
+    differs.add_metric([], 1.0 if view.differs_from(served) else 0.0)
+    yield from (reachable, differs)
+    champion = _number(view.champion_version)
+    if champion is not None:
+        gauge = _gauge(
+            "model_champion_version", "The version @champion named at the last check.", ()
+        )
+        gauge.add_metric([], champion)
+        yield gauge
+
+
+def _number(version: str | None) -> float | None:
+    # Registered model versions are integers; anything else has no gauge value.
+    try:
+        return None if version is None else float(int(version))
+    except ValueError:
+        return None
 
 
 class AppMetrics:

@@ -1,5 +1,9 @@
 """Readiness: a model is loaded, the store answers, and the live data is fresh.
 
+The model check also says which version is served, which version the registry's
+``@champion`` named at the last check (``champion_version``), whether they differ,
+and whether the registry answered that check.
+
 A replica that fails any check still answers ``/recommendation`` (reactively when the
 model is missing), but says it is not ready so an orchestrator can tell.
 """
@@ -9,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from api.champion import RegistryView
 from api.service import RecommendationService
 from forecaster.exceptions import StoreError
 from forecaster.loaders import DEMAND
+from forecaster.registry import LoadedModel
 
 
 @dataclass(frozen=True)
@@ -21,6 +27,32 @@ class Readiness:
     ready: bool
     reasons: list[str]
     checks: dict[str, dict[str, Any]]
+
+
+def registry_check(view: RegistryView | None, served: LoadedModel | None) -> dict[str, Any]:
+    """The model check's view of the registry: its champion and whether it is served.
+
+    A replica that serves an older version than the registry names (the registry was
+    down when it started, or a new version is still loading) stays ready: it serves,
+    and says which version and why.
+    """
+    version = None if served is None else served.version
+    if view is None:
+        return {"served_version": version, "registry": {"checked": False}}
+    registry: dict[str, Any] = {
+        "checked": True,
+        "reachable": view.reachable,
+        "checked_at": view.checked_at.isoformat(),
+        "champion_version": view.champion_version,
+    }
+    if view.problem:
+        registry["problem"] = view.problem
+    return {
+        "served_version": version,
+        "champion_version": view.champion_version,
+        "differs": view.differs_from(version),
+        "registry": registry,
+    }
 
 
 def check_readiness(service: RecommendationService) -> Readiness:
@@ -35,6 +67,7 @@ def check_readiness(service: RecommendationService) -> Readiness:
         model_check = {"ok": True, "version": model.version, "source": model.source}
         if model.reason:
             model_check["note"] = model.reason
+    model_check.update(registry_check(services.registry, model))
     try:
         services.store.samples.last_timestamp(f"{service.names[0]}/{DEMAND}")
         store_check: dict[str, Any] = {"ok": True, "url": services.store.url}

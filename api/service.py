@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pandas as pd
 
@@ -42,6 +42,9 @@ from forecaster.config.settings import Settings
 from forecaster.exceptions import DataValidationError
 from forecaster.registry import LoadedModel
 from pipelines.store import Store
+
+if TYPE_CHECKING:
+    from api.champion import ChampionSource, RegistryView
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +104,9 @@ class Services:
             ``POST /signals/spans`` feed (analysed by :mod:`api.latency`).
         span_clock: the clock spans arrive by (wall time: spans age in real time even
             when decisions replay old samples).
+        champion: where new champions come from; the app follows it (see
+            :mod:`api.champion`). None: serve ``model`` for good.
+        registry: what the last check of ``champion`` saw; None before the first.
     """
 
     settings: Settings
@@ -116,6 +122,8 @@ class Services:
     owns_store: bool = False
     spans: SpanWindow = field(default_factory=SpanWindow)
     span_clock: Clock = system_clock
+    champion: ChampionSource | None = None
+    registry: RegistryView | None = None
 
 
 @dataclass(frozen=True)
@@ -152,15 +160,16 @@ class RecommendationService:
         self.services = services
         self.live = LiveIndex(services.store, services.pools.pools)
         settings = services.settings
+        self._forecast_settings = ForecastSettings(
+            levels=settings.levels,
+            horizon=settings.horizon,
+            max_train=timedelta(days=settings.max_train_days),
+            max_gap_steps=settings.max_gap_steps,
+        )
         self.forecasts = ForecastCache(
             services.store,
             services.model,
-            ForecastSettings(
-                levels=settings.levels,
-                horizon=settings.horizon,
-                max_train=timedelta(days=settings.max_train_days),
-                max_gap_steps=settings.max_gap_steps,
-            ),
+            self._forecast_settings,
             missing_model_reason=services.model_problem or "no champion model is loaded",
         )
         self._pools = {pool.name: pool for pool in services.pools.pools}
@@ -169,6 +178,9 @@ class RecommendationService:
         self._audited: dict[str, tuple[Any, ...] | None] = {}
         self._lock = threading.RLock()
         self._version = 0
+        # Bumped per pool whenever its samples change: a model fitted in the background
+        # knows which of its fits went stale before it was swapped in.
+        self._sample_epochs: dict[str, int] = dict.fromkeys(self._pools, 0)
         # The encoded ``pools`` arrays of ``GET /recommendation``, tagged by the version.
         self.pool_arrays = PoolsArrayCache()
 
@@ -269,10 +281,39 @@ class RecommendationService:
                     done.add(name)
         return done
 
+    def use_model(self, loaded: LoadedModel) -> None:
+        """Serve ``loaded`` from now on, without a pause in serving.
+
+        A new version is fitted for every pool first (in the caller's thread, outside
+        the lock, while requests are answered with the old model); then the fits are
+        swapped in at once and every pool is recomputed. The same version from another
+        source (the registry back after an outage) only changes what is reported.
+        """
+        current = self.services.model
+        if current is not None and current.version == loaded.version:
+            self.services.model = loaded
+            self.services.model_problem = ""
+            return
+        cache = ForecastCache(self.services.store, loaded, self._forecast_settings)
+        epochs = dict(self._sample_epochs)
+        now = self.now()
+        for pool in self._pools.values():
+            cache.get(pool, now)
+        with self._lock:
+            for name, epoch in epochs.items():
+                if self._sample_epochs.get(name) != epoch:
+                    cache.invalidate(name)
+            self.forecasts = cache
+            self.services.model = loaded
+            self.services.model_problem = ""
+            self._dirty.update(self._pools)
+            self._version += 1
+
     def _mark_changed(self, pools: set[str]) -> None:
         with self._lock:
             for name in pools:
                 self.forecasts.invalidate(name)
+                self._sample_epochs[name] = self._sample_epochs.get(name, 0) + 1
             self._dirty.update(pools)
             if pools:
                 self._version += 1

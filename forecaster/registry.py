@@ -137,8 +137,8 @@ def register(
 
 def champion_version(name: str, *, tracking: TrackingConfig) -> str | None:
     """Return the version the ``champion`` alias points to, or None if there is none."""
-    client = tracking.client()
     with tracking_errors(tracking.tracking_uri, f"read the champion of {name!r}"):
+        client = tracking.client()
         try:
             registered = client.get_registered_model(name)
         except MlflowException as exc:
@@ -213,9 +213,15 @@ def load_champion(
             f"no champion for {name!r}: {problem}; and no last-known-good copy under "
             f"{models_dir / LKG_DIR}. Train and promote a model first."
         )
-    metadata = _read_metadata(lkg)
+    try:
+        metadata = _read_metadata(lkg)
+        model = _load(lkg / "model")
+    except TrackingError as exc:
+        raise TrackingError(
+            f"no champion for {name!r}: {problem}; and the last-known-good copy is unusable: {exc}"
+        ) from exc
     loaded = LoadedModel(
-        model=_load(lkg / "model"),
+        model=model,
         version=str(metadata["version"]),
         source="last_known_good",
         reason=(
@@ -232,8 +238,8 @@ def _load_from_registry(
 ) -> LoadedModel:
     uri = f"models:/{name}@{CHAMPION}"
     check_reachable(tracking)
-    client = tracking.client()
     with tracking_errors(tracking.tracking_uri, f"load {uri}"):
+        client = tracking.client()
         try:
             found = client.get_model_version_by_alias(name, CHAMPION)
         except MlflowException as exc:
@@ -242,9 +248,14 @@ def _load_from_registry(
             raise TrackingError(f"the registry has no {uri}") from exc
     version = str(found.version)
     current = last_known_good_dir(models_dir, name)
-    if current is not None and str(_read_metadata(current).get("version")) == version:
-        # Registered versions are immutable: the local copy is this very champion.
-        return LoadedModel(_load(current / "model"), version, "registry")
+    if current is not None and _copy_version(current) == version:
+        # Registered versions are immutable: the local copy is this very champion,
+        # unless it was damaged on disk; then the registry's files replace it below.
+        try:
+            return LoadedModel(_load(current / "model"), version, "registry")
+        except TrackingError as exc:
+            logger.warning("model %s: repairing the last-known-good copy: %s", name, exc)
+            refresh = True
     version_uri = f"models:/{name}/{version}"
     if refresh:
         metadata = {"name": name, "version": version, "run_id": found.run_id or "", "source": uri}
@@ -405,6 +416,14 @@ def _load(path: Path) -> SupportsPredict:
     # incompatible library): each means this copy cannot serve, so say which one.
     except Exception as exc:
         raise TrackingError(f"model at {path} cannot be loaded: {exc!r}") from exc
+
+
+def _copy_version(path: Path) -> str | None:
+    """The version a last-known-good copy says it holds; None when it cannot tell."""
+    try:
+        return str(_read_metadata(path)["version"])
+    except (TrackingError, KeyError):
+        return None
 
 
 def _read_metadata(path: Path) -> dict[str, Any]:

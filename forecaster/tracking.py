@@ -12,6 +12,7 @@ tracking URI without its credentials.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import tempfile
 from collections import Counter
@@ -30,10 +31,13 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 from mlflow.exceptions import MlflowException
 from mlflow.models.model import ModelInfo
+from sqlalchemy.exc import SQLAlchemyError
 
 from forecaster.config.settings import Settings
 from forecaster.exceptions import TrackingError
 from forecaster.types import MODEL, UID, Levels
+
+logger = logging.getLogger(__name__)
 
 KIND_TAG = "foresight.kind"
 HORIZON_COLUMN = "horizon"
@@ -93,7 +97,9 @@ def tracking_errors(uri: str, action: str) -> Iterator[None]:
     """
     try:
         yield
-    except (MlflowException, OSError) as exc:
+    # A local store's database is read through SQLAlchemy, whose errors (a corrupt or
+    # locked SQLite file) MLflow lets through untranslated.
+    except (MlflowException, OSError, SQLAlchemyError) as exc:
         # MLflow's own message repeats the URI with its credentials: scrub it.
         detail = _USERINFO.sub("", str(exc).replace(uri, redact_uri(uri)))
         raise TrackingError(
@@ -279,11 +285,27 @@ def ensure_experiment(config: TrackingConfig, client: MlflowClient | None = None
     with tracking_errors(config.tracking_uri, f"open experiment {config.experiment_name!r}"):
         experiment = client.get_experiment_by_name(config.experiment_name)
         if experiment is not None:
+            _warn_if_local_artifacts(config, str(experiment.artifact_location or ""))
             return str(experiment.experiment_id)
         return str(
             client.create_experiment(
                 config.experiment_name, artifact_location=config.artifact_location
             )
+        )
+
+
+def _warn_if_local_artifacts(config: TrackingConfig, location: str) -> None:
+    # An experiment created before its tracking server proxied artifacts keeps the
+    # trainer's local directory: runs still log there, and other machines cannot load
+    # the models. MLflow cannot move an experiment's location; say how to fix it.
+    if is_tracking_server(config.tracking_uri) and urlsplit(location).scheme in ("", "file"):
+        logger.warning(
+            "experiment %r at %s stores artifacts at %s, a local path other machines "
+            "cannot read; rename or delete it and train again so the server creates "
+            "it under mlflow-artifacts:/ (see docs/deploy.md)",
+            config.experiment_name,
+            config.safe_uri,
+            location,
         )
 
 
@@ -347,10 +369,23 @@ def describe_pools(unique_ids: Iterable[str], max_chars: int | None = None) -> s
     return shortened(count)
 
 
+def is_tracking_server(uri: str) -> bool:
+    """Whether ``uri`` names an MLflow tracking server (``http(s)://``), not a local store."""
+    return urlsplit(uri).scheme in ("http", "https")
+
+
 def tracking_config(settings: Settings) -> TrackingConfig:
-    """The MLflow tracking configuration a deployment's settings name."""
+    """The MLflow tracking configuration a deployment's settings name.
+
+    With a tracking server the server decides where a new experiment's artifacts go
+    (``mlflow-artifacts:/``, proxied by a server run with ``--serve-artifacts``), so
+    every trainer and replica reaches them; a local directory here would be the first
+    trainer's disk, which no other machine can read. A local store keeps its
+    artifacts in ``mlflow_artifacts_dir``.
+    """
+    remote = is_tracking_server(settings.mlflow_tracking_uri)
     return TrackingConfig(
         tracking_uri=settings.mlflow_tracking_uri,
         experiment_name=settings.experiment_name,
-        artifact_location=settings.mlflow_artifacts_dir.as_uri(),
+        artifact_location=None if remote else settings.mlflow_artifacts_dir.as_uri(),
     )

@@ -18,7 +18,7 @@ from forecaster.config.settings import Settings
 from forecaster.metrics import score_backtest
 from forecaster.models.catalog import make_model
 from forecaster.registry import load_champion
-from forecaster.tracking import tracking_config
+from forecaster.tracking import is_tracking_server, redact_uri, tracking_config
 from forecaster.training import TrainingPlan, recent_history, train
 from pipelines.cli_support import (
     ConfigOption,
@@ -225,8 +225,12 @@ def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
 
 def _print_mlflow_hint(settings: Settings, run_id: str) -> None:
     uri = settings.mlflow_tracking_uri
+    if is_tracking_server(uri):
+        # A tracking server serves its own UI; `mlflow ui` takes no server URL.
+        where = f"  open {redact_uri(uri).rstrip('/')}/#/experiments in a browser"
+    else:
+        where = f"  .venv/bin/mlflow ui --backend-store-uri {uri} --port 5000"
     console.print(
-        f"Run {run_id} is tracked at {uri}.\nReview it in the MLflow UI:\n"
-        f"  .venv/bin/mlflow ui --backend-store-uri {uri} --port 5000",
+        f"Run {run_id} is tracked at {redact_uri(uri)}.\nReview it in the MLflow UI:\n{where}",
         soft_wrap=True,
     )

@@ -16,6 +16,7 @@ from pipelines.cli_support import ConfigOption, cli_errors, cli_settings, consol
 from pipelines.scheduler import default_plan, job_statuses, start_scheduler
 from pipelines.scheduler.status import JobStatus
 from pipelines.store import open_store
+from pipelines.store.leader import Leader
 from pipelines.store.outbox import Status
 
 logger = logging.getLogger(__name__)
@@ -64,12 +65,14 @@ def scheduler_command(config: ConfigOption = None) -> None:
 
 
 def jobs_command(config: ConfigOption = None) -> None:
-    """List the scheduled jobs: trigger, last run and its outcome, next run."""
+    """Show the scheduler's leader and each job: trigger, last run, where, outcome, next run."""
     with cli_errors():
         settings = cli_settings(config)
         with open_store(settings.store_url) as store:
             statuses = job_statuses(store, default_plan(settings))
             outbox = store.outbox.counts()
+            leader = store.leader.current()
+        console.print(leader_line(leader), soft_wrap=True)
         console.print(jobs_table(statuses))
         _print_outbox(outbox)
         if not any(status.scheduled for status in statuses):
@@ -80,11 +83,19 @@ def jobs_command(config: ConfigOption = None) -> None:
             )
 
 
+def leader_line(leader: Leader | None) -> Text:
+    """Which process leads the scheduler and since when, or that none has recorded itself."""
+    if leader is None:
+        return Text("Leader: none recorded (no scheduler leads, or its last one stopped)")
+    return Text(f"Leader: {leader.holder} since {_when(leader.since)} UTC")
+
+
 def jobs_table(statuses: list[JobStatus]) -> Table:
     """A rich table of job statuses (one row per job)."""
     table = Table(title="Scheduled jobs")
     table.add_column("job", no_wrap=True)
-    for column in ("trigger", "last run (UTC)", "outcome", "summary", "next run (UTC)"):
+    columns = ("trigger", "last run (UTC)", "ran on", "outcome", "summary", "next run (UTC)")
+    for column in columns:
         table.add_column(column, overflow="fold")
     for status in statuses:
         last = status.last_run
@@ -95,6 +106,7 @@ def jobs_table(statuses: list[JobStatus]) -> Table:
             Text(status.id),
             Text(status.trigger),
             _when(last.started_at) if last else "-",
+            Text(last.runner) if last else "-",
             Text(outcome, style=style),
             Text(last.summary if last else ""),
             _when(status.next_run) if status.scheduled else "not scheduled",

@@ -93,6 +93,12 @@ class ServiceSettings(_Section):
         default=True,
         description="compute and serve recommendations without writing to a cluster",
     )
+    model_poll_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="seconds between a replica's checks of which version @champion names; "
+        "a promotion reaches every replica within about this plus the model's load time",
+    )
 
 
 class PublishSettings(_Section):

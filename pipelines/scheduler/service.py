@@ -13,7 +13,7 @@ import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -24,6 +24,7 @@ from apscheduler.schedulers import SchedulerNotRunningError
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from forecaster.config.settings import Settings
+from forecaster.exceptions import StoreError
 from pipelines.scheduler import dispatch
 from pipelines.scheduler.dispatch import DISPATCH_REF, JobContext, JobRunner
 from pipelines.scheduler.election import LeaderElector
@@ -102,6 +103,7 @@ class _Leadership:
             raise
         with self._guard:
             self._scheduler, self._key = scheduler, key
+        self._record(lambda: self._store.leader.claim(dispatch.runner_identity()))
         for job in scheduler.get_jobs():
             logger.info("job %s (%s): next run %s", job.id, job.trigger, job.next_run_time)
 
@@ -115,6 +117,14 @@ class _Leadership:
                 scheduler.shutdown(wait=wait)
         if key is not None:
             dispatch.unregister(key)
+            self._record(lambda: self._store.leader.release(dispatch.runner_identity()))
+
+    def _record(self, write: Callable[[], None]) -> None:
+        # Who leads is for operators to read; failing to write it must not stop the jobs.
+        try:
+            write()
+        except StoreError as exc:
+            logger.warning("could not record the scheduler leader: %s", exc)
 
     def run_soon(self, name: str) -> None:
         """Make job ``name`` due now (``max_instances`` still applies)."""

@@ -189,3 +189,17 @@ class JobRunRow(Base):
     problems: Mapped[dict[str, Any]] = mapped_column(JsonDocument, nullable=False)
     details: Mapped[dict[str, Any]] = mapped_column(JsonDocument, nullable=False)
     runner: Mapped[str] = mapped_column(String(200), nullable=False)
+
+
+class SchedulerLeaderRow(Base):
+    """The process that leads the scheduler and since when (a single row, ``slot`` 1).
+
+    Written by each new leader when it takes the lock, deleted when it steps down
+    cleanly; a leader killed outright leaves its row until the next one replaces it.
+    """
+
+    __tablename__ = "scheduler_leader"
+
+    slot: Mapped[int] = mapped_column(Integer(), primary_key=True, autoincrement=False)
+    holder: Mapped[str] = mapped_column(String(200), nullable=False)
+    since: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

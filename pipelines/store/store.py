@@ -9,6 +9,7 @@ from sqlalchemy import URL, Engine, text
 from pipelines.store.engine import Database, make_engine
 from pipelines.store.forecasts import ForecastRepository
 from pipelines.store.job_runs import JobRunRepository
+from pipelines.store.leader import LeaderRepository
 from pipelines.store.migrate import upgrade
 from pipelines.store.outbox import OutboxRepository
 from pipelines.store.recommendations import RecommendationRepository
@@ -35,6 +36,7 @@ class Store:
         self.state = PoolStateRepository(database)
         self.outbox = OutboxRepository(database)
         self._job_runs = JobRunRepository(database)
+        self.leader = LeaderRepository(database)
 
     @property
     def job_runs(self) -> JobRunRepository:

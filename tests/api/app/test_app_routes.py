@@ -59,7 +59,14 @@ def test_ready_with_model_store_and_fresh_data(client: TestClient) -> None:
     body = response.json()
     assert body["ready"] is True
     assert body["reasons"] == []
-    assert body["checks"]["model"] == {"ok": True, "version": "7", "source": "registry"}
+    assert body["checks"]["model"] == {
+        "ok": True,
+        "version": "7",
+        "source": "registry",
+        "served_version": "7",
+        # Injected services without a champion source never ask the registry.
+        "registry": {"checked": False},
+    }
 
 
 def test_not_ready_without_model_or_with_stale_data(

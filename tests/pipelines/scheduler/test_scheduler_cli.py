@@ -54,6 +54,18 @@ def test_jobs_shows_the_last_run_and_its_outcome(config: Path, tmp_path: Path) -
     assert "2025-03-01 12:00:00" in result.output
     assert "partial" in result.output
     assert "ingested 12 samples, 1 series failed" in result.output
+    assert "host:1" in result.output  # which process ran it
+    assert "Leader: none recorded" in result.output
+
+
+def test_jobs_shows_which_process_leads_and_since_when(config: Path, tmp_path: Path) -> None:
+    with open_store(f"sqlite:///{tmp_path / 'data' / 'foresight.db'}") as store:
+        store.leader.claim("pod-a:41", since=datetime(2025, 3, 1, 12, 30, tzinfo=UTC))
+        store.leader.claim("pod-b:7", since=datetime(2025, 3, 1, 12, 45, tzinfo=UTC))
+        store.leader.release("pod-a:41")  # a stale leader's late release changes nothing
+    result = CliRunner().invoke(app, ["jobs", "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    assert "Leader: pod-b:7 since 2025-03-01 12:45:00 UTC" in result.output
 
 
 def test_a_bad_cron_is_a_clear_error(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from forecaster.config.settings import Settings
 from pipelines.scheduler import RunningScheduler, ScheduledJob, every, start_scheduler
-from pipelines.scheduler.dispatch import DISPATCH_REF, run_scheduled_job
+from pipelines.scheduler.dispatch import DISPATCH_REF, run_scheduled_job, runner_identity
 from pipelines.scheduler.leader import ProcessLock
 from pipelines.store import Store
 
@@ -213,3 +213,21 @@ def test_stop_ends_leadership_and_no_job_starts_afterwards(
     count = runner.count("ingest")
     threading.Event().wait(1.0)
     assert runner.count("ingest") == count
+
+
+def test_the_leader_records_itself_and_clears_the_record_when_it_steps_down(
+    settings: Settings, store: Store, runner: Any
+) -> None:
+    assert store.leader.current() is None
+    running = start_scheduler(
+        settings, store, plan=plan(ingest=NEVER), runner=runner, poll_seconds=POLL
+    )
+    try:
+        assert running.wait_until_leader(10)
+        leader = store.leader.current()
+        assert leader is not None
+        assert leader.holder == runner_identity()
+        assert leader.since.tzinfo is not None
+    finally:
+        running.stop()
+    assert store.leader.current() is None

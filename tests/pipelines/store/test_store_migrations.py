@@ -24,6 +24,7 @@ TABLES = {
     "pool_state",
     "webhook_outbox",
     "job_runs",
+    "scheduler_leader",
 }
 
 
