@@ -160,6 +160,36 @@ async def _analyse_forever(
         await asyncio.sleep(every)
 
 
+def _start_background(
+    built: Services,
+    service: RecommendationService,
+    tracker: LatencyTracker,
+    *,
+    refresh_seconds: float | None,
+    analysis_seconds: float | None,
+    follow_champion: bool,
+) -> list[asyncio.Task[None]]:
+    """Start the app's periodic tasks: refresh, call-chain analysis, champion follow."""
+    tasks = []
+    if refresh_seconds:
+        tasks.append(asyncio.create_task(_refresh_forever(service, refresh_seconds)))
+    if analysis_seconds:
+        tasks.append(asyncio.create_task(_analyse_forever(tracker, service, analysis_seconds)))
+    if follow_champion and built.champion is not None:
+        follower = ChampionFollower(service, built.champion)
+        every = built.settings.service.model_poll_seconds
+        tasks.append(asyncio.create_task(_follow_champion_forever(follower, every)))
+    return tasks
+
+
+async def _cancel(tasks: Sequence[asyncio.Task[None]]) -> None:
+    """Cancel the periodic tasks and wait for each to finish."""
+    for task in tasks:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -224,24 +254,18 @@ def create_app(
             app.state.latency = tracker
             app.state.service = service
             app.state.grpc_expander = expander
-            tasks = []
-            if refresh_seconds:
-                tasks.append(asyncio.create_task(_refresh_forever(service, refresh_seconds)))
-            if analysis_seconds:
-                tasks.append(
-                    asyncio.create_task(_analyse_forever(tracker, service, analysis_seconds))
-                )
-            if follow_champion and built.champion is not None:
-                follower = ChampionFollower(service, built.champion)
-                every = built.settings.service.model_poll_seconds
-                tasks.append(asyncio.create_task(_follow_champion_forever(follower, every)))
+            tasks = _start_background(
+                built,
+                service,
+                tracker,
+                refresh_seconds=refresh_seconds,
+                analysis_seconds=analysis_seconds,
+                follow_champion=follow_champion,
+            )
             try:
                 yield
             finally:
-                for task in tasks:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                await _cancel(tasks)
                 if expander is not None:
                     await run_in_threadpool(expander.stop)
                 app.state.service = None
