@@ -7,19 +7,12 @@ CSV / Parquet file given with ``--data``; settings come from ``--config`` (YAML)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import typer
 
-from forecaster.backtest import backtest
-from forecaster.champion import ChampionForecaster
-from forecaster.config.settings import Settings
-from forecaster.metrics import score_backtest
-from forecaster.models.catalog import make_model
-from forecaster.registry import load_champion
-from forecaster.tracking import tracking_config
-from forecaster.training import TrainingPlan, recent_history, train
 from pipelines.cli_support import (
     ConfigOption,
     DataOption,
@@ -28,23 +21,60 @@ from pipelines.cli_support import (
     cli_settings,
     console,
 )
-from pipelines.dataset import Dataset, load_dataset
-from pipelines.executors import make_executor
-from pipelines.jobs.history import candidate_models, training_plan
-from pipelines.jobs_cli import backfill_command, ingest_command
-from pipelines.publish_cli import publish_command
-from pipelines.reporting import (
-    forecast_table,
-    progress_bar,
-    scores_table,
-    training_table,
-    write_frame,
-)
-from pipelines.scheduler_cli import jobs_command, scheduler_command
-from pipelines.serve_cli import serve_command
-from pipelines.simulate_cli import simulate_command
+from pipelines.lazy_commands import LazyCommand, LazyCommandGroup
+
+if TYPE_CHECKING:
+    from forecaster.config.settings import Settings
+    from forecaster.training import TrainingPlan
+    from pipelines.dataset import Dataset
+
+# The heavy libraries (pandas, scikit-learn, MLflow, FastAPI) are imported inside each
+# command, and the commands of other modules load only when run: `foresight --help`
+# stays well under a second (benchmarks/cli_startup.py).
+
+
+class _Commands(LazyCommandGroup):
+    lazy_commands: ClassVar[Mapping[str, LazyCommand]] = {
+        "serve": LazyCommand(
+            "pipelines.serve_cli",
+            "serve_command",
+            "Serve the API (recommendations, forecasts, integrations, dashboard) and the jobs.",
+        ),
+        "scheduler": LazyCommand(
+            "pipelines.scheduler_cli",
+            "scheduler_command",
+            "Run the scheduled jobs in the foreground (one leader among replicas); Ctrl-C stops.",
+        ),
+        "jobs": LazyCommand(
+            "pipelines.scheduler_cli",
+            "jobs_command",
+            "List the scheduled jobs: trigger, last run and its outcome, next run.",
+        ),
+        "ingest": LazyCommand(
+            "pipelines.jobs_cli",
+            "ingest_command",
+            "Fetch what is new of every pool signal since the last stored sample, once.",
+        ),
+        "backfill": LazyCommand(
+            "pipelines.jobs_cli",
+            "backfill_command",
+            "Fetch and store every pool signal over a past window (re-fetching is harmless).",
+        ),
+        "publish": LazyCommand(
+            "pipelines.publish_cli",
+            "publish_command",
+            "Publish the priority-expander ConfigMap, buffers and webhooks (dry run by default).",
+        ),
+        "simulate": LazyCommand(
+            "pipelines.simulate_cli",
+            "simulate_command",
+            "Replay a pool's demand against reactive, static, Foresight and oracle policies.",
+        ),
+    }
+
 
 app = typer.Typer(
+    cls=_Commands,
     help="Foresight: predictive autoscaling for GPU clusters.",
     no_args_is_help=True,
     add_completion=False,
@@ -84,6 +114,13 @@ def train_command(
     fast: FastOption = False,
 ) -> None:
     """Backtest every model family, pick a champion per series, register and gate it."""
+    from forecaster.tracking import tracking_config
+    from forecaster.training import train
+    from pipelines.dataset import load_dataset
+    from pipelines.executors import make_executor
+    from pipelines.jobs.history import candidate_models
+    from pipelines.reporting import progress_bar, training_table
+
     with cli_errors():
         settings = cli_settings(config)
         dataset = load_dataset(settings, data, series=series)
@@ -134,6 +171,14 @@ def backtest_command(
     ] = None,
 ) -> None:
     """Score model families by rolling-origin backtest, without registering anything."""
+    from forecaster.backtest import backtest
+    from forecaster.metrics import score_backtest
+    from forecaster.models.catalog import make_model
+    from pipelines.dataset import load_dataset
+    from pipelines.executors import make_executor
+    from pipelines.jobs.history import candidate_models
+    from pipelines.reporting import progress_bar, scores_table, write_frame
+
     with cli_errors():
         settings = cli_settings(config)
         dataset = load_dataset(settings, data, series=series)
@@ -179,6 +224,13 @@ def forecast_command(
     ] = None,
 ) -> None:
     """Forecast every series with the @champion model refitted on the latest data."""
+    from forecaster.champion import ChampionForecaster
+    from forecaster.registry import load_champion
+    from forecaster.tracking import tracking_config
+    from forecaster.training import recent_history
+    from pipelines.dataset import load_dataset
+    from pipelines.reporting import forecast_table, write_frame
+
     with cli_errors():
         settings = cli_settings(config)
         dataset = load_dataset(settings, data, series=series)
@@ -206,18 +258,9 @@ def forecast_command(
             console.print(f"Forecasts written to {output}")
 
 
-# Commands that live in their own modules (one module per concern), one line each:
-# app.command("name")(function)
-app.command("serve")(serve_command)
-app.command("publish")(publish_command)
-app.command("scheduler")(scheduler_command)
-app.command("jobs")(jobs_command)
-app.command("ingest")(ingest_command)
-app.command("backfill")(backfill_command)
-app.command("simulate")(simulate_command)
-
-
 def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
+    from pipelines.jobs.history import training_plan
+
     return training_plan(settings, dataset.step)
 
 
