@@ -30,7 +30,10 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# .ci/test-setup installs the Debian packages the integration tests drive (as root;
+# otherwise it stops with the command to run); pytest ends with every skip and why.
 test: lint
+	bash .ci/test-setup
 	$(BIN)/pytest
 
 # Each benchmark prints a table and writes benchmarks/results/<name>.json.
