@@ -16,10 +16,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# Train on the committed sample, then serve the API, the scheduler and the MLflow UI.
+# Train on the committed sample, then serve the API, the scheduler and the MLflow UI
+# (other ports: make run PORT=8080 MLFLOW_UI_PORT=5050).
+PORT ?= 8000
+MLFLOW_UI_PORT ?= 5000
 run: $(STAMP)
+	$(BIN)/python -m pipelines.ports 127.0.0.1 $(PORT) $(MLFLOW_UI_PORT)
 	$(BIN)/foresight train
-	$(BIN)/foresight serve --clock replay --mlflow-ui-port 5000
+	$(BIN)/foresight serve --clock replay --port $(PORT) --mlflow-ui-port $(MLFLOW_UI_PORT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -265,9 +265,17 @@ def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
 
 
 def _print_mlflow_hint(settings: Settings, run_id: str) -> None:
+    from forecaster.tracking import ensure_experiment, runs_view_url, tracking_config
+
     uri = settings.mlflow_tracking_uri
-    console.print(
-        f"Run {run_id} is tracked at {uri}.\nReview it in the MLflow UI:\n"
-        f"  .venv/bin/mlflow ui --backend-store-uri {uri} --port 5000",
-        soft_wrap=True,
-    )
+    experiment_id = ensure_experiment(tracking_config(settings))
+    if uri.startswith(("http://", "https://")):
+        review = f"Review it at {runs_view_url(uri, experiment_id)}"
+    else:
+        review = (
+            "Review it in the MLflow UI (`make run` serves it), or start it alone:\n"
+            f"  MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false .venv/bin/mlflow ui "
+            f"--backend-store-uri {uri} --port 5000\n"
+            f"  then open {runs_view_url('http://127.0.0.1:5000', experiment_id)}"
+        )
+    console.print(f"Run {run_id} is tracked at {uri}.\n{review}", soft_wrap=True)
