@@ -114,6 +114,7 @@ def train_command(
     fast: FastOption = False,
 ) -> None:
     """Backtest every model family, pick a champion per series, register and gate it."""
+    from forecaster.contract.parse import format_step
     from forecaster.tracking import tracking_config
     from forecaster.training import train
     from pipelines.dataset import load_dataset
@@ -128,7 +129,8 @@ def train_command(
         candidates = candidate_models(settings, dataset.step, plan.horizon, fast=fast)
         console.print(
             f"Training on [bold]{dataset.frame['unique_id'].nunique()}[/] series from "
-            f"{dataset.source} (step {dataset.step}, {plan.n_windows} backtest windows, "
+            f"{dataset.source} (step {format_step(dataset.step)}, "
+            f"{plan.n_windows} backtest windows, "
             f"models: {', '.join(c.model_name for c in candidates)})"
         )
         with (
