@@ -80,8 +80,10 @@ def jobs_table(statuses: list[JobStatus]) -> Table:
     """A rich table of job statuses (one row per job)."""
     table = Table(title="Scheduled jobs")
     table.add_column("job", no_wrap=True)
+    # Dates never wrap (a date split over two lines misreads at 80 columns); the
+    # trigger and summary text give way instead.
     for column in ("trigger", "last run (UTC)", "outcome", "summary", "next run (UTC)"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column, overflow="fold", no_wrap=column.endswith("(UTC)"))
     for status in statuses:
         last = status.last_run
         outcome = last.outcome if last else "never ran"
@@ -99,4 +101,4 @@ def jobs_table(statuses: list[JobStatus]) -> Table:
 
 
 def _when(moment: datetime | None) -> str:
-    return "paused" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+    return "paused" if moment is None else moment.strftime("%Y-%m-%d %H:%M")
