@@ -42,6 +42,7 @@ test: lint
 
 # Each benchmark prints a table and writes benchmarks/results/<name>.json.
 bench: $(STAMP)
+	$(BIN)/python benchmarks/cli_startup.py
 	$(BIN)/python benchmarks/forecast_accuracy.py
 	$(BIN)/python benchmarks/decision_quality.py
 	$(BIN)/python benchmarks/api_load.py
