@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # MLflow's per-download progress bars drown the CLI's own output.
 export MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR := false
 
-.PHONY: run test lint format bench clean venv
+.PHONY: run test test-setup lint format bench clean venv
 
 venv: $(STAMP)
 
@@ -36,9 +36,11 @@ format: $(STAMP)
 
 # .ci/test-setup installs the Debian packages the integration tests drive (as root;
 # otherwise it stops with the command to run); pytest ends with every skip and why.
-test: lint
-	bash .ci/test-setup
+test: test-setup lint
 	$(BIN)/pytest
+
+test-setup:
+	bash .ci/test-setup
 
 # Each benchmark prints a table and writes benchmarks/results/<name>.json.
 bench: $(STAMP)
