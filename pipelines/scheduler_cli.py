@@ -101,4 +101,4 @@ def jobs_table(statuses: list[JobStatus]) -> Table:
 
 
 def _when(moment: datetime | None) -> str:
-    return "paused" if moment is None else moment.strftime("%Y-%m-%d %H:%M")
+    return "paused" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")

@@ -39,5 +39,5 @@ def test_dates_do_not_wrap_at_80_columns() -> None:
     Console(file=out, width=80, force_terminal=False).print(jobs_table(statuses))
     text = out.getvalue()
     assert max(len(line) for line in text.splitlines()) <= 80
-    assert text.count("2026-12-03 09:55") == 5
-    assert text.count("2026-12-04 03:00") == 5
+    assert text.count("2026-12-03 09:55:00") == 5
+    assert text.count("2026-12-04 03:00:00") == 5
