@@ -81,7 +81,7 @@ def main() -> None:
 
 def print_table(labels: dict[str, Any]) -> None:
     """Median (best) seconds per case, one column per label."""
-    names = list(labels)
+    names = sorted(labels, key=lambda name: (name != "before", name))
     header = ["case", *(f"{n} median (best) s" for n in names)]
     rows = [header]
     for case in CASES:
