@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # MLflow's per-download progress bars drown the CLI's own output.
 export MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR := false
 
-.PHONY: run test lint format bench clean venv
+.PHONY: run test test-setup lint format bench clean venv
 
 venv: $(STAMP)
 
@@ -16,10 +16,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# Train on the committed sample, then serve the API, the scheduler and the MLflow UI.
+# Train on the committed sample, then serve the API, the scheduler and the MLflow UI
+# (other ports: make run PORT=8080 MLFLOW_UI_PORT=5050).
+PORT ?= 8000
+MLFLOW_UI_PORT ?= 5000
 run: $(STAMP)
+	$(BIN)/python -m pipelines.ports 127.0.0.1 $(PORT) $(MLFLOW_UI_PORT)
 	$(BIN)/foresight train
-	$(BIN)/foresight serve --clock replay --mlflow-ui-port 5000
+	$(BIN)/foresight serve --clock replay --port $(PORT) --mlflow-ui-port $(MLFLOW_UI_PORT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -30,11 +34,17 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: lint
+# .ci/test-setup installs the Debian packages the integration tests drive (as root;
+# otherwise it stops with the command to run); pytest ends with every skip and why.
+test: test-setup lint
 	$(BIN)/pytest
+
+test-setup:
+	bash .ci/test-setup
 
 # Each benchmark prints a table and writes benchmarks/results/<name>.json.
 bench: $(STAMP)
+	$(BIN)/python benchmarks/cli_startup.py
 	$(BIN)/python benchmarks/forecast_accuracy.py
 	$(BIN)/python benchmarks/decision_quality.py
 	$(BIN)/python benchmarks/api_load.py

@@ -29,6 +29,7 @@ from api.champion import ChampionFollower, RegistryChampion
 from api.clock import ClockMode, ReplayClock, system_clock
 from api.dashboard import page_router as dashboard_page_router
 from api.dashboard import router as dashboard_router
+from api.docs_ui import install_docs
 from api.errors import install_error_handlers
 from api.grpc_expander.wiring import start_configured_expander
 from api.ingest import seed_from_sample as seed_store
@@ -280,7 +281,10 @@ def create_app(
         summary="Predictive autoscaling recommendations for GPU node pools.",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served from packaged assets instead of a CDN: install_docs
+        redoc_url=None,
     )
+    install_docs(app)
     _install(app, (*CORE_ROUTERS, *extra_routers))
     return app
 

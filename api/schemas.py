@@ -128,6 +128,12 @@ class ForecastRecord(BaseModel):
     family: str | None = None
 
 
+class ForecastIndexOut(_Out):
+    """Where each pool's demand forecast is: ``GET /forecast/{pool}``."""
+
+    forecasts: dict[str, str] = Field(description="pool name to its forecast's path")
+
+
 class ForecastOut(_Out):
     """The demand forecast of one pool as the recommendation uses it."""
 

@@ -113,10 +113,11 @@ def rolling_origin_cutoffs(
     if last - first + 1 < n_windows:
         raise InsufficientHistoryError(
             f"a series of {n_obs} observations leaves {max(0, last - first + 1)} possible "
-            f"cutoffs between position {first} (start_frac={start_frac}, "
-            f"min_train={min_train}) and {last} (horizon={horizon}), fewer than "
-            f"n_windows={n_windows}. Use fewer windows, a shorter horizon, a smaller "
-            "start_frac or more history."
+            f"cutoffs (from observation {first + 1}, after the shortest training span, to "
+            f"{last + 1}, a {horizon}-step horizon before the end), fewer than the "
+            f"{n_windows} backtest windows asked for. Use fewer windows (setting "
+            "backtest_windows, FORESIGHT_BACKTEST_WINDOWS), a shorter horizon (settings "
+            "horizon and horizons) or more history."
         )
     if n_windows == 1:
         return [last]

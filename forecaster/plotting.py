@@ -15,6 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from forecaster.config.pools import split_series_id
 from forecaster.exceptions import DataValidationError
 from forecaster.types import CUTOFF, DS, MEAN, MODEL, UID, Y, quantile_column
 
@@ -71,6 +72,42 @@ def forecast_vs_actual(
         _draw_panel(ax, uid, rows, models=wanted, palette=palette, band=(lower, upper))
     _legend(fig, axes)
     return fig
+
+
+def pool_figures(
+    backtest: pd.DataFrame,
+    *,
+    level: float = 0.9,
+    models: Sequence[str] | Mapping[str, str] | None = None,
+    max_pools: int | None = None,
+) -> dict[str, Figure]:
+    """One figure per pool (``<pool>/<signal>`` ids) with a panel for every series of it.
+
+    Args:
+        backtest: frame as for :func:`forecast_vs_actual`.
+        level: the quantile level of the band's upper edge.
+        models: as for :func:`forecast_vs_actual`.
+        max_pools: draw only the first pools in sort order (rendering costs about half
+            a second per figure); default all.
+
+    Returns:
+        Pool name to its figure, in sort order.
+    """
+    ids = sorted(str(uid) for uid in backtest[UID].unique())
+    by_pool: dict[str, list[str]] = {}
+    for uid in ids:
+        by_pool.setdefault(split_series_id(uid)[0], []).append(uid)
+    chosen = list(by_pool)[:max_pools] if max_pools is not None else list(by_pool)
+    return {
+        pool: forecast_vs_actual(
+            backtest[backtest[UID].isin(by_pool[pool])],
+            series=by_pool[pool],
+            max_series=len(by_pool[pool]),
+            level=level,
+            models=models,
+        )
+        for pool in chosen
+    }
 
 
 def save_png(fig: Figure, path: Path, dpi: int = 100) -> Path:
@@ -135,7 +172,7 @@ def _draw_panel(
     band: tuple[str, str],
 ) -> None:
     lower, upper = band
-    actual = rows[[DS, Y]].drop_duplicates(DS).sort_values(DS)
+    actual = _broken_between_windows(rows[[DS, Y]].drop_duplicates(DS).sort_values(DS))
     ax.plot(actual[DS], actual[Y], color="black", linewidth=1.2, label="actual")
     for model in models:
         color = palette[model]
@@ -155,3 +192,20 @@ def _draw_panel(
         ax.axvline(pd.Timestamp(cutoff), color="grey", linestyle="--", lw=0.7)  # type: ignore[arg-type]
     ax.set_title(uid, fontsize="medium", loc="left")
     ax.grid(alpha=0.3)
+
+
+def _broken_between_windows(actual: pd.DataFrame) -> pd.DataFrame:
+    """Insert a missing value after each point followed by a gap wider than the step.
+
+    Backtest windows lie apart (a day between cutoffs, say); a line drawn straight
+    across the gap would look like data, and matplotlib breaks a line at NaN.
+    """
+    if len(actual) < 3:
+        return actual
+    gaps = actual[DS].diff()
+    step = gaps.min()
+    before_gap = actual.loc[gaps.shift(-1) > step * 1.5]
+    if before_gap.empty:
+        return actual
+    breaks = pd.DataFrame({DS: before_gap[DS] + step, Y: float("nan")})
+    return pd.concat([actual, breaks]).sort_values(DS, kind="stable", ignore_index=True)

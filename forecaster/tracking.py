@@ -2,7 +2,7 @@
 
 One experiment per deployment, one run per training. A run carries the training's
 parameters, summary metrics per model and horizon, the per-series score table, the
-backtest frame, the forecast-vs-actual plot and the champion chosen for each series,
+backtest frame, backtest plots per pool, a child run per pool and the champion of each series,
 so a reviewer can tell from the MLflow UI what was trained, on what, and why a model
 won. Every MLflow call goes through :func:`tracking_errors`, which turns library and
 connection failures into :class:`~forecaster.exceptions.TrackingError` naming the
@@ -46,6 +46,18 @@ SCORE_KEYS = (UID, MODEL, HORIZON_COLUMN)
 _NOT_METRICS = frozenset({*SCORE_KEYS, "n_windows"})
 _MAX_KEY_LENGTH = 250
 _MAX_PARAM_LENGTH = 6000
+_MAX_BATCH_METRICS = 1000
+EXPERIMENT_TAGS: dict[str, str] = {
+    # MLflow 3 opens an experiment of unknown kind on its GenAI overview (traces,
+    # "No data available"); a model-development experiment opens on its runs.
+    "mlflow.experimentKind": "custom_model_development",
+    "mlflow.note.content": (
+        "Foresight trainings: one run per training (scores per model and horizon, "
+        "backtest plots per pool, the champion per series), with one child run per "
+        "pool whose metrics are each series' champion scores, to sort and compare."
+    ),
+}
+"""Tags of the deployment's experiment, set when it is created (or first opened)."""
 POOLS_TAG_CHARS = 1000
 """Longest ``foresight.pools`` tag; MLflow truncates tags past 8,000 with a warning."""
 
@@ -192,7 +204,9 @@ class TrainingRun:
         now = int(pd.Timestamp.now(tz="UTC").timestamp() * 1000)
         batch = [Metric(k, float(v), now, step) for k, v in metrics.items()]
         with self._errors("log metrics"):
-            self._client.log_batch(self.run_id, metrics=batch)
+            for start in range(0, len(batch), _MAX_BATCH_METRICS):
+                chunk = batch[start : start + _MAX_BATCH_METRICS]
+                self._client.log_batch(self.run_id, metrics=chunk)
 
     def log_scores(
         self, scores: pd.DataFrame, champions: Mapping[str, str] | None = None
@@ -253,6 +267,24 @@ class TrainingRun:
             }
         )
 
+    @contextmanager
+    def child_run(self, run_name: str, tags: Mapping[str, str]) -> Iterator[TrainingRun]:
+        """Open a run nested under this one (the MLflow UI lists it below its parent)."""
+        with self._errors("start a child run"):
+            parent = self._client.get_run(self.run_id)
+            child = self._client.create_run(
+                parent.info.experiment_id,
+                run_name=run_name,
+                tags={"mlflow.parentRunId": self.run_id, **tags},
+            )
+        status = "FAILED"
+        try:
+            yield TrainingRun(self.config, self._client, child.info.run_id)
+            status = "FINISHED"
+        finally:
+            with self._errors("end a child run"):
+                self._client.set_terminated(child.info.run_id, status=status)
+
     def set_tags(self, tags: Mapping[str, object]) -> None:
         """Set run tags (shown and searchable in the MLflow UI)."""
         with self._errors("set run tags"):
@@ -284,14 +316,31 @@ def ensure_experiment(config: TrackingConfig, client: MlflowClient | None = None
     client = client or config.client()
     with tracking_errors(config.tracking_uri, f"open experiment {config.experiment_name!r}"):
         experiment = client.get_experiment_by_name(config.experiment_name)
-        if experiment is not None:
-            _warn_if_local_artifacts(config, str(experiment.artifact_location or ""))
-            return str(experiment.experiment_id)
-        return str(
-            client.create_experiment(
-                config.experiment_name, artifact_location=config.artifact_location
+        if experiment is None:
+            experiment_id = str(
+                client.create_experiment(
+                    config.experiment_name,
+                    artifact_location=config.artifact_location,
+                    tags=EXPERIMENT_TAGS,
+                )
             )
-        )
+        else:
+            _warn_if_local_artifacts(config, str(experiment.artifact_location or ""))
+            experiment_id = str(experiment.experiment_id)
+            for key, value in EXPERIMENT_TAGS.items():
+                if key not in experiment.tags:
+                    client.set_experiment_tag(experiment_id, key, value)
+        return experiment_id
+
+
+def runs_view_url(ui_address: str, experiment_id: str) -> str:
+    """The MLflow UI page listing an experiment's training runs.
+
+    MLflow 3's UI opens in its GenAI mode (traces, "No data available") unless the
+    address names the model-training mode, which shows the runs table.
+    """
+    base = ui_address.rstrip("/")
+    return f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
 
 
 def _warn_if_local_artifacts(config: TrackingConfig, location: str) -> None:

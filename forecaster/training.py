@@ -20,7 +20,7 @@ from forecaster.backtest import BacktestResult, Estimator, backtest
 from forecaster.champion import ChampionForecaster
 from forecaster.exceptions import TrackingError
 from forecaster.metrics import score_backtest
-from forecaster.plotting import forecast_vs_actual
+from forecaster.pool_review import log_pool_review
 from forecaster.registry import (
     champion_version,
     export_last_known_good,
@@ -140,8 +140,7 @@ def train(
         run.log_frame("backtest.parquet", result.frame)
         if not result.failures.empty:
             run.log_frame("failures.csv", result.failures)
-        champion_plot = challenger_rows.assign(**{MODEL: "champion"})
-        run.log_figure(forecast_vs_actual(champion_plot, level=max(plan.levels)))
+        log_pool_review(run, challenger_rows, scores, selection, level=max(plan.levels))
         run.set_tags({"foresight.gate": decision.reason[:500]})
         info = run.log_forecaster(champion, levels=plan.levels)
         run_id = run.run_id

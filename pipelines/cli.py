@@ -7,19 +7,12 @@ CSV / Parquet file given with ``--data``; settings come from ``--config`` (YAML)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import typer
 
-from forecaster.backtest import backtest
-from forecaster.champion import ChampionForecaster
-from forecaster.config.settings import Settings
-from forecaster.metrics import score_backtest
-from forecaster.models.catalog import make_model
-from forecaster.registry import load_champion
-from forecaster.tracking import is_tracking_server, redact_uri, tracking_config
-from forecaster.training import TrainingPlan, recent_history, train
 from pipelines.cli_support import (
     ConfigOption,
     DataOption,
@@ -28,24 +21,65 @@ from pipelines.cli_support import (
     cli_settings,
     console,
 )
-from pipelines.dataset import Dataset, load_dataset
-from pipelines.executors import make_executor
-from pipelines.jobs.history import candidate_models, training_plan
-from pipelines.jobs_cli import backfill_command, ingest_command
-from pipelines.publish_cli import publish_command
-from pipelines.reporting import (
-    forecast_table,
-    progress_bar,
-    scores_table,
-    training_table,
-    write_frame,
-)
-from pipelines.scheduler_cli import jobs_command, scheduler_command
-from pipelines.serve_cli import serve_command
-from pipelines.simulate_cli import simulate_command
-from pipelines.webhooks_cli import app as webhooks_app
+from pipelines.lazy_commands import LazyCommand, LazyCommandGroup
+
+if TYPE_CHECKING:
+    from forecaster.config.settings import Settings
+    from forecaster.training import TrainingPlan
+    from pipelines.dataset import Dataset
+
+# The heavy libraries (pandas, scikit-learn, MLflow, FastAPI) are imported inside each
+# command, and the commands of other modules load only when run: `foresight --help`
+# stays well under a second (benchmarks/cli_startup.py).
+
+
+class _Commands(LazyCommandGroup):
+    lazy_commands: ClassVar[Mapping[str, LazyCommand]] = {
+        "serve": LazyCommand(
+            "pipelines.serve_cli",
+            "serve_command",
+            "Serve the API (recommendations, forecasts, integrations, dashboard) and the jobs.",
+        ),
+        "scheduler": LazyCommand(
+            "pipelines.scheduler_cli",
+            "scheduler_command",
+            "Run the scheduled jobs in the foreground (one leader among replicas); Ctrl-C stops.",
+        ),
+        "jobs": LazyCommand(
+            "pipelines.scheduler_cli",
+            "jobs_command",
+            "Show the scheduler's leader and each job: trigger, last run, where, outcome, next.",
+        ),
+        "ingest": LazyCommand(
+            "pipelines.jobs_cli",
+            "ingest_command",
+            "Fetch what is new of every pool signal since the last stored sample, once.",
+        ),
+        "backfill": LazyCommand(
+            "pipelines.jobs_cli",
+            "backfill_command",
+            "Fetch and store every pool signal over a past window (re-fetching is harmless).",
+        ),
+        "publish": LazyCommand(
+            "pipelines.publish_cli",
+            "publish_command",
+            "Publish the priority-expander ConfigMap, buffers and webhooks (dry run by default).",
+        ),
+        "simulate": LazyCommand(
+            "pipelines.simulate_cli",
+            "simulate_command",
+            "Replay a pool's demand against reactive, static, Foresight and oracle policies.",
+        ),
+        "webhooks": LazyCommand(
+            "pipelines.webhooks_cli",
+            "app",
+            "The webhook outbox: list dead letters and retry them.",
+        ),
+    }
+
 
 app = typer.Typer(
+    cls=_Commands,
     help="Foresight: predictive autoscaling for GPU clusters.",
     no_args_is_help=True,
     add_completion=False,
@@ -85,6 +119,14 @@ def train_command(
     fast: FastOption = False,
 ) -> None:
     """Backtest every model family, pick a champion per series, register and gate it."""
+    from forecaster.contract.parse import format_step
+    from forecaster.tracking import tracking_config
+    from forecaster.training import train
+    from pipelines.dataset import load_dataset
+    from pipelines.executors import make_executor
+    from pipelines.jobs.history import candidate_models
+    from pipelines.reporting import progress_bar, training_table
+
     with cli_errors():
         settings = cli_settings(config)
         dataset = load_dataset(settings, data, series=series)
@@ -92,7 +134,8 @@ def train_command(
         candidates = candidate_models(settings, dataset.step, plan.horizon, fast=fast)
         console.print(
             f"Training on [bold]{dataset.frame['unique_id'].nunique()}[/] series from "
-            f"{dataset.source} (step {dataset.step}, {plan.n_windows} backtest windows, "
+            f"{dataset.source} (step {format_step(dataset.step)}, "
+            f"{plan.n_windows} backtest windows, "
             f"models: {', '.join(c.model_name for c in candidates)})"
         )
         with (
@@ -135,6 +178,14 @@ def backtest_command(
     ] = None,
 ) -> None:
     """Score model families by rolling-origin backtest, without registering anything."""
+    from forecaster.backtest import backtest
+    from forecaster.metrics import score_backtest
+    from forecaster.models.catalog import make_model
+    from pipelines.dataset import load_dataset
+    from pipelines.executors import make_executor
+    from pipelines.jobs.history import candidate_models
+    from pipelines.reporting import progress_bar, scores_table, write_frame
+
     with cli_errors():
         settings = cli_settings(config)
         dataset = load_dataset(settings, data, series=series)
@@ -180,6 +231,13 @@ def forecast_command(
     ] = None,
 ) -> None:
     """Forecast every series with the @champion model refitted on the latest data."""
+    from forecaster.champion import ChampionForecaster
+    from forecaster.registry import load_champion
+    from forecaster.tracking import tracking_config
+    from forecaster.training import recent_history
+    from pipelines.dataset import load_dataset
+    from pipelines.reporting import forecast_table, write_frame
+
     with cli_errors():
         settings = cli_settings(config)
         dataset = load_dataset(settings, data, series=series)
@@ -207,30 +265,31 @@ def forecast_command(
             console.print(f"Forecasts written to {output}")
 
 
-# Commands that live in their own modules (one module per concern), one line each:
-# app.command("name")(function)
-app.command("serve")(serve_command)
-app.command("publish")(publish_command)
-app.command("scheduler")(scheduler_command)
-app.command("jobs")(jobs_command)
-app.command("ingest")(ingest_command)
-app.command("backfill")(backfill_command)
-app.command("simulate")(simulate_command)
-app.add_typer(webhooks_app, name="webhooks")
-
-
 def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
+    from pipelines.jobs.history import training_plan
+
     return training_plan(settings, dataset.step)
 
 
 def _print_mlflow_hint(settings: Settings, run_id: str) -> None:
+    from forecaster.tracking import (
+        ensure_experiment,
+        is_tracking_server,
+        redact_uri,
+        runs_view_url,
+        tracking_config,
+    )
+
     uri = settings.mlflow_tracking_uri
+    experiment_id = ensure_experiment(tracking_config(settings))
     if is_tracking_server(uri):
         # A tracking server serves its own UI; `mlflow ui` takes no server URL.
-        where = f"  open {redact_uri(uri).rstrip('/')}/#/experiments in a browser"
+        review = f"Review it at {runs_view_url(redact_uri(uri), experiment_id)}"
     else:
-        where = f"  .venv/bin/mlflow ui --backend-store-uri {uri} --port 5000"
-    console.print(
-        f"Run {run_id} is tracked at {redact_uri(uri)}.\nReview it in the MLflow UI:\n{where}",
-        soft_wrap=True,
-    )
+        review = (
+            "Review it in the MLflow UI (`make run` serves it), or start it alone:\n"
+            f"  MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false .venv/bin/mlflow ui "
+            f"--backend-store-uri {uri} --port 5000\n"
+            f"  then open {runs_view_url('http://127.0.0.1:5000', experiment_id)}"
+        )
+    console.print(f"Run {run_id} is tracked at {redact_uri(uri)}.\n{review}", soft_wrap=True)

@@ -10,13 +10,15 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from forecaster.config.settings import Settings, load_settings
 from forecaster.exceptions import ForesightError
+
+if TYPE_CHECKING:
+    from forecaster.config.settings import Settings
 
 console = Console()
 
@@ -34,6 +36,8 @@ SeriesOption = Annotated[
 
 def cli_settings(config: Path | None) -> Settings:
     """Load settings (file, then ``FORESIGHT_*`` variables) and configure logging."""
+    from forecaster.config.settings import load_settings  # pandas: only when a command runs
+
     settings = load_settings(config)
     logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
     return settings

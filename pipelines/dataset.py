@@ -6,7 +6,7 @@ series contract.
 
 from __future__ import annotations
 
-import warnings
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +17,8 @@ from forecaster.contract import CleaningReport, validate_series
 from forecaster.exceptions import DataValidationError, SourceError
 from forecaster.loaders import derive_demand, load_frame
 from forecaster.types import DS, UID
+
+logger = logging.getLogger(__name__)
 
 SAMPLE_FILE = "metrics.csv.gz"
 QUEUE_SIGNAL = "queue_gpus"
@@ -76,10 +78,10 @@ def load_dataset(
             )
         raw = raw[raw[UID].isin(series)]
     frame, report = validate_series(raw, max_gap_steps=settings.max_gap_steps, on_error="drop")
-    if report:
-        with warnings.catch_warnings():
-            warnings.simplefilter("always")
-            report.warn()
+    lines = report.readable_lines()
+    if lines:
+        # Once, as lines a person reads (not a warning with this module's path).
+        logger.warning("data in %s: %s", source, "\n".join(lines))
     steps = set(report.steps.values())
     if len(steps) > 1:
         by_step = {str(s): sorted(u for u, v in report.steps.items() if v == s) for s in steps}

@@ -8,12 +8,13 @@ tracking server (``http(s)://``) already has a UI: its address is returned as is
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -59,7 +60,9 @@ def mlflow_ui(settings: Settings, host: str, port: int) -> Iterator[str]:
     _create_store(settings)
     log_path = settings.models_dir / "mlflow-ui.log"
     with log_path.open("ab") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=ui_environment(os.environ)
+        )
     watcher = threading.Thread(
         target=_report_start,
         args=(process, address, log_path),
@@ -76,6 +79,17 @@ def mlflow_ui(settings: Settings, host: str, port: int) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def ui_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """The UI's environment: ``base`` without MLflow's job execution.
+
+    By default the MLflow server also starts a job runner and seven job consumer
+    processes (GenAI judges, trace roll-ups), about 0.7 GB that reviewing training
+    runs never uses; without them the UI is two processes (``mlflow ui`` and its
+    uvicorn worker), about 0.5 GB (README, "The two commands").
+    """
+    return {**base, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
 def _create_store(settings: Settings) -> None:

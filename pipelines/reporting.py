@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,7 +24,14 @@ _STAGES = {"backtest": "Backtesting series", "fit": "Fitting the champion", "reg
 
 @contextmanager
 def progress_bar(console: Console) -> Iterator[ProgressCallback]:
-    """Yield a ``(stage, done, total)`` callback that drives one bar per stage."""
+    """Yield a ``(stage, done, total)`` callback that drives one bar per stage.
+
+    Without a terminal (a pipe, a log file, a CI job) bars would only be drawn when
+    they end; plain lines are printed as work proceeds instead (:class:`ProgressLines`).
+    """
+    if not console.is_terminal:
+        yield ProgressLines(console).report
+        return
     tasks: dict[str, TaskID] = {}
     with Progress(
         "[progress.description]{task.description}",
@@ -40,6 +48,32 @@ def progress_bar(console: Console) -> Iterator[ProgressCallback]:
             progress.update(tasks[stage], completed=done, total=total)
 
         yield report
+
+
+class ProgressLines:
+    """Progress as plain lines: a stage's start, every tenth of it, and its end.
+
+    Args:
+        console: where the lines go.
+        clock: seconds, for the elapsed time (a parameter for tests).
+    """
+
+    def __init__(self, console: Console, clock: Callable[[], float] = time.monotonic) -> None:
+        self._console = console
+        self._clock = clock
+        self._started: dict[str, float] = {}
+        self._shown: dict[str, int] = {}
+
+    def report(self, stage: str, done: int, total: int) -> None:
+        """Print a line when ``stage`` starts, passes a further tenth, or ends."""
+        now = self._clock()
+        start = self._started.setdefault(stage, now)
+        tenth = 10 if total <= 0 else min(10, done * 10 // total)
+        if stage in self._shown and tenth <= self._shown[stage]:
+            return
+        self._shown[stage] = tenth
+        label = _STAGES.get(stage, stage)
+        self._console.print(f"{label}: {done}/{total} ({now - start:.0f} s)", highlight=False)
 
 
 def scores_table(scores: pd.DataFrame, levels: Levels) -> Table:

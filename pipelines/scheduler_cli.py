@@ -65,7 +65,7 @@ def scheduler_command(config: ConfigOption = None) -> None:
 
 
 def jobs_command(config: ConfigOption = None) -> None:
-    """Show the scheduler's leader and each job: trigger, last run, where, outcome, next run."""
+    """Show the scheduler's leader and each job: trigger, last run, where, outcome, next."""
     with cli_errors():
         settings = cli_settings(config)
         with open_store(settings.store_url) as store:
@@ -94,9 +94,11 @@ def jobs_table(statuses: list[JobStatus]) -> Table:
     """A rich table of job statuses (one row per job)."""
     table = Table(title="Scheduled jobs")
     table.add_column("job", no_wrap=True)
+    # Dates never wrap (a date split over two lines misreads at 80 columns); the
+    # trigger and summary text give way instead.
     columns = ("trigger", "last run (UTC)", "ran on", "outcome", "summary", "next run (UTC)")
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(column, overflow="fold", no_wrap=column.endswith("(UTC)"))
     for status in statuses:
         last = status.last_run
         outcome = last.outcome if last else "never ran"

@@ -17,9 +17,10 @@ from typing import Annotated
 import typer
 
 from forecaster.config.settings import Settings
-from forecaster.exceptions import ConfigError
+from forecaster.exceptions import ConfigError, TrackingError
 from pipelines.cli_support import ConfigOption, cli_errors, cli_settings, console
 from pipelines.mlflow_ui import mlflow_ui
+from pipelines.ports import ensure_free
 from pipelines.scheduler import start_scheduler
 from pipelines.scheduler.dispatch import JobRunner
 from pipelines.store import open_store
@@ -64,10 +65,18 @@ def serve_command(
         if clock not in ("system", "replay"):
             raise ConfigError(f"--clock must be 'system' or 'replay', not {clock!r}")
         settings = cli_settings(config)
+        ensure_free(host, port, "the API", "--port (make run PORT=...)")
+        if mlflow_ui_port is not None:
+            ensure_free(
+                host,
+                mlflow_ui_port,
+                "the MLflow UI",
+                "--mlflow-ui-port (make run MLFLOW_UI_PORT=...)",
+            )
         application = create_app(settings, clock="replay" if clock == "replay" else "system")
         with ExitStack() as stack:
             ui = (
-                stack.enter_context(mlflow_ui(settings, host, mlflow_ui_port))
+                _runs_view(settings, stack.enter_context(mlflow_ui(settings, host, mlflow_ui_port)))
                 if mlflow_ui_port is not None
                 else None
             )
@@ -82,6 +91,18 @@ def serve_command(
             gc.collect()
             gc.freeze()
             uvicorn.run(application, host=host, port=port, log_level="info")
+
+
+def _runs_view(settings: Settings, ui: str) -> str:
+    """The UI's page of the training runs; the UI's address when it cannot be had."""
+    from forecaster.tracking import ensure_experiment, runs_view_url, tracking_config
+
+    if ui.startswith(settings.mlflow_tracking_uri):
+        return ui  # a remote tracking server: not worth waiting on it here
+    try:
+        return runs_view_url(ui, ensure_experiment(tracking_config(settings)))
+    except TrackingError:
+        return ui
 
 
 @contextmanager

@@ -95,8 +95,12 @@ def simulate_command(
         typer.Option("--span", help="Replay at most this long after the warm-up, e.g. 3d."),
     ] = None,
     output_dir: Annotated[
-        Path, typer.Option("--output-dir", help="Where the JSON and PNG files go.")
-    ] = Path("simulate-output"),
+        Path | None,
+        typer.Option(
+            "--output-dir",
+            help="Where the JSON and PNG files go; default <data_dir>/simulate (data/simulate).",
+        ),
+    ] = None,
     mlflow: Annotated[
         bool, typer.Option("--mlflow", help="Log metrics and plots to the tracking URI.")
     ] = False,
@@ -139,7 +143,9 @@ def simulate_command(
                     )[pool_config.quantile]
                 swept = sweep_quantiles(comparison, _levels(sweep_levels), progress=report)
         console.print(results_table(comparison.runs, pool_config.name))
-        files = write_outputs(comparison, swept, output_dir, family)
+        # Not the working directory: a replay's files are generated, like the store.
+        out = output_dir if output_dir is not None else settings.data_dir / "simulate"
+        files = write_outputs(comparison, swept, out, family)
         for path in files:
             console.print(f"Written {path}")
         if mlflow:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from api.policy.need import nodes_for_gpus
 from api.policy.stabilise import StabilisationLimit
 from api.policy.types import HealthReason, LatencyAdjustment, Mode, Sample, Term, iso_utc
 
@@ -208,5 +209,37 @@ def summarise(
             "scale-down waits until the decision history spans the "
             f"{settings['scale_down_window_seconds'] / 60:g} min window"
         )
-    parts.append(f"{stages.final} nodes, set by {term}")
+    parts.append(_set_by(stages, term, peak_gpus, demand_gpus, gpn, settings))
     return "; ".join(parts)
+
+
+def _set_by(
+    stages: Stages,
+    term: Term,
+    peak_gpus: float | None,
+    demand_gpus: float,
+    gpus_per_node: int,
+    settings: Mapping[str, float],
+) -> str:
+    """The closing clause; a forecast term says what the forecast added over live demand.
+
+    A flat forecast still lands above the floor, lifted by its interval (the quantile)
+    and by the target utilisation; when live demand at the target utilisation needs
+    as many nodes, that, not a predicted rise, set the number.
+    """
+    closing = f"{stages.final} nodes, set by {term}"
+    if term != "forecast" or peak_gpus is None or stages.forecast_nodes is None:
+        return closing
+    at_target = nodes_for_gpus(demand_gpus, gpus_per_node, settings["target_utilisation"])
+    if at_target >= stages.forecast_nodes:
+        return (
+            f"{stages.final} nodes, set by the target utilisation: live demand at "
+            f"{settings['target_utilisation']:.0%} already needs {at_target} nodes and the "
+            f"forecast peak ({peak_gpus - demand_gpus:+.4g} GPUs over live demand, its "
+            "interval included) adds none"
+        )
+    return (
+        f"the forecast peak is {peak_gpus - demand_gpus:+.4g} GPUs over live demand (its "
+        f"interval included), {stages.forecast_nodes - at_target} node(s) beyond the "
+        f"{at_target} live demand needs at the target utilisation; {closing}"
+    )

@@ -115,7 +115,19 @@ def assess_health(
             f"{health.error_bound:.3g}"
         )
     if not reasons:
-        return HealthVerdict(
-            "predictive", (), "the forecast is fresh, covers the window and is accurate"
-        )
+        return HealthVerdict("predictive", (), _healthy_sentence(health))
     return HealthVerdict("reactive", tuple(reasons), "; ".join(details))
+
+
+def _healthy_sentence(health: ForecastHealth) -> str:
+    # "Accurate" only when the live error was measured: a new model has no record yet.
+    error = health.measured_error
+    if error is None:
+        return (
+            "the forecast is fresh and covers the window; its live error is not "
+            f"measured yet (the {health.error_metric} needs forecasts that have come due)"
+        )
+    return (
+        f"the forecast is fresh, covers the window and its recent {health.error_metric} "
+        f"{error:.3g} is within the bound {health.error_bound:.3g}"
+    )

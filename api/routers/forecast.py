@@ -1,4 +1,7 @@
-"""``GET /forecast/{pool}``: the demand forecast behind a pool's recommendation."""
+"""``GET /forecast/{pool}``: the demand forecast behind a pool's recommendation.
+
+``GET /forecast`` lists each pool's forecast path (a forecast is per pool).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from api.deps import PoolName, ServiceDep
-from api.schemas import ForecastOut, ForecastRecord
+from api.schemas import ForecastIndexOut, ForecastOut, ForecastRecord
 from forecaster.loaders import DEMAND
 
 router = APIRouter(tags=["forecasts"])
@@ -19,6 +22,12 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+@router.get("/forecast", response_model=ForecastIndexOut, summary="Where each pool's forecast is")
+def list_forecasts(service: ServiceDep) -> ForecastIndexOut:
+    """Return the path of every pool's demand forecast, in the pools file's order."""
+    return ForecastIndexOut(forecasts={name: f"/forecast/{name}" for name in service.names})
 
 
 @router.get(

@@ -328,6 +328,12 @@ def series_id(pool: str | PoolConfig, signal: str) -> str:
     return f"{name}/{signal}"
 
 
+def split_series_id(unique_id: str) -> tuple[str, str]:
+    """Return ``(pool, signal)`` of a ``<pool>/<signal>`` id; an id without ``/`` is a pool."""
+    pool, sep, signal = unique_id.rpartition("/")
+    return (pool, signal) if sep else (unique_id, "")
+
+
 def load_pools(path: Path) -> PoolsConfig:
     """Read and validate a pools YAML file.
 

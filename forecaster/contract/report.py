@@ -54,6 +54,30 @@ class CleaningReport:
         lines += [f"  {uid!r} DROPPED: {why}" for uid, why in sorted(self.dropped.items())]
         return "\n".join(lines)
 
+    def readable_lines(self) -> list[str]:
+        """What was changed, one line per distinct change, naming the series it touched.
+
+        Series that got the same changes share a line (``h100-train/{nodes, queue_gpus}:
+        ...``), so a gap shared by every signal of a pool reads once, not per signal.
+        """
+        if not self:
+            return []
+        changed = self.changed
+        lines = [
+            f"{len(changed)} of {len(self.notes)} series cleaned, {len(self.dropped)} left out:"
+        ]
+        lines += [f"  every series: {note}" for note in self.frame_notes]
+        by_change: dict[tuple[str, ...], list[str]] = {}
+        for uid, notes in sorted(changed.items()):
+            by_change.setdefault(notes, []).append(uid)
+        for notes, uids in by_change.items():
+            lines.append(f"  {_name_series(uids)}: {'; '.join(notes)}")
+        by_reason: dict[str, list[str]] = {}
+        for uid, why in sorted(self.dropped.items()):
+            by_reason.setdefault(why, []).append(uid)
+        lines += [f"  {_name_series(uids)} left out: {why}" for why, uids in by_reason.items()]
+        return lines
+
     def warn(self, stacklevel: int = 1) -> None:
         """Emit one :class:`CleaningWarning` summarising the report, if anything changed.
 
@@ -72,3 +96,14 @@ class CleaningReport:
             "dropped": dict(self.dropped),
             "steps": {uid: format_step(step) for uid, step in self.steps.items()},
         }
+
+
+def _name_series(uids: list[str]) -> str:
+    """``a/x`` for one series, ``a/{x, y}`` for series of one pool, else a comma list."""
+    if len(uids) == 1:
+        return uids[0]
+    pools = {uid.rpartition("/")[0] for uid in uids}
+    if len(pools) == 1 and "" not in pools:
+        (pool,) = pools
+        return f"{pool}/{{{', '.join(uid.rpartition('/')[2] for uid in uids)}}}"
+    return ", ".join(uids)

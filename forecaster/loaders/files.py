@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -10,6 +11,8 @@ import pandas as pd
 
 from forecaster.exceptions import SourceError
 from forecaster.types import DS, UID, Y
+
+logger = logging.getLogger(__name__)
 
 Layout = Literal["auto", "long", "wide"]
 
@@ -98,7 +101,7 @@ def to_long(
     if time is None:
         raise SourceError(
             f"{source} has no time column: none of {list(TIME_COLUMN_GUESSES)} in {columns}. "
-            "Pass time_col=<name of the time column>."
+            f"Name the file's time column one of {', '.join(TIME_COLUMN_GUESSES)}."
         )
     ids = list(id_cols) if id_cols is not None else ([UID] if UID in columns else [])
     if layout == "auto":
@@ -117,11 +120,25 @@ def to_long(
     missing = [c for c in (time, *ids, *values) if c not in columns]
     if missing:
         raise SourceError(
-            f"{source} lacks the columns {missing} (it has {columns}). Pass time_col=, "
-            "id_cols= and value_cols= naming the columns it has."
+            f"{source} lacks the columns {missing} (it has {columns}). A long file has the "
+            f"columns unique_id, a time column ({', '.join(TIME_COLUMN_GUESSES)}) and y; a "
+            "wide file a time column and one numeric column per series."
         )
     if not values:
-        raise SourceError(f"{source} has no numeric value column; pass value_cols=[...].")
+        raise SourceError(
+            f"{source} has no numeric value column; a wide file has a time column and one "
+            "numeric column per series."
+        )
+    ignored = [c for c in columns if c not in {time, *ids, *values}]
+    if ignored:
+        # Said, not silent: a misspelt column would otherwise just vanish.
+        logger.warning(
+            "%s: ignored the columns %s (read as %s: %s)",
+            source,
+            ignored,
+            layout,
+            "unique_id, time, y" if layout == "long" else "a time column and numeric series",
+        )
     if layout == "long":
         return _long(table, time=time, ids=ids, values=values, prefix=prefix, source=source)
     return _wide(table, time, ids, values, prefix or (None if ids else default_prefix))

@@ -103,7 +103,7 @@ def training_plan(settings: Settings, step: pd.Timedelta) -> TrainingPlan:
     except ValueError as exc:
         raise ConfigError(
             f'{exc}: set horizons (FORESIGHT_HORIZONS, e.g. \'["1h", "3h"]\') to multiples '
-            f"of the data's step {step}"
+            f"of the data's step {format_step(step)}"
         ) from exc
     return TrainingPlan(
         horizon=max(settings.horizon, *horizons.values()),

@@ -359,3 +359,29 @@ def test_series_step_errors_name_the_series() -> None:
     one = out.iloc[:1]
     with pytest.raises(InsufficientHistoryError, match="'a'"):
         series_step(one, "a")
+
+
+def test_readable_lines_group_series_that_got_the_same_change() -> None:
+    gap = [0, 10, 40, 50]
+    df = pd.concat(
+        [
+            series("p/x", gap, [1, 2, 3, 4]),
+            series("p/y", gap, [5, 6, 7, 8]),
+            series("q/z", [0, 10, 10], [1, 2, 3]),
+            series("q/bad", [0, 10], [1, -1]),
+            series("r/clean", [0, 10], [1, 2]),
+        ]
+    )
+    _, report = validate_series(df, on_error="drop")
+    lines = report.readable_lines()
+    assert lines[0] == "3 of 4 series cleaned, 1 left out:"
+    assert sum(line.startswith("  p/{x, y}: ") for line in lines) == 1
+    assert any(line.startswith("  q/z: dropped 1 rows with a repeated ds") for line in lines)
+    assert any(line.startswith("  q/bad left out: ") for line in lines)
+    assert not any("r/clean" in line for line in lines)
+    assert not any("days" in line for line in lines)
+
+
+def test_readable_lines_of_a_clean_frame_are_empty() -> None:
+    _, report = validate_series(series("a/x", [0, 10, 20], [1, 2, 3]))
+    assert report.readable_lines() == []

@@ -116,13 +116,29 @@ def test_corrupt_parquet_is_a_source_error(tmp_path: Path) -> None:
         read_table(tmp_path / "f.parquet")
 
 
-def test_missing_columns_are_named_with_the_options_to_fix(tmp_path: Path) -> None:
+def test_missing_columns_are_named_with_the_file_shape_to_fix(tmp_path: Path) -> None:
     path = write(WIDE, tmp_path / "f.csv")
-    with pytest.raises(SourceError, match=r"lacks the columns \['gpus'\].*value_cols="):
+    with pytest.raises(SourceError, match=r"lacks the columns \['gpus'\].*A long file has") as e:
         load_frame(path, value_cols=["gpus"])
     df = pd.DataFrame({"when": ["2024-05-01"], "v": [1.0]})
-    with pytest.raises(SourceError, match=r"no time column.*time_col="):
+    with pytest.raises(SourceError, match=r"no time column.*one of ds, timestamp") as f:
         load_frame(write(df, tmp_path / "g.csv"))
+    # The hints name what the file needs, not Python arguments the CLI does not have.
+    for raised in (e, f):
+        assert not any(arg in str(raised.value) for arg in ("time_col", "value_cols", "id_cols"))
+
+
+def test_an_unknown_extra_column_is_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    df = pd.DataFrame(
+        {"unique_id": ["a/x", "a/x"], "ds": ["2024-05-01", "2024-05-02"], "y": [1.0, 2.0]}
+    )
+    df["region"] = "eu"
+    with caplog.at_level("WARNING", logger="forecaster.loaders.files"):
+        frame = load_frame(write(df, tmp_path / "long.csv"))
+    assert list(frame.columns) == ["unique_id", "ds", "y"]
+    assert "ignored the columns ['region']" in caplog.text
 
 
 def test_long_layout_rejects_several_value_columns(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from forecaster.exceptions import DataValidationError
-from forecaster.plotting import forecast_vs_actual, save_png
+from forecaster.plotting import forecast_vs_actual, pool_figures, save_png
 
 
 def _backtest(n_series: int = 3, models: tuple[str, ...] = ("persistence", "gbm")) -> pd.DataFrame:
@@ -87,3 +87,60 @@ def test_save_png_writes_a_png_without_touching_pyplot(tmp_path: Path) -> None:
     # No figure was registered with pyplot's global state (if pyplot is loaded at all).
     pyplot = matplotlib.__dict__.get("pyplot")
     assert pyplot is None or not pyplot.get_fignums()
+
+
+def _fleet_backtest() -> pd.DataFrame:
+    """3 pools x 5 signals (15 series, as in the sample), 3 windows a day apart."""
+    rng = np.random.default_rng(1)
+    step = pd.Timedelta(minutes=5)
+    start = pd.Timestamp("2025-03-01", tz="UTC")
+    rows = []
+    for pool in ("a100-train", "h100-train", "l4-infer"):
+        for signal in ("allocated_gpus", "demand_gpus", "gpu_util", "nodes", "queue_gpus"):
+            for day in range(3):
+                cutoff = start + pd.Timedelta(days=day)
+                for k in range(1, 13):
+                    mean = float(rng.normal(10, 1))
+                    rows.append(
+                        {
+                            "unique_id": f"{pool}/{signal}",
+                            "ds": cutoff + step * k,
+                            "cutoff": cutoff,
+                            "model": "champion",
+                            "mean": mean,
+                            "q0.9": mean + 2,
+                            "y": mean + float(rng.normal()),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def test_pool_figures_draw_every_series_of_every_pool() -> None:
+    frame = _fleet_backtest()
+    figures = pool_figures(frame, level=0.9)
+    assert list(figures) == ["a100-train", "h100-train", "l4-infer"]
+    drawn = {ax.get_title(loc="left") for fig in figures.values() for ax in fig.get_axes()}
+    assert drawn == set(frame["unique_id"])
+    for pool, fig in figures.items():
+        assert all(ax.get_title(loc="left").startswith(f"{pool}/") for ax in fig.get_axes())
+
+
+def test_pool_figures_can_stop_at_a_number_of_pools() -> None:
+    assert list(pool_figures(_fleet_backtest(), max_pools=2)) == ["a100-train", "h100-train"]
+
+
+def test_windows_a_day_apart_are_not_joined_by_the_actual_line() -> None:
+    frame = _fleet_backtest()
+    fig = forecast_vs_actual(frame, series=["l4-infer/demand_gpus"])
+    (actual,) = [line for line in fig.get_axes()[0].get_lines() if line.get_label() == "actual"]
+    y = np.asarray(actual.get_ydata(), dtype=float)
+    # Three windows: their 36 actuals, broken by one missing value between neighbours.
+    assert np.isfinite(y).sum() == 36
+    runs = np.split(y, np.flatnonzero(np.isnan(y)))
+    assert [int(np.isfinite(run).sum()) for run in runs] == [12, 12, 12]
+
+
+def test_contiguous_windows_stay_one_line() -> None:
+    fig = forecast_vs_actual(_backtest(n_series=1))
+    (actual,) = [line for line in fig.get_axes()[0].get_lines() if line.get_label() == "actual"]
+    assert not np.isnan(np.asarray(actual.get_ydata(), dtype=float)).any()

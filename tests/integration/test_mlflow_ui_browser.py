@@ -15,7 +15,7 @@ import pytest
 from mlflow import MlflowClient
 
 from forecaster.models.catalog import default_models
-from forecaster.tracking import TrackingConfig
+from forecaster.tracking import TrackingConfig, runs_view_url
 from forecaster.training import TrainingPlan, default_run_name, train
 from tests.integration.browser import browser_page, require_chromium, screenshot
 
@@ -64,11 +64,11 @@ def test_a_training_run_and_its_metrics_appear_in_the_mlflow_ui(
     experiment_id = run.info.experiment_id
 
     with browser_page(width=1440, height=1000) as (page, console):
-        # The runs table (the experiment page itself opens on a GenAI overview in MLflow 3).
-        page.goto(
-            f"{mlflow_server}/#/experiments/{experiment_id}/runs", wait_until="domcontentloaded"
-        )
+        # The address the banner and the training print: the runs table in the
+        # model-training mode (MLflow 3 otherwise opens on a GenAI traces overview).
+        page.goto(runs_view_url(mlflow_server, experiment_id), wait_until="domcontentloaded")
         page.get_by_text(run_name).first.wait_for(timeout=60_000)
+        assert page.get_by_text("Traces 0").count() == 0
         screenshot(page, "mlflow_experiment.png")
         page.goto(
             f"{mlflow_server}/#/experiments/{experiment_id}/runs/{outcome.run_id}",

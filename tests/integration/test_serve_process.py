@@ -94,6 +94,9 @@ def test_serve_runs_api_scheduler_and_mlflow_ui_and_stops_cleanly(
         "l4-infer",
     }
     _wait_for(f"http://127.0.0.1:{ui_port}/health", process, START_TIMEOUT_S)
+    # The MLflow UI runs without MLflow's job runner and its consumers: 2 processes.
+    ui_processes = [cmd for cmd in _descendants(process.pid) if "mlflow" in cmd]
+    assert len(ui_processes) == 2, ui_processes
 
     # The gRPC expander answers with the pool /recommendation ranks first.
     credentials = grpc.ssl_channel_credentials(
@@ -125,5 +128,61 @@ def test_serve_runs_api_scheduler_and_mlflow_ui_and_stops_cleanly(
     assert process.returncode == 0, output
     for line in ("dashboard:", "recommendations:", "API docs:", "MLflow UI:", "gRPC expander:"):
         assert line in output
+    # The banner links straight to the training runs (not MLflow's GenAI overview).
+    assert f"http://127.0.0.1:{ui_port}/#/experiments/" in output
+    assert "/runs?workflowType=machine_learning" in output
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"http://127.0.0.1:{ui_port}/health", timeout=2)
+
+
+def _descendants(pid: int) -> list[str]:
+    """The command lines of every process below ``pid`` (read from /proc)."""
+    children: dict[int, list[int]] = {}
+    commands: dict[int, str] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue  # gone meanwhile
+        child = int(stat.parent.name)
+        children.setdefault(int(fields[1]), []).append(child)
+        commands[child] = cmdline.replace(b"\0", b" ").decode(errors="replace")
+    found, queue = [], list(children.get(pid, []))
+    while queue:
+        current = queue.pop()
+        found.append(commands.get(current, ""))
+        queue.extend(children.get(current, []))
+    return found
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("taken", ["api", "mlflow-ui"])
+def test_a_taken_port_fails_at_once_naming_it(tmp_path: Path, taken: str) -> None:
+    api_port, ui_port = _free_port(), _free_port()
+    busy = api_port if taken == "api" else ui_port
+    env = {
+        **os.environ,
+        "FORESIGHT_ROOT": str(tmp_path),
+        "FORESIGHT_SAMPLE_DIR": str(SAMPLE),
+        "FORESIGHT_POOLS_FILE": str(SAMPLE / "pools.yaml"),
+    }
+    foresight = Path(sys.executable).with_name("foresight")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", busy))
+        holder.listen()
+        done = subprocess.run(
+            [
+                *(str(foresight), "serve", "--clock", "replay"),
+                *("--port", str(api_port), "--mlflow-ui-port", str(ui_port)),
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"port {busy} on 127.0.0.1 is taken" in " ".join(done.stdout.split())
+    assert "Foresight is serving" not in done.stdout

@@ -44,9 +44,7 @@ def test_training_runs_register_and_gate_over_http(
     assert champion_version("it-demand", tracking=config) == second.version
     client = MlflowClient(tracking_uri=mlflow_server)
     artifacts = {a.path for a in client.list_artifacts(second.run_id)}
-    assert {"scores.csv", "backtest.parquet", "champions.json", "forecast_vs_actual.png"} <= (
-        artifacts
-    )
+    assert {"scores.csv", "backtest.parquet", "champions.json", "backtest_plots"} <= artifacts
     metrics = client.get_run(second.run_id).data.metrics
     assert metrics["mase/champion/6h"] < metrics["mase/persistence/6h"]
     version = client.get_model_version("it-demand", second.version)

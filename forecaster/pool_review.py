@@ -1,0 +1,103 @@
+"""What a reviewer sees per pool in the MLflow UI: a child run and a backtest figure.
+
+A training run's own metrics are means over series; a reviewer asking "how good is
+the forecast of ``l4-infer``'s demand?" needs each series' score. Each pool gets a
+child run of the training run whose metrics are its series' champion scores
+(``<metric>/<horizon>/<signal>``, and ``<metric>/<horizon>/mean`` over the pool), so
+the runs table sorts and compares pools and series, and whose artifact is the pool's
+backtest figure (every series, windows drawn apart). The training run holds every
+pool's figure under ``backtest_plots/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from forecaster.config.pools import split_series_id
+from forecaster.plotting import pool_figures
+from forecaster.tracking import HORIZON_COLUMN, SCORE_KEYS, TrainingRun, metric_key
+from forecaster.types import MODEL, UID
+
+MAX_POOL_RUNS = 100
+"""Most child runs per training (the first pools in sort order)."""
+MAX_POOL_FIGURES = 24
+"""Most pool figures per training: rendering one costs about half a second."""
+POOL_TAG = "foresight.pool"
+
+
+def pool_scores(scores: pd.DataFrame, selection: Mapping[str, str]) -> dict[str, dict[str, float]]:
+    """Each pool's metrics: its series' champion scores and their mean over the pool.
+
+    Args:
+        scores: one row per ``unique_id, model, horizon`` with metric columns.
+        selection: each series' champion model.
+
+    Returns:
+        Pool name to ``<metric>/<horizon>/<signal>`` (and ``.../mean``) values;
+        non-finite scores are left out.
+    """
+    chosen = scores[scores[UID].map(selection).eq(scores[MODEL])]
+    value_cols = [
+        c
+        for c in chosen.columns
+        if c not in {*SCORE_KEYS, "n_windows"} and pd.api.types.is_numeric_dtype(chosen[c])
+    ]
+    out: dict[str, dict[str, float]] = {}
+    for record in chosen.to_dict("records"):
+        pool, signal = split_series_id(str(record[UID]))
+        metrics = out.setdefault(pool, {})
+        for col in value_cols:
+            value = float(record[col])
+            if np.isfinite(value):
+                metrics[metric_key(col, str(record[HORIZON_COLUMN]), signal or "series")] = value
+    for pool, metrics in out.items():
+        means: dict[str, list[float]] = {}
+        for key, value in metrics.items():
+            means.setdefault(key.rsplit("/", 1)[0], []).append(value)
+        metrics.update({f"{prefix}/mean": float(np.mean(v)) for prefix, v in means.items()})
+        out[pool] = metrics
+    return out
+
+
+def log_pool_review(
+    run: TrainingRun,
+    champion_rows: pd.DataFrame,
+    scores: pd.DataFrame,
+    selection: Mapping[str, str],
+    *,
+    level: float,
+) -> None:
+    """Log per pool a child run of ``run`` (scores, champions, figure), and the figures.
+
+    Args:
+        run: the open training run.
+        champion_rows: the backtest rows of each series' champion (model ``champion``).
+        scores: the training's score frame.
+        selection: each series' champion model.
+        level: the quantile level of the figures' bands.
+    """
+    figures = pool_figures(champion_rows, level=level, max_pools=MAX_POOL_FIGURES)
+    by_pool = pool_scores(scores, selection)
+    pools = sorted(by_pool)
+    run.set_tags(
+        {
+            "foresight.pool_runs": f"{min(len(pools), MAX_POOL_RUNS)} of {len(pools)} pools",
+            "foresight.pool_figures": f"{len(figures)} of {len(pools)} pools",
+        }
+    )
+    for pool, figure in figures.items():
+        run.log_figure(figure, f"backtest_plots/{pool}.png")
+    for pool in pools[:MAX_POOL_RUNS]:
+        champions = {
+            split_series_id(uid)[1] or uid: model
+            for uid, model in selection.items()
+            if split_series_id(uid)[0] == pool
+        }
+        with run.child_run(pool, tags={POOL_TAG: pool, "foresight.kind": "pool"}) as child:
+            child.log_params({f"champion.{signal}": model for signal, model in champions.items()})
+            child.log_metrics(by_pool[pool])
+            if pool in figures:
+                child.log_figure(figures[pool], f"backtest_{pool}.png")
