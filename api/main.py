@@ -181,7 +181,8 @@ def create_app(
             )
         service = RecommendationService(built)
         if services is None and clock == "replay":
-            built.clock = ReplayClock(service.live.newest, fallback=system_clock)
+            ahead = timedelta(seconds=built.settings.service.max_sample_future_seconds)
+            built.clock = ReplayClock(service.live.newest, fallback=system_clock, ahead=ahead)
         tracker = LatencyTracker(built.spans, built.pools.pools, clock=built.span_clock)
         # A latency source given by the caller (tests, a replay) wins over the spans.
         wired = built.latency is no_latency
