@@ -36,10 +36,12 @@ from api.policy import (
     StabilisationState,
     decide,
 )
+from api.sample_checks import TimeWindow
 from api.schemas import PoolRecommendation
 from forecaster.config.pools import PoolConfig, PoolsConfig
 from forecaster.config.settings import Settings
 from forecaster.exceptions import DataValidationError
+from forecaster.loaders import DEMAND
 from forecaster.registry import LoadedModel
 from pipelines.store import Store
 
@@ -101,6 +103,8 @@ class Services:
             ``POST /signals/spans`` feed (analysed by :mod:`api.latency`).
         span_clock: the clock spans arrive by (wall time: spans age in real time even
             when decisions replay old samples).
+        wall_clock: the wall clock that bounds pushed sample times (a sample later
+            than it, plus the tolerance, is refused whatever the decision clock).
     """
 
     settings: Settings
@@ -116,6 +120,7 @@ class Services:
     owns_store: bool = False
     spans: SpanWindow = field(default_factory=SpanWindow)
     span_clock: Clock = system_clock
+    wall_clock: Clock = system_clock
 
 
 @dataclass(frozen=True)
@@ -230,15 +235,22 @@ class RecommendationService:
     def ingest(self, frame: pd.DataFrame) -> Ingested:
         """Store pushed samples and recompute the pools they touch.
 
+        Cheap: the decision is recomputed with the pool's current forecast fit; new
+        demand samples only mark that fit stale, and :meth:`refresh` refits it.
+
         Raises:
-            DataValidationError: the samples are invalid.
+            DataValidationError: the samples are invalid (nothing is stored).
             StoreError: the store failed.
         """
-        done = ingest(self.services.store, self.services.pools, frame)
+        tolerance = timedelta(seconds=self.services.settings.service.max_sample_future_seconds)
+        window = TimeWindow.around(self.services.wall_clock(), tolerance)
+        done = ingest(self.services.store, self.services.pools, frame, window)
+        for name in done.demand_pools:
+            self.forecasts.invalidate(name)
         self._mark_changed(self.live.poll(done.pools) | set(done.pools))
         now = self.now()
-        with self._lock:
-            for name in done.pools:
+        for name in done.pools:
+            with self._lock:
                 self._compute(self._pools[name], now)
         return done
 
@@ -249,7 +261,11 @@ class RecommendationService:
             self._version += 1
 
     def refresh(self, ahead: timedelta = timedelta(0)) -> set[str]:
-        """Poll the store for new samples and recompute what changed or expires soon.
+        """Poll the store, refit stale forecasts, recompute what changed or expires soon.
+
+        The refits (seconds each for a real champion) run outside the service's lock,
+        and each pool is recomputed under the lock on its own, so a refresh never
+        holds up a push or a read for long.
 
         Args:
             ahead: also recompute entries that expire within this margin.
@@ -257,11 +273,16 @@ class RecommendationService:
         Returns:
             The pools recomputed.
         """
-        self._mark_changed(self.live.poll())
+        self._mark_changed(self._poll())
+        refitted = self.forecasts.refit_stale(self._pools.values(), self.now())
+        if refitted:
+            with self._lock:
+                self._dirty.update(refitted)
+                self._version += 1
         now = self.now()
         done: set[str] = set()
-        with self._lock:
-            for name, pool in self._pools.items():
+        for name, pool in self._pools.items():
+            with self._lock:
                 entry = self._entries.get(name)
                 due = entry is None or now + ahead >= entry.recommendation.valid_until
                 if name in self._dirty or due:
@@ -269,10 +290,17 @@ class RecommendationService:
                     done.add(name)
         return done
 
+    def _poll(self) -> set[str]:
+        """Poll every pool; mark the forecast stale where the newest demand moved."""
+        demand = {name: self.live.readings(name).latest.get(DEMAND) for name in self._pools}
+        changed = self.live.poll()
+        for name in changed:
+            if self.live.readings(name).latest.get(DEMAND) != demand[name]:
+                self.forecasts.invalidate(name)
+        return changed
+
     def _mark_changed(self, pools: set[str]) -> None:
         with self._lock:
-            for name in pools:
-                self.forecasts.invalidate(name)
             self._dirty.update(pools)
             if pools:
                 self._version += 1
@@ -341,9 +369,18 @@ class RecommendationService:
         entry = self._fresh(pool.name, now)
         if entry is not None:
             return entry
-        with self._lock:
+        previous = self._entries.get(pool.name)
+        unexpired = previous is not None and now < previous.recommendation.valid_until
+        if not self._lock.acquire(blocking=not unexpired):
+            # A push or the refresh is recomputing: the unexpired answer stands until
+            # it is done, rather than the read waiting for the writer.
+            assert previous is not None
+            return previous
+        try:
             entry = self._fresh(pool.name, now)
             return entry if entry is not None else self._compute(pool, now)
+        finally:
+            self._lock.release()
 
     def _fresh(self, name: str, now: datetime) -> PoolEntry | None:
         entry = self._entries.get(name)
