@@ -382,3 +382,24 @@ def test_promtool_accepts_the_rules(tmp_path: Path) -> None:
         [promtool, "check", "rules", str(path)], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _api_args(name: str) -> list[str]:
+    api = next(
+        o
+        for o in rendered(name)
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == "foresight"
+    )
+    container = api["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"].startswith("foresight")  # the patch kept the rest
+    args: list[str] = container["args"]
+    return args
+
+
+def test_split_scheduler_api_pods_do_not_run_the_scheduler() -> None:
+    split = rendered("overlays/split-scheduler")
+
+    assert "--no-scheduler" in _api_args("overlays/split-scheduler")
+    assert "--no-scheduler" not in _api_args("base")
+    scheduler = next(o for o in split if o["metadata"]["name"] == "foresight-scheduler")
+    assert scheduler["spec"]["template"]["spec"]["containers"][0]["args"] == ["scheduler"]
