@@ -212,6 +212,7 @@ def create_app(
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
                 app.state.service = None
+                service.store_probe.close()
         finally:
             if wired:
                 built.latency = no_latency

@@ -1,4 +1,4 @@
-"""Readiness: a model is loaded, the store answers, and the live data is fresh.
+"""Readiness: a model is loaded, the store answers and takes writes, the live data is fresh.
 
 A replica that fails any check still answers ``/recommendation`` (reactively when the
 model is missing), but says it is not ready so an orchestrator can tell.
@@ -24,7 +24,8 @@ class Readiness:
 
 
 def check_readiness(service: RecommendationService) -> Readiness:
-    """Check the model, the store and the freshness of every pool's live data."""
+    """Check the model, the store (reads, and a write: :mod:`api.store_probe`) and the
+    freshness of every pool's live data."""
     services = service.services
     reasons: list[str] = []
     model = services.model
@@ -41,6 +42,10 @@ def check_readiness(service: RecommendationService) -> Readiness:
     except StoreError as exc:
         reasons.append(f"the store is unreachable: {exc}")
         store_check = {"ok": False, "url": services.store.url, "problem": str(exc)}
+    written = service.store_probe.check()
+    if not written.ok:
+        reasons.append(f"the store is not writable: {written.problem}")
+    write_check = {"ok": written.ok, **({"problem": written.problem} if written.problem else {})}
     now = service.now()
     stale: dict[str, float | None] = {}
     for name in service.names:
@@ -58,5 +63,10 @@ def check_readiness(service: RecommendationService) -> Readiness:
     return Readiness(
         ready=not reasons,
         reasons=reasons,
-        checks={"model": model_check, "store": store_check, "data": data_check},
+        checks={
+            "model": model_check,
+            "store": store_check,
+            "store_write": write_check,
+            "data": data_check,
+        },
     )

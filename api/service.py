@@ -38,6 +38,7 @@ from api.policy import (
 )
 from api.sample_checks import TimeWindow
 from api.schemas import PoolRecommendation
+from api.store_probe import StoreWriteProbe
 from forecaster.config.pools import PoolConfig, PoolsConfig
 from forecaster.config.settings import Settings
 from forecaster.exceptions import DataValidationError
@@ -176,6 +177,8 @@ class RecommendationService:
         self._version = 0
         # The encoded ``pools`` arrays of ``GET /recommendation``, tagged by the version.
         self.pool_arrays = PoolsArrayCache()
+        # ``/readyz`` checks that the store takes writes, not only reads.
+        self.store_probe = StoreWriteProbe(services.store)
 
     # -- pools -----------------------------------------------------------------
 
