@@ -48,28 +48,39 @@ def samples_frame(items: Iterable[tuple[str, datetime, float]]) -> pd.DataFrame:
     )
 
 
-def derive_pool_demand(store: Store, pool: str, stamps: pd.Series) -> int:
-    """Store ``<pool>/demand_gpus`` = allocated + queued at the timestamps ``stamps``.
+def derive_pushed_demand(store: Store, pushed: pd.DataFrame) -> int:
+    """Store ``<pool>/demand_gpus`` = allocated + queued at the pushed parts' timestamps.
 
-    Only the pushed timestamps are derived: a sample at an old time rewrites the one
-    demand row it changes, never every later row.
+    One read of the parts (every pool at once, between the oldest and newest pushed
+    time) and one write: only the (pool, time) pairs pushed are derived, so a sample
+    at an old time rewrites the one demand row it changes, never every later row.
+
+    Args:
+        store: the store, which already holds ``pushed``.
+        pushed: the pushed ``allocated_gpus`` and ``queue_gpus`` samples.
 
     Returns:
         The number of demand rows written.
     """
-    parts = [f"{pool}/{ALLOCATED_GPUS}", f"{pool}/{QUEUE_GPUS}"]
-    wanted = pd.DatetimeIndex(stamps.unique())
+    if pushed.empty:
+        return 0
+    owners = pushed[UID].astype(str).str.rpartition("/")[0]
+    pools = sorted(set(owners))
+    parts = [f"{pool}/{signal}" for pool in pools for signal in (ALLOCATED_GPUS, QUEUE_GPUS)]
     # ``end`` is exclusive: one microsecond past the newest pushed time includes it.
-    end = wanted.max().to_pydatetime() + timedelta(microseconds=1)
-    raw = store.samples.read(parts, start=wanted.min().to_pydatetime(), end=end)
-    raw = raw[raw[DS].isin(wanted)]
-    derived = derive_demand(raw, pending=QUEUE_GPUS)
-    demand = derived[derived[UID] == f"{pool}/{DEMAND}"]
+    end = pushed[DS].max().to_pydatetime() + timedelta(microseconds=1)
+    raw = store.samples.read(parts, start=pushed[DS].min().to_pydatetime(), end=end)
+    wanted = pd.MultiIndex.from_arrays([owners.to_numpy(), pushed[DS].to_numpy()])
+    keys = pd.MultiIndex.from_arrays(
+        [raw[UID].astype(str).str.rpartition("/")[0].to_numpy(), raw[DS].to_numpy()]
+    )
+    derived = derive_demand(raw[keys.isin(wanted)], pending=QUEUE_GPUS)
+    demand = derived[derived[UID].astype(str).str.endswith(f"/{DEMAND}")]
     return store.samples.upsert(demand.dropna(subset=[Y])) if not demand.empty else 0
 
 
 def ingest(store: Store, pools: PoolsConfig, frame: pd.DataFrame, window: TimeWindow) -> Ingested:
-    """Check, store and derive demand for pushed samples.
+    """Check, store and derive demand for pushed samples (two writes in all).
 
     Args:
         store: where the samples go.
@@ -87,11 +98,7 @@ def ingest(store: Store, pools: PoolsConfig, frame: pd.DataFrame, window: TimeWi
     touched = check_samples(frame, pools, window)
     rows = store.samples.upsert(frame)
     signals = frame[UID].astype(str).str.rpartition("/")[2]
-    parts = frame[signals.isin([ALLOCATED_GPUS, QUEUE_GPUS])]
-    for pool in touched:
-        mine = parts[parts[UID].astype(str).str.startswith(f"{pool}/")]
-        if not mine.empty:
-            rows += derive_pool_demand(store, pool, mine[DS])
+    rows += derive_pushed_demand(store, frame[signals.isin([ALLOCATED_GPUS, QUEUE_GPUS])])
     is_demand = signals.isin([ALLOCATED_GPUS, QUEUE_GPUS, DEMAND])
     owners = {str(sid).rpartition("/")[0] for sid in frame.loc[is_demand, UID]}
     return Ingested(rows, tuple(touched), tuple(sorted(owners)))

@@ -252,9 +252,11 @@ class RecommendationService:
             self.forecasts.invalidate(name)
         self._mark_changed(self.live.poll(done.pools) | set(done.pools))
         now = self.now()
+        states = self.services.store.state.get_many(done.pools)
         for name in done.pools:
             with self._lock:
-                self._compute(self._pools[name], now)
+                self._compute(self._pools[name], now, states)
+        self.services.store.state.put_many(states, updated_at=now)
         return done
 
     def invalidate(self, pools: Sequence[str] | None = None) -> None:
@@ -284,13 +286,17 @@ class RecommendationService:
                 self._version += 1
         now = self.now()
         done: set[str] = set()
+        states = self.services.store.state.get_many(list(self._pools))
         for name, pool in self._pools.items():
             with self._lock:
                 entry = self._entries.get(name)
                 due = entry is None or now + ahead >= entry.recommendation.valid_until
                 if name in self._dirty or due:
-                    self._compute(pool, now)
+                    self._compute(pool, now, states)
                     done.add(name)
+        self.services.store.state.put_many(
+            {name: state for name, state in states.items() if name in done}, updated_at=now
+        )
         return done
 
     def _poll(self) -> set[str]:
@@ -391,8 +397,15 @@ class RecommendationService:
             return None
         return entry
 
-    def _compute(self, pool: PoolConfig, now: datetime) -> PoolEntry | str:
-        """Decide for one pool at ``now``; the caller holds the lock."""
+    def _compute(
+        self, pool: PoolConfig, now: datetime, states: dict[str, dict[str, Any]] | None = None
+    ) -> PoolEntry | str:
+        """Decide for one pool at ``now``; the caller holds the lock.
+
+        The new stabilisation state is written at once, or put in ``states`` for the
+        caller to write with others in one transaction (a commit per pool is what
+        made a push of many pools slow).
+        """
         readings = self.live.readings(pool.name)
         try:
             live = readings.live_signals()
@@ -415,9 +428,12 @@ class RecommendationService:
             max_forecast_age=services.bounds.forecast_age_steps * made.step,
             error_at=error_at,
         )
-        state = self._state(pool.name)
+        state = self._state(pool.name, states)
         rec = decide(pool, made.forecast, live, health, services.latency(pool, now), state, now)
-        services.store.state.put(pool.name, rec.state.to_dict(), updated_at=now)
+        if states is None:
+            services.store.state.put(pool.name, rec.state.to_dict(), updated_at=now)
+        else:
+            states[pool.name] = rec.state.to_dict()
         self._audit(rec)
         entry = PoolEntry.of(rec)
         self._entries[pool.name] = entry
@@ -431,8 +447,11 @@ class RecommendationService:
         self._version += 1
         return reason
 
-    def _state(self, pool: str) -> StabilisationState:
-        stored = self.services.store.state.get(pool)
+    def _state(
+        self, pool: str, pending: dict[str, dict[str, Any]] | None = None
+    ) -> StabilisationState:
+        # ``pending``: the states read for (and written by) a batch of decisions.
+        stored = pending.get(pool) if pending is not None else self.services.store.state.get(pool)
         if stored is None:
             return StabilisationState()
         try:
