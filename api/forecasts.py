@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final, cast
 
@@ -93,6 +94,7 @@ class _Fit:
     step: timedelta
     last_observed: datetime | None
     reason: str
+    made_at: float = field(default_factory=time.monotonic)
 
 
 def refit(model: SupportsPredict, history: pd.DataFrame) -> SupportsPredict:
@@ -153,8 +155,18 @@ class ForecastCache:
         with self._lock:
             return set(self._stale)
 
-    def refit_stale(self, pools: Iterable[PoolConfig], now: datetime) -> set[str]:
+    def refit_stale(
+        self,
+        pools: Iterable[PoolConfig],
+        now: datetime,
+        newest: Mapping[str, datetime | None] | None = None,
+    ) -> set[str]:
         """Refit the stale fits among ``pools`` (slow: no lock is held while fitting).
+
+        A stale pool is refitted when its newest demand sample (``newest``) is later
+        than what the fit saw, or when the fit is a series step old (wall time):
+        rewrites of old samples arriving every second then cost one refit per pool
+        and step, not one per push.
 
         Returns:
             The pools refitted; their next :meth:`get` predicts from the new fit.
@@ -167,6 +179,9 @@ class ForecastCache:
             with self._lock:
                 if pool.name not in self._stale:
                     continue
+                old = self._fits.get(pool.name)
+                if old is not None and not self._due(old, (newest or {}).get(pool.name)):
+                    continue
                 generation = self._generation.get(pool.name, 0)
             fit = self._fit(pool, now)
             with self._lock:
@@ -176,6 +191,13 @@ class ForecastCache:
                     self._stale.discard(pool.name)
             done.add(pool.name)
         return done
+
+    @staticmethod
+    def _due(fit: _Fit, newest: datetime | None) -> bool:
+        """Whether a stale fit is worth refitting now (see :meth:`refit_stale`)."""
+        if fit.last_observed is None or (newest is not None and newest > fit.last_observed):
+            return True
+        return time.monotonic() - fit.made_at >= fit.step.total_seconds()
 
     def step(self, pool: str) -> timedelta:
         """Return the pool's series step (the default before a fit)."""

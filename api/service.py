@@ -279,7 +279,8 @@ class RecommendationService:
             The pools recomputed.
         """
         self._mark_changed(self._poll())
-        refitted = self.forecasts.refit_stale(self._pools.values(), self.now())
+        newest = {name: self._newest_demand(name) for name in self._pools}
+        refitted = self.forecasts.refit_stale(self._pools.values(), self.now(), newest)
         if refitted:
             with self._lock:
                 self._dirty.update(refitted)
@@ -298,6 +299,10 @@ class RecommendationService:
             {name: state for name, state in states.items() if name in done}, updated_at=now
         )
         return done
+
+    def _newest_demand(self, pool: str) -> datetime | None:
+        sample = self.live.readings(pool).demand()
+        return None if sample is None else sample.at
 
     def _poll(self) -> set[str]:
         """Poll every pool; mark the forecast stale where the newest demand moved."""

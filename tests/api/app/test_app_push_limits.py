@@ -154,7 +154,8 @@ def test_a_gpu_util_push_does_not_refit_and_a_demand_push_refits_in_the_backgrou
         util = client.post("/signals/metrics", json=_one("alpha/gpu_util", AT, 70))
         client.get("/recommendation/alpha")
         after_util = len(fits)
-        demand = client.post("/signals/metrics", json=_one("alpha/queue_gpus", AT, 3))
+        parts = _one("alpha/queue_gpus", AT, 3) + _one("alpha/allocated_gpus", AT, 30)
+        demand = client.post("/signals/metrics", json=parts)
         client.get("/recommendation/alpha")
         after_demand = len(fits)
         client.app.state.service.refresh()  # type: ignore[attr-defined]
@@ -165,3 +166,23 @@ def test_a_gpu_util_push_does_not_refit_and_a_demand_push_refits_in_the_backgrou
     assert after_util == fitted_at_start
     assert after_demand == fitted_at_start
     assert after_refresh == fitted_at_start + 1
+
+
+def test_rewriting_old_demand_refits_at_most_once_per_step(
+    make_services: Callable[..., Services], make_app: Callable[[Services], FastAPI]
+) -> None:
+    fits: list[int] = []
+    model = ChampionForecaster(
+        {}, {"persistence": CountingPersistence(fits)}, default="persistence"
+    )
+    champion = LoadedModel(model=model, version="1", source="registry")
+    old = (NEWEST - timedelta(hours=1)).isoformat().replace("+00:00", "Z")
+    with TestClient(make_app(make_services(model=champion))) as client:
+        client.get("/recommendation")
+        before = len(fits)
+        for value in range(5):
+            client.post("/signals/metrics", json=_one("alpha/queue_gpus", old, value))
+            client.app.state.service.refresh()  # type: ignore[attr-defined]
+
+    # The newest demand did not move and the fit is not a step old: no refit at all.
+    assert len(fits) == before
