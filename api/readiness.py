@@ -51,13 +51,11 @@ def check_readiness(service: RecommendationService) -> Readiness:
     for name in service.names:
         newest = service.live.readings(name).newest
         bound = services.bounds.stale_steps * service.forecasts.step(name)
-        if newest is None or now - newest > bound:
+        # A reading far in the future (written by another writer) is no fresher.
+        if newest is None or abs(now - newest) > bound:
             stale[name] = None if newest is None else (now - newest).total_seconds()
     if stale:
-        described = ", ".join(
-            f"{name} ({'no samples' if age is None else f'{age:.0f} s old'})"
-            for name, age in stale.items()
-        )
+        described = ", ".join(f"{name} ({_age(age)})" for name, age in stale.items())
         reasons.append(f"live data is missing or stale for pools: {described}")
     data_check = {"ok": not stale, "now": now.isoformat(), "stale_pools": sorted(stale)}
     return Readiness(
@@ -70,3 +68,9 @@ def check_readiness(service: RecommendationService) -> Readiness:
             "data": data_check,
         },
     )
+
+
+def _age(age: float | None) -> str:
+    if age is None:
+        return "no samples"
+    return f"{age:.0f} s old" if age >= 0 else f"{-age:.0f} s in the future"

@@ -1,10 +1,12 @@
-"""/readyz checks that the store takes writes, quickly, not only that it answers reads (#13, 12)."""
+"""/readyz: the store must take writes (#13, 12) and no reading may be from the future (1)."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
+from typing import Any
 
+import pandas as pd
 from fastapi.testclient import TestClient
 
 from api.store_probe import PROBE_KEY
@@ -37,3 +39,24 @@ def test_a_locked_store_is_not_ready_and_the_probe_answers_quickly(
     assert body["checks"]["store_write"]["ok"] is False
     assert any("the store is not writable" in reason for reason in body["reasons"])
     assert took < 10.0
+
+
+def test_a_reading_from_the_future_is_not_fresh(
+    make_services: Any, make_app: Any, store: Store
+) -> None:
+    # Written by another writer than the push API (which refuses it).
+    store.samples.upsert(
+        pd.DataFrame(
+            {
+                "unique_id": ["alpha/nodes"],
+                "ds": [pd.Timestamp("2262-04-01", tz="UTC")],
+                "y": [0.0],
+            }
+        )
+    )
+    with TestClient(make_app(make_services())) as client:
+        response = client.get("/readyz")
+
+    assert response.status_code == 503
+    assert "alpha (" in response.json()["reasons"][-1]
+    assert "s in the future" in response.json()["reasons"][-1]
