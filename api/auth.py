@@ -11,9 +11,12 @@ The rules (``service.read_tokens`` / ``service.write_tokens`` in the settings):
   ``WWW-Authenticate: Bearer``; a token that matches none: 401 ``invalid_token``; a
   read token on a write: 403 ``insufficient_scope`` (RFC 6750 section 3).
 
-``/healthz``, ``/readyz``, ``/metrics`` and the OpenAPI docs are not guarded: probes and
-scrapers rarely carry tokens, and none of them reveals a recommendation. :mod:`api.main`
-puts :func:`authorize` on every other router.
+``/healthz``, ``/readyz`` and the OpenAPI docs are not guarded: probes rarely carry
+tokens, and none of them reveals a recommendation. ``/metrics`` does (each pool's
+desired and current nodes), so it is guarded like any read
+(:func:`authorize_metrics`) unless ``service.metrics_public`` opens it for a scraper
+that cannot carry a token. :mod:`api.main` puts :func:`authorize` on every other
+router.
 
 Tokens are kept only as SHA-256 digests and a presented token is compared with every
 configured one by :func:`hmac.compare_digest`, so neither the comparison's duration nor
@@ -207,6 +210,24 @@ async def authorize(
         )
     needed: Scope = "read" if request.method in READ_METHODS else "write"
     guard.check(needed, None if credentials is None else credentials.credentials)
+
+
+async def authorize_metrics(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_BEARER)],
+) -> None:
+    """Guard ``/metrics`` like a read, unless ``service.metrics_public`` opens it.
+
+    The gauges show each pool's desired and current nodes, i.e. the recommendations.
+
+    Raises:
+        AuthError: a read token is needed and missing or unknown.
+        HTTPException: 503 before the app has started.
+    """
+    services = getattr(request.app.state, "services", None)
+    if services is not None and services.settings.service.metrics_public:
+        return
+    await authorize(request, credentials)
 
 
 AUTH_RESPONSES: Final[dict[int | str, dict[str, str]]] = {

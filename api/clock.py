@@ -9,13 +9,15 @@ asks its :data:`Clock` once per decision. Two clocks ship:
   every pool would fall back to reactive for stale data. Replaying makes the data
   drive time: ``now`` is the last sample, and it moves only when newer samples
   arrive. Consequently a scale-down stabilisation window also elapses only as data
-  arrives. ``make run``'s embedded default serves with it.
+  arrives. ``make run``'s embedded default serves with it. It never runs ahead of
+  its fallback (the wall clock) by more than a tolerance: a sample stamped in the
+  future cannot drag "now" there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 Clock = Callable[[], datetime]
@@ -37,15 +39,21 @@ class ReplayClock:
         newest: returns the newest sample timestamp known, None when there is none
             (it is called per decision, so it must be cheap: an in-memory lookup).
         fallback: the clock used while no sample is known.
+        ahead: how far past the fallback's time "now" may be at most.
     """
 
     def __init__(
-        self, newest: Callable[[], datetime | None], fallback: Clock = system_clock
+        self,
+        newest: Callable[[], datetime | None],
+        fallback: Clock = system_clock,
+        ahead: timedelta = timedelta(minutes=5),
     ) -> None:
         self._newest = newest
         self._fallback = fallback
+        self._ahead = ahead
 
     def __call__(self) -> datetime:
-        """Return the newest sample time, or the fallback's time without samples."""
+        """Return the newest sample time (at most ``ahead`` past the fallback's time)."""
         newest = self._newest()
-        return self._fallback() if newest is None else newest
+        bound = self._fallback()
+        return bound if newest is None else min(newest, bound + self._ahead)

@@ -1,7 +1,8 @@
 """The service's errors and how each becomes an HTTP answer.
 
 Domain code raises our own :class:`~forecaster.exceptions.ForesightError` subclasses;
-only this module knows HTTP. Every answer is JSON ``{"error", "message", ...}``:
+only this module knows HTTP. Every answer is JSON ``{"error", "message", ...}``, the
+framework's own errors (unknown route, wrong method, unparsable body) included:
 bad input is a 4xx that says what to fix, a dependency that is down (store, model
 registry) is a 503 that says which, and nothing a client sends yields a 5xx.
 """
@@ -16,6 +17,7 @@ from fastapi import FastAPI, Request, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from forecaster.exceptions import (
     ConfigError,
@@ -108,7 +110,43 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+_HTTP_ERRORS: Final[dict[int, str]] = {
+    status.HTTP_400_BAD_REQUEST: "bad_request",
+    status.HTTP_404_NOT_FOUND: "not_found",
+    status.HTTP_405_METHOD_NOT_ALLOWED: "method_not_allowed",
+    status.HTTP_415_UNSUPPORTED_MEDIA_TYPE: "unsupported_media_type",
+    status.HTTP_503_SERVICE_UNAVAILABLE: "service_unavailable",
+}
+_PARSE_FAILED: Final = "There was an error parsing the body"
+_SHOWN_PATH: Final = 200
+
+
+def _http_message(request: Request, code: int, detail: str) -> str:
+    """The framework's terse details, said with what to do about them."""
+    path = request.url.path[:_SHOWN_PATH]
+    if code == status.HTTP_404_NOT_FOUND and detail == "Not Found":
+        return f"no route {path}; the routes are listed at /docs"
+    if code == status.HTTP_405_METHOD_NOT_ALLOWED:
+        return f"{request.method} is not allowed on {path}; the routes are listed at /docs"
+    if code == status.HTTP_400_BAD_REQUEST and detail == _PARSE_FAILED:
+        return (
+            "the body could not be read: send uncompressed UTF-8 JSON with "
+            "Content-Type: application/json"
+        )
+    return detail
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)  # registered for it only
+    code = exc.status_code
+    name = _HTTP_ERRORS.get(code, "client_error" if code < 500 else "server_error")
+    message = _http_message(request, code, str(exc.detail))
+    return JSONResponse(error_body(name, message), status_code=code, headers=exc.headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    """Register the handlers of our errors and of request validation on ``app``."""
+    """Register the handlers of our errors, of request validation and of the framework's
+    own HTTP errors (unknown route, wrong method, unparsable body) on ``app``."""
     app.add_exception_handler(ForesightError, _foresight_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)

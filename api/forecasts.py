@@ -3,9 +3,14 @@
 The registered champion carries each series' selected family and hyperparameters; its
 fitted state is as old as the training. Serving refits that family on the pool's
 recent ``demand_gpus`` history (as ``foresight forecast`` does) and predicts far
-enough to cover ``now + lead_time + step``. A fit is kept until the pool's samples
-change (:meth:`ForecastCache.invalidate`); the prediction is re-made from it once a
-step has passed, so the window keeps moving without refitting per request.
+enough to cover ``now + lead_time + step``. The prediction is re-made from the fit
+once a step has passed, so the window keeps moving without refitting per request.
+
+A refit costs seconds for a real champion, so it never happens on a request or a
+push: new demand samples only mark the pool's fit stale
+(:meth:`ForecastCache.invalidate`), decisions keep using the previous fit meanwhile,
+and :meth:`ForecastCache.refit_stale` (run by the app's background refresh) refits
+outside every lock. Only a pool without any fit yet is fitted on first use.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from dataclasses import dataclass
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final, cast
 
@@ -87,6 +94,7 @@ class _Fit:
     step: timedelta
     last_observed: datetime | None
     reason: str
+    made_at: float = field(default_factory=time.monotonic)
 
 
 def refit(model: SupportsPredict, history: pd.DataFrame) -> SupportsPredict:
@@ -128,13 +136,68 @@ class ForecastCache:
         self._missing = missing_model_reason
         self._fits: dict[str, _Fit] = {}
         self._forecasts: dict[str, PoolForecast] = {}
+        # Bumped by every invalidation: a refit that read the history before a newer
+        # invalidation leaves the pool stale.
+        self._generation: dict[str, int] = {}
+        self._stale: set[str] = set()
         self._lock = threading.Lock()
 
     def invalidate(self, pool: str) -> None:
-        """Forget the pool's fit and forecast: its samples changed."""
+        """Mark the pool's fit stale: its demand history changed (refit in the background)."""
         with self._lock:
-            self._fits.pop(pool, None)
-            self._forecasts.pop(pool, None)
+            self._generation[pool] = self._generation.get(pool, 0) + 1
+            if pool in self._fits:
+                self._stale.add(pool)
+
+    @property
+    def stale(self) -> set[str]:
+        """The pools whose fit is older than their demand history."""
+        with self._lock:
+            return set(self._stale)
+
+    def refit_stale(
+        self,
+        pools: Iterable[PoolConfig],
+        now: datetime,
+        newest: Mapping[str, datetime | None] | None = None,
+    ) -> set[str]:
+        """Refit the stale fits among ``pools`` (slow: no lock is held while fitting).
+
+        A stale pool is refitted when its newest demand sample (``newest``) is later
+        than what the fit saw, or when the fit is a series step old (wall time):
+        rewrites of old samples arriving every second then cost one refit per pool
+        and step, not one per push.
+
+        Returns:
+            The pools refitted; their next :meth:`get` predicts from the new fit.
+
+        Raises:
+            StoreError: a history could not be read.
+        """
+        done: set[str] = set()
+        for pool in pools:
+            with self._lock:
+                if pool.name not in self._stale:
+                    continue
+                old = self._fits.get(pool.name)
+                if old is not None and not self._due(old, (newest or {}).get(pool.name)):
+                    continue
+                generation = self._generation.get(pool.name, 0)
+            fit = self._fit(pool, now)
+            with self._lock:
+                self._fits[pool.name] = fit
+                self._forecasts.pop(pool.name, None)
+                if self._generation.get(pool.name, 0) == generation:
+                    self._stale.discard(pool.name)
+            done.add(pool.name)
+        return done
+
+    @staticmethod
+    def _due(fit: _Fit, newest: datetime | None) -> bool:
+        """Whether a stale fit is worth refitting now (see :meth:`refit_stale`)."""
+        if fit.last_observed is None or (newest is not None and newest > fit.last_observed):
+            return True
+        return time.monotonic() - fit.made_at >= fit.step.total_seconds()
 
     def step(self, pool: str) -> timedelta:
         """Return the pool's series step (the default before a fit)."""
@@ -162,6 +225,7 @@ class ForecastCache:
             if fit is None:
                 fit = self._fit(pool, now)
                 self._fits[pool.name] = fit
+                self._stale.discard(pool.name)
             made = self._predict(pool, fit, now)
             self._forecasts[pool.name] = made
             return made
@@ -195,6 +259,14 @@ class ForecastCache:
         version = None if self._model is None else self._model.version
         if fit.model is None or fit.last_observed is None:
             return PoolForecast(pool.name, None, None, version, now, fit.step, None, fit.reason)
+        if now - fit.last_observed > self._settings.max_train:
+            # Predicting across the gap would take (now - last) / step steps: millions
+            # when a clock is far ahead. The data is stale; the policy goes reactive.
+            reason = (
+                f"the demand history ends at {fit.last_observed.isoformat()}, more than "
+                f"{self._settings.max_train} before now ({now.isoformat()}); push recent samples"
+            )
+            return PoolForecast(pool.name, None, None, version, now, fit.step, None, reason)
         reach = max(now, fit.last_observed) + pool.lead_time + fit.step - fit.last_observed
         h = max(self._settings.horizon, math.ceil(reach / fit.step))
         levels = tuple(sorted({*self._settings.levels, pool.quantile}))

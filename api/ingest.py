@@ -1,7 +1,7 @@
 """Samples into the store: pushed metrics, derived demand, and the sample-data seed.
 
-Pushed samples are checked once here (known pool, finite, counts non-negative);
-whenever allocated or queued GPUs arrive, the pool's ``demand_gpus`` is derived for
+Pushed samples are checked once here (see :mod:`api.sample_checks`); whenever
+allocated or queued GPUs arrive, the pool's ``demand_gpus`` is derived for exactly
 those timestamps so the forecast history grows with the push. Seeding fills an empty
 store from the committed sample so the embedded default has something to decide on.
 """
@@ -9,25 +9,21 @@ store from the committed sample so the embedded default has something to decide 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pandas as pd
 
-from forecaster.config.pools import ALLOCATED_GPUS, NODES, QUEUE_GPUS, PoolsConfig
+from api.sample_checks import TimeWindow, check_samples
+from forecaster.config.pools import ALLOCATED_GPUS, QUEUE_GPUS, PoolsConfig
 from forecaster.config.settings import Settings
-from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND, derive_demand
 from forecaster.types import DS, UID, Y
 from pipelines.dataset import load_dataset
 from pipelines.store import Store
 
 logger = logging.getLogger(__name__)
-
-COUNT_SIGNALS = frozenset({ALLOCATED_GPUS, QUEUE_GPUS, NODES, DEMAND})
-"""Signals that count GPUs or nodes, so cannot be negative."""
 
 
 @dataclass(frozen=True)
@@ -36,20 +32,8 @@ class Ingested:
 
     rows: int
     pools: tuple[str, ...]
-
-
-def split_series_id(series_id: str) -> tuple[str, str]:
-    """Return ``(pool, signal)`` of ``<pool>/<signal>``.
-
-    Raises:
-        DataValidationError: the id has no ``/``.
-    """
-    pool, sep, signal = series_id.rpartition("/")
-    if not sep or not pool or not signal:
-        raise DataValidationError(
-            f"series_id {series_id!r} is not '<pool>/<signal>', e.g. 'a100-train/queue_gpus'"
-        )
-    return pool, signal
+    demand_pools: tuple[str, ...] = ()
+    """The pools whose demand history changed (their forecast needs a refit)."""
 
 
 def samples_frame(items: Iterable[tuple[str, datetime, float]]) -> pd.DataFrame:
@@ -64,70 +48,60 @@ def samples_frame(items: Iterable[tuple[str, datetime, float]]) -> pd.DataFrame:
     )
 
 
-def check_samples(frame: pd.DataFrame, pools: PoolsConfig) -> list[str]:
-    """Check pushed samples and return the pools they belong to, sorted.
+def derive_pushed_demand(store: Store, pushed: pd.DataFrame) -> int:
+    """Store ``<pool>/demand_gpus`` = allocated + queued at the pushed parts' timestamps.
 
-    Raises:
-        DataValidationError: a series names an unknown pool, a value is not finite, or
-            a count is negative; the message lists every offender and the fix.
-    """
-    known = set(pools.names)
-    problems: list[str] = []
-    touched: set[str] = set()
-    unknown: set[str] = set()
-    for sid, value in zip(frame[UID], frame[Y], strict=True):
-        pool, signal = split_series_id(str(sid))
-        if pool not in known:
-            unknown.add(pool)
-            continue
-        touched.add(pool)
-        if not math.isfinite(value):
-            problems.append(f"{sid}: value {value} is not finite")
-        elif signal in COUNT_SIGNALS and value < 0:
-            problems.append(f"{sid}: {signal} counts GPUs or nodes, got negative {value}")
-    if unknown:
-        problems.insert(
-            0, f"unknown pools {sorted(unknown)}; known pools: {', '.join(pools.names)}"
-        )
-    if problems:
-        shown = problems[:10] + (
-            [f"... and {len(problems) - 10} more"] if len(problems) > 10 else []
-        )
-        raise DataValidationError("rejected samples: " + "; ".join(shown))
-    return sorted(touched)
+    One read of the parts (every pool at once, between the oldest and newest pushed
+    time) and one write: only the (pool, time) pairs pushed are derived, so a sample
+    at an old time rewrites the one demand row it changes, never every later row.
 
-
-def derive_pool_demand(store: Store, pool: str, start: datetime) -> int:
-    """Store ``<pool>/demand_gpus`` = allocated + queued for timestamps from ``start``.
+    Args:
+        store: the store, which already holds ``pushed``.
+        pushed: the pushed ``allocated_gpus`` and ``queue_gpus`` samples.
 
     Returns:
         The number of demand rows written.
     """
-    parts = [f"{pool}/{ALLOCATED_GPUS}", f"{pool}/{QUEUE_GPUS}"]
-    raw = store.samples.read(parts, start=start)
-    derived = derive_demand(raw, pending=QUEUE_GPUS)
-    demand = derived[derived[UID] == f"{pool}/{DEMAND}"]
+    if pushed.empty:
+        return 0
+    owners = pushed[UID].astype(str).str.rpartition("/")[0]
+    pools = sorted(set(owners))
+    parts = [f"{pool}/{signal}" for pool in pools for signal in (ALLOCATED_GPUS, QUEUE_GPUS)]
+    # ``end`` is exclusive: one microsecond past the newest pushed time includes it.
+    end = pushed[DS].max().to_pydatetime() + timedelta(microseconds=1)
+    raw = store.samples.read(parts, start=pushed[DS].min().to_pydatetime(), end=end)
+    wanted = pd.MultiIndex.from_arrays([owners.to_numpy(), pushed[DS].to_numpy()])
+    keys = pd.MultiIndex.from_arrays(
+        [raw[UID].astype(str).str.rpartition("/")[0].to_numpy(), raw[DS].to_numpy()]
+    )
+    derived = derive_demand(raw[keys.isin(wanted)], pending=QUEUE_GPUS)
+    demand = derived[derived[UID].astype(str).str.endswith(f"/{DEMAND}")]
     return store.samples.upsert(demand.dropna(subset=[Y])) if not demand.empty else 0
 
 
-def ingest(store: Store, pools: PoolsConfig, frame: pd.DataFrame) -> Ingested:
-    """Check, store and derive demand for pushed samples.
+def ingest(store: Store, pools: PoolsConfig, frame: pd.DataFrame, window: TimeWindow) -> Ingested:
+    """Check, store and derive demand for pushed samples (two writes in all).
+
+    Args:
+        store: where the samples go.
+        pools: the configured pools (and the signals each declares).
+        frame: the pushed samples, long format.
+        window: the times a sample may carry (see :mod:`api.sample_checks`).
 
     Raises:
-        DataValidationError: the samples are invalid (see :func:`check_samples`).
+        DataValidationError: the samples are invalid (see
+            :func:`~api.sample_checks.check_samples`); nothing is stored.
         StoreError: the store failed.
     """
     if frame.empty:
         return Ingested(0, ())
-    touched = check_samples(frame, pools)
+    touched = check_samples(frame, pools, window)
     rows = store.samples.upsert(frame)
     signals = frame[UID].astype(str).str.rpartition("/")[2]
-    parts = frame[signals.isin([ALLOCATED_GPUS, QUEUE_GPUS])]
-    for pool in touched:
-        mine = parts[parts[UID].astype(str).str.startswith(f"{pool}/")]
-        if not mine.empty:
-            rows += derive_pool_demand(store, pool, mine[DS].min().to_pydatetime())
-    return Ingested(rows, tuple(touched))
+    rows += derive_pushed_demand(store, frame[signals.isin([ALLOCATED_GPUS, QUEUE_GPUS])])
+    is_demand = signals.isin([ALLOCATED_GPUS, QUEUE_GPUS, DEMAND])
+    owners = {str(sid).rpartition("/")[0] for sid in frame.loc[is_demand, UID]}
+    return Ingested(rows, tuple(touched), tuple(sorted(owners)))
 
 
 def seed_from_sample(settings: Settings, store: Store, pools: PoolsConfig) -> int:

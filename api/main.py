@@ -35,10 +35,11 @@ from api.grpc_expander.wiring import start_configured_expander
 from api.ingest import seed_from_sample as seed_store
 from api.latency import LatencyTracker
 from api.limits import install_limits
+from api.live_error import StoredLiveError
 from api.metrics import AppMetrics, RequestTimer
 from api.routers import forecast, health, integrations, pools, recommendation, signals, spans
 from api.routers import metrics as metrics_route
-from api.service import RecommendationService, Services, no_latency
+from api.service import RecommendationService, Services, no_latency, unmeasured_error
 from forecaster.config.pools import load_pools
 from forecaster.config.settings import Settings, load_settings
 from forecaster.exceptions import ForesightError, SourceError, TrackingError
@@ -191,6 +192,22 @@ async def _cancel(tasks: Sequence[asyncio.Task[None]]) -> None:
             await task
 
 
+def _wire_live_error(built: Services) -> bool:
+    """Feed the evaluate job's live error to the health gate and the metrics.
+
+    Returns:
+        True when wired here (a caller's own error source wins and is left alone).
+    """
+    if built.live_error is not unmeasured_error:
+        return False
+
+    def served() -> str | None:
+        return None if built.model is None else built.model.version
+
+    built.live_error = StoredLiveError(built.store, served)
+    return True
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -238,7 +255,9 @@ def create_app(
             )
         service = RecommendationService(built)
         if services is None and clock == "replay":
-            built.clock = ReplayClock(service.live.newest, fallback=system_clock)
+            ahead = timedelta(seconds=built.settings.service.max_sample_future_seconds)
+            built.clock = ReplayClock(service.live.newest, fallback=system_clock, ahead=ahead)
+        error_wired = _wire_live_error(built)
         tracker = LatencyTracker(built.spans, built.pools.pools, clock=built.span_clock)
         # A latency source given by the caller (tests, a replay) wins over the spans.
         wired = built.latency is no_latency
@@ -270,9 +289,12 @@ def create_app(
                 if expander is not None:
                     await run_in_threadpool(expander.stop)
                 app.state.service = None
+                service.store_probe.close()
         finally:
             if wired:
                 built.latency = no_latency
+            if error_wired:
+                built.live_error = unmeasured_error
             if built.owns_store:
                 built.store.close()
 

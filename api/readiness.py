@@ -1,4 +1,4 @@
-"""Readiness: a model is loaded, the store answers, and the live data is fresh.
+"""Readiness: a model is loaded, the store answers and takes writes, the live data is fresh.
 
 The model check also says which version is served, which version the registry's
 ``@champion`` named at the last check (``champion_version``), whether they differ,
@@ -56,7 +56,8 @@ def registry_check(view: RegistryView | None, served: LoadedModel | None) -> dic
 
 
 def check_readiness(service: RecommendationService) -> Readiness:
-    """Check the model, the store and the freshness of every pool's live data."""
+    """Check the model, the store (reads, and a write: :mod:`api.store_probe`) and the
+    freshness of every pool's live data."""
     services = service.services
     reasons: list[str] = []
     model = services.model
@@ -74,22 +75,35 @@ def check_readiness(service: RecommendationService) -> Readiness:
     except StoreError as exc:
         reasons.append(f"the store is unreachable: {exc}")
         store_check = {"ok": False, "url": services.store.url, "problem": str(exc)}
+    written = service.store_probe.check()
+    if not written.ok:
+        reasons.append(f"the store is not writable: {written.problem}")
+    write_check = {"ok": written.ok, **({"problem": written.problem} if written.problem else {})}
     now = service.now()
     stale: dict[str, float | None] = {}
     for name in service.names:
         newest = service.live.readings(name).newest
         bound = services.bounds.stale_steps * service.forecasts.step(name)
-        if newest is None or now - newest > bound:
+        # A reading far in the future (written by another writer) is no fresher.
+        if newest is None or abs(now - newest) > bound:
             stale[name] = None if newest is None else (now - newest).total_seconds()
     if stale:
-        described = ", ".join(
-            f"{name} ({'no samples' if age is None else f'{age:.0f} s old'})"
-            for name, age in stale.items()
-        )
+        described = ", ".join(f"{name} ({_age(age)})" for name, age in stale.items())
         reasons.append(f"live data is missing or stale for pools: {described}")
     data_check = {"ok": not stale, "now": now.isoformat(), "stale_pools": sorted(stale)}
     return Readiness(
         ready=not reasons,
         reasons=reasons,
-        checks={"model": model_check, "store": store_check, "data": data_check},
+        checks={
+            "model": model_check,
+            "store": store_check,
+            "store_write": write_check,
+            "data": data_check,
+        },
     )
+
+
+def _age(age: float | None) -> str:
+    if age is None:
+        return "no samples"
+    return f"{age:.0f} s old" if age >= 0 else f"{-age:.0f} s in the future"

@@ -8,9 +8,9 @@ JSON number and a KEDA ``metrics-api`` scaler can read one with a GJSON
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from api.policy import Action, HealthReason, Mode, Recommendation, StabilisationLimit, Term
 
@@ -200,6 +200,13 @@ class PoolsOut(_Out):
     pools: list[PoolOut]
 
 
+def _timestamp_text(value: Any) -> Any:
+    """Accept only RFC 3339 text: a bare number would be read as seconds since 1970."""
+    if not isinstance(value, str):
+        raise ValueError("must be an RFC 3339 time string such as 2025-03-30T23:55:00Z")
+    return value
+
+
 class MetricSampleIn(BaseModel):
     """One pushed observation."""
 
@@ -211,8 +218,16 @@ class MetricSampleIn(BaseModel):
         description="'<pool>/<signal>', e.g. 'a100-train/queue_gpus'",
         examples=["a100-train/queue_gpus"],
     )
-    ts: AwareDatetime = Field(description="observation time with a timezone, e.g. ...Z")
-    value: float = Field(allow_inf_nan=False, description="a finite number")
+    # Strict: a number of seconds is not a time, and "12" or true is not a number.
+    ts: Annotated[AwareDatetime, BeforeValidator(_timestamp_text)] = Field(
+        description="observation time with a timezone, e.g. ...Z; from 2000 on and not "
+        "later than now + service.max_sample_future_seconds",
+    )
+    value: Annotated[float, Strict()] = Field(
+        allow_inf_nan=False,
+        description="a finite JSON number (not a string or boolean); counts >= 0, "
+        "gpu_util in 0-100",
+    )
 
 
 class IngestOut(_Out):

@@ -36,10 +36,13 @@ from api.policy import (
     StabilisationState,
     decide,
 )
+from api.sample_checks import TimeWindow
 from api.schemas import PoolRecommendation
+from api.store_probe import StoreWriteProbe
 from forecaster.config.pools import PoolConfig, PoolsConfig
 from forecaster.config.settings import Settings
 from forecaster.exceptions import DataValidationError
+from forecaster.loaders import DEMAND
 from forecaster.registry import LoadedModel
 from pipelines.store import Store
 
@@ -107,6 +110,8 @@ class Services:
         champion: where new champions come from; the app follows it (see
             :mod:`api.champion`). None: serve ``model`` for good.
         registry: what the last check of ``champion`` saw; None before the first.
+        wall_clock: the wall clock that bounds pushed sample times (a sample later
+            than it, plus the tolerance, is refused whatever the decision clock).
     """
 
     settings: Settings
@@ -124,6 +129,7 @@ class Services:
     span_clock: Clock = system_clock
     champion: ChampionSource | None = None
     registry: RegistryView | None = None
+    wall_clock: Clock = system_clock
 
 
 @dataclass(frozen=True)
@@ -183,6 +189,8 @@ class RecommendationService:
         self._sample_epochs: dict[str, int] = dict.fromkeys(self._pools, 0)
         # The encoded ``pools`` arrays of ``GET /recommendation``, tagged by the version.
         self.pool_arrays = PoolsArrayCache()
+        # ``/readyz`` checks that the store takes writes, not only reads.
+        self.store_probe = StoreWriteProbe(services.store)
 
     # -- pools -----------------------------------------------------------------
 
@@ -242,16 +250,25 @@ class RecommendationService:
     def ingest(self, frame: pd.DataFrame) -> Ingested:
         """Store pushed samples and recompute the pools they touch.
 
+        Cheap: the decision is recomputed with the pool's current forecast fit; new
+        demand samples only mark that fit stale, and :meth:`refresh` refits it.
+
         Raises:
-            DataValidationError: the samples are invalid.
+            DataValidationError: the samples are invalid (nothing is stored).
             StoreError: the store failed.
         """
-        done = ingest(self.services.store, self.services.pools, frame)
+        tolerance = timedelta(seconds=self.services.settings.service.max_sample_future_seconds)
+        window = TimeWindow.around(self.services.wall_clock(), tolerance)
+        done = ingest(self.services.store, self.services.pools, frame, window)
+        for name in done.demand_pools:
+            self.forecasts.invalidate(name)
         self._mark_changed(self.live.poll(done.pools) | set(done.pools))
         now = self.now()
-        with self._lock:
-            for name in done.pools:
-                self._compute(self._pools[name], now)
+        states = self.services.store.state.get_many(done.pools)
+        for name in done.pools:
+            with self._lock:
+                self._compute(self._pools[name], now, states)
+        self.services.store.state.put_many(states, updated_at=now)
         return done
 
     def invalidate(self, pools: Sequence[str] | None = None) -> None:
@@ -261,7 +278,11 @@ class RecommendationService:
             self._version += 1
 
     def refresh(self, ahead: timedelta = timedelta(0)) -> set[str]:
-        """Poll the store for new samples and recompute what changed or expires soon.
+        """Poll the store, refit stale forecasts, recompute what changed or expires soon.
+
+        The refits (seconds each for a real champion) run outside the service's lock,
+        and each pool is recomputed under the lock on its own, so a refresh never
+        holds up a push or a read for long.
 
         Args:
             ahead: also recompute entries that expire within this margin.
@@ -269,16 +290,26 @@ class RecommendationService:
         Returns:
             The pools recomputed.
         """
-        self._mark_changed(self.live.poll())
+        self._mark_changed(self._poll())
+        newest = {name: self._newest_demand(name) for name in self._pools}
+        refitted = self.forecasts.refit_stale(self._pools.values(), self.now(), newest)
+        if refitted:
+            with self._lock:
+                self._dirty.update(refitted)
+                self._version += 1
         now = self.now()
         done: set[str] = set()
-        with self._lock:
-            for name, pool in self._pools.items():
+        states = self.services.store.state.get_many(list(self._pools))
+        for name, pool in self._pools.items():
+            with self._lock:
                 entry = self._entries.get(name)
                 due = entry is None or now + ahead >= entry.recommendation.valid_until
                 if name in self._dirty or due:
-                    self._compute(pool, now)
+                    self._compute(pool, now, states)
                     done.add(name)
+        self.services.store.state.put_many(
+            {name: state for name, state in states.items() if name in done}, updated_at=now
+        )
         return done
 
     def use_model(self, loaded: LoadedModel) -> None:
@@ -309,10 +340,23 @@ class RecommendationService:
             self._dirty.update(self._pools)
             self._version += 1
 
+    def _newest_demand(self, pool: str) -> datetime | None:
+        sample = self.live.readings(pool).demand()
+        return None if sample is None else sample.at
+
+    def _poll(self) -> set[str]:
+        """Poll every pool; mark the forecast stale where the newest demand moved."""
+        demand = {name: self.live.readings(name).latest.get(DEMAND) for name in self._pools}
+        changed = self.live.poll()
+        for name in changed:
+            if self.live.readings(name).latest.get(DEMAND) != demand[name]:
+                self.forecasts.invalidate(name)
+        return changed
+
     def _mark_changed(self, pools: set[str]) -> None:
         with self._lock:
+            # use_model compares these to mark what changed while a new model fitted.
             for name in pools:
-                self.forecasts.invalidate(name)
                 self._sample_epochs[name] = self._sample_epochs.get(name, 0) + 1
             self._dirty.update(pools)
             if pools:
@@ -382,9 +426,18 @@ class RecommendationService:
         entry = self._fresh(pool.name, now)
         if entry is not None:
             return entry
-        with self._lock:
+        previous = self._entries.get(pool.name)
+        unexpired = previous is not None and now < previous.recommendation.valid_until
+        if not self._lock.acquire(blocking=not unexpired):
+            # A push or the refresh is recomputing: the unexpired answer stands until
+            # it is done, rather than the read waiting for the writer.
+            assert previous is not None
+            return previous
+        try:
             entry = self._fresh(pool.name, now)
             return entry if entry is not None else self._compute(pool, now)
+        finally:
+            self._lock.release()
 
     def _fresh(self, name: str, now: datetime) -> PoolEntry | None:
         entry = self._entries.get(name)
@@ -392,8 +445,15 @@ class RecommendationService:
             return None
         return entry
 
-    def _compute(self, pool: PoolConfig, now: datetime) -> PoolEntry | str:
-        """Decide for one pool at ``now``; the caller holds the lock."""
+    def _compute(
+        self, pool: PoolConfig, now: datetime, states: dict[str, dict[str, Any]] | None = None
+    ) -> PoolEntry | str:
+        """Decide for one pool at ``now``; the caller holds the lock.
+
+        The new stabilisation state is written at once, or put in ``states`` for the
+        caller to write with others in one transaction (a commit per pool is what
+        made a push of many pools slow).
+        """
         readings = self.live.readings(pool.name)
         try:
             live = readings.live_signals()
@@ -416,9 +476,12 @@ class RecommendationService:
             max_forecast_age=services.bounds.forecast_age_steps * made.step,
             error_at=error_at,
         )
-        state = self._state(pool.name)
+        state = self._state(pool.name, states)
         rec = decide(pool, made.forecast, live, health, services.latency(pool, now), state, now)
-        services.store.state.put(pool.name, rec.state.to_dict(), updated_at=now)
+        if states is None:
+            services.store.state.put(pool.name, rec.state.to_dict(), updated_at=now)
+        else:
+            states[pool.name] = rec.state.to_dict()
         self._audit(rec)
         entry = PoolEntry.of(rec)
         self._entries[pool.name] = entry
@@ -432,8 +495,11 @@ class RecommendationService:
         self._version += 1
         return reason
 
-    def _state(self, pool: str) -> StabilisationState:
-        stored = self.services.store.state.get(pool)
+    def _state(
+        self, pool: str, pending: dict[str, dict[str, Any]] | None = None
+    ) -> StabilisationState:
+        # ``pending``: the states read for (and written by) a batch of decisions.
+        stored = pending.get(pool) if pending is not None else self.services.store.state.get(pool)
         if stored is None:
             return StabilisationState()
         try:

@@ -27,6 +27,9 @@ Besides latency, each target reports the server process's CPU time per request
 in-process (the app's own cost, no HTTP): contention on a shared machine stretches
 both far less than latency.
 
+``--scenario mixed`` runs :mod:`benchmarks.api_mixed` instead: the same reads while
+writers push sample batches, then reads alone at 1,000 rps.
+
 Run: ``python benchmarks/api_load.py`` (defaults: 100 pools, 200 rps, 5 s warm-up and
 30 s per target, background refresh every 5 s); ``--quick`` for a 10 s smoke run;
 ``--refresh 0`` without the background refresh; ``--switch-ms`` sets the server's GIL
@@ -608,7 +611,22 @@ def profile(args: argparse.Namespace, workdir: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    scenario = argparse.ArgumentParser(add_help=False)
+    scenario.add_argument("--scenario", choices=("reads", "mixed"), default="reads")
+    chosen, argv = scenario.parse_known_args(argv)
+    if chosen.scenario == "mixed":
+        # Reads while writers push, then reads alone at 1,000 rps: benchmarks/api_mixed.py.
+        from benchmarks.api_mixed import run as run_mixed
+
+        run_mixed(argv)
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--scenario",
+        choices=("reads", "mixed"),
+        default="reads",
+        help="'mixed': reads while writers push (see benchmarks/api_mixed.py --help)",
+    )
     parser.add_argument("role", nargs="?", default="bench", choices=("bench", "serve", "load"))
     parser.add_argument("--pools", type=int, default=100)
     parser.add_argument("--rate", type=float, default=200.0)

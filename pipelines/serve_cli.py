@@ -10,6 +10,7 @@ of the local store.
 from __future__ import annotations
 
 import gc
+import ipaddress
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Annotated
@@ -54,21 +55,39 @@ def serve_command(
             help="Also serve the MLflow UI of a local tracking store on this port.",
         ),
     ] = None,
+    mlflow_ui_host: Annotated[
+        str,
+        typer.Option(
+            "--mlflow-ui-host",
+            help="Address the MLflow UI listens on (it has no authentication: loopback "
+            "unless you mean to expose it).",
+        ),
+    ] = "127.0.0.1",
+    allow_unauthenticated: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unauthenticated",
+            help="Serve on a non-loopback --host although no API token is configured "
+            "(anyone who reaches it may read and push).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the API (recommendations, forecasts, integrations, dashboard) and the jobs."""
     import uvicorn
 
     from api.main import create_app
     from api.publish_runner import serving_job_runner
+    from api.server import server_config
 
     with cli_errors():
         if clock not in ("system", "replay"):
             raise ConfigError(f"--clock must be 'system' or 'replay', not {clock!r}")
         settings = cli_settings(config)
+        check_exposure(settings, host, allow_unauthenticated=allow_unauthenticated)
         ensure_free(host, port, "the API", "--port (make run PORT=...)")
         if mlflow_ui_port is not None:
             ensure_free(
-                host,
+                mlflow_ui_host,
                 mlflow_ui_port,
                 "the MLflow UI",
                 "--mlflow-ui-port (make run MLFLOW_UI_PORT=...)",
@@ -76,7 +95,10 @@ def serve_command(
         application = create_app(settings, clock="replay" if clock == "replay" else "system")
         with ExitStack() as stack:
             ui = (
-                _runs_view(settings, stack.enter_context(mlflow_ui(settings, host, mlflow_ui_port)))
+                _runs_view(
+                    settings,
+                    stack.enter_context(mlflow_ui(settings, mlflow_ui_host, mlflow_ui_port)),
+                )
                 if mlflow_ui_port is not None
                 else None
             )
@@ -90,7 +112,37 @@ def serve_command(
             # for a few hundred milliseconds (benchmarks/api_load.py measured ~240 ms).
             gc.collect()
             gc.freeze()
-            uvicorn.run(application, host=host, port=port, log_level="info")
+            server_settings = settings.service
+            uvicorn.Server(server_config(application, server_settings, host=host, port=port)).run()
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` is a loopback address (or ``localhost``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(settings: Settings, host: str, *, allow_unauthenticated: bool) -> None:
+    """Refuse to serve an unguarded API beyond this machine unless explicitly allowed.
+
+    Raises:
+        ConfigError: ``host`` is not loopback, no token is configured and
+            ``allow_unauthenticated`` is False.
+    """
+    service = settings.service
+    guarded = bool(service.read_tokens or service.write_tokens)
+    if guarded or allow_unauthenticated or is_loopback(host):
+        return
+    raise ConfigError(
+        f"refusing to serve on {host} without API tokens: anyone who reaches it could read "
+        "recommendations and push samples. Set service.write_tokens and service.read_tokens "
+        "(FORESIGHT_SERVICE__WRITE_TOKENS / FORESIGHT_SERVICE__READ_TOKENS, JSON lists), "
+        "listen on 127.0.0.1, or pass --allow-unauthenticated to accept the risk"
+    )
 
 
 def _runs_view(settings: Settings, ui: str) -> str:

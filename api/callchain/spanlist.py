@@ -82,7 +82,8 @@ class SpanIn(BaseModel):
     name: str = Field(default="", max_length=1024)
     start: SpanTime
     end: SpanTime | None = None
-    duration_ms: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    # At most a day: 1e308 ms would overflow the nanosecond arithmetic (a 500).
+    duration_ms: float | None = Field(default=None, ge=0, le=86_400_000, allow_inf_nan=False)
     kind: SpanKind = "unspecified"
     status: SpanStatus = "unset"
 

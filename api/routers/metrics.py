@@ -1,16 +1,20 @@
 """``GET /metrics``: the Prometheus text exposition of the app's own registry.
 
-Open like ``/healthz``: scrapers rarely carry tokens and the gauges are aggregates.
+Guarded like a read (the gauges show every pool's desired and current nodes) unless
+``service.metrics_public`` is set; see :func:`api.auth.authorize_metrics`.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
+from api.auth import AUTH_RESPONSES, authorize_metrics
 from api.metrics import AppMetrics
 
-router = APIRouter(tags=["health"])
+router = APIRouter(
+    tags=["health"], dependencies=[Depends(authorize_metrics)], responses=AUTH_RESPONSES
+)
 
 
 @router.get(

@@ -33,6 +33,9 @@ GPU_UTIL: Final = "gpu_util"
 NODES: Final = "nodes"
 SIGNALS: Final = (QUEUE_GPUS, ALLOCATED_GPUS, GPU_UTIL, NODES)
 """The signals every pool has (more may be added per pool)."""
+MAX_SIGNALS_PER_POOL: Final = 32
+"""The most signals one pool may declare: the push API stores only declared signals,
+so this caps the series per pool (every training reads every one)."""
 
 # Nodes and GPU pods carry the label ``foresight.io/pool=<pool>``; kube-state-metrics
 # exports it once allowed (``--metric-labels-allowlist=nodes=[foresight.io/pool],
@@ -234,7 +237,15 @@ class PoolConfig(_Strict):
                 "signal names {bad} must be lowercase identifiers such as gpu_util",
                 {"bad": bad},
             )
-        return {**_default_signals(), **value}
+        merged = {**_default_signals(), **value}
+        if len(merged) > MAX_SIGNALS_PER_POOL:
+            raise PydanticCustomError(
+                "too_many_signals",
+                "{count} signals are more than the {limit} a pool may declare; "
+                "drop the ones no decision or training needs",
+                {"count": len(merged), "limit": MAX_SIGNALS_PER_POOL},
+            )
+        return merged
 
     @model_validator(mode="after")
     def _check_consistency(self) -> PoolConfig:

@@ -99,6 +99,31 @@ class ServiceSettings(_Section):
         description="seconds between a replica's checks of which version @champion names; "
         "a promotion reaches every replica within about this plus the model's load time",
     )
+    max_sample_future_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        description="how far past the wall clock a pushed sample's time may be (clock skew), "
+        "in seconds; later samples are refused",
+    )
+    metrics_public: bool = Field(
+        default=False,
+        description="serve /metrics without a token even when read tokens are configured "
+        "(it shows each pool's desired and current nodes)",
+    )
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="seconds a client may take to send a request's headers before the "
+        "connection is closed",
+    )
+    keep_alive_s: float = Field(
+        default=5.0, gt=0, description="seconds an idle keep-alive connection is kept open"
+    )
+    max_connections: int = Field(
+        default=1000,
+        ge=1,
+        description="open connections at most; more are refused with 503 until some close",
+    )
 
 
 class PublishSettings(_Section):

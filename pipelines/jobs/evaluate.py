@@ -36,6 +36,11 @@ from pipelines.store.forecasts import GENERATED_AT, MODEL_VERSION
 JOB = "evaluate"
 RETRAIN: Final = "retrain"
 """Key of ``JobReport.details``: True when the champion degraded and should retrain."""
+LIVE_MASE: Final = "live_mase"
+"""Key of ``JobReport.details``: mean live MASE per series at the selection horizon (the
+scheduler stores it with the run; the API reads it as each pool's live forecast error)."""
+MODEL_VERSION_KEY: Final = "model_version"
+"""Key of ``JobReport.details``: the model version whose forecasts were scored."""
 DEFAULT_LOOKBACK: Final = timedelta(days=1)
 
 
@@ -133,10 +138,10 @@ def _judge(
     details: dict[str, Any] = {
         RETRAIN: retrain,
         "degraded": degraded,
-        "model_version": version,
+        MODEL_VERSION_KEY: version,
         "champion_version": current,
         "run_id": run_id,
-        "live_mase": live,
+        LIVE_MASE: live,
         "backtest_mase": {u: baseline[u] for u in judged},
         "degraded_series": worse,
         "coverage": _coverage(scores, version, horizon),

@@ -6,7 +6,7 @@ restarts and be shared by replicas, so it lives in the store rather than in memo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +33,16 @@ class PoolStateRepository:
         with self._db.transaction("read pool state") as session:
             return session.execute(statement).scalar_one_or_none()
 
+    def get_many(self, pools: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Return the stored states of ``pools`` (those without one are left out), one read."""
+        if not pools:
+            return {}
+        statement = select(PoolStateRow.pool, PoolStateRow.state).where(
+            PoolStateRow.pool.in_(list(pools))
+        )
+        with self._db.transaction("read pool states") as session:
+            return {str(pool): dict(state) for pool, state in session.execute(statement).all()}
+
     def put(
         self, pool: str, state: Mapping[str, Any], *, updated_at: datetime | None = None
     ) -> None:
@@ -54,6 +64,31 @@ class PoolStateRepository:
                 self._db.dialect,
                 PoolStateRow,
                 [row],
+                keys=("pool",),
+                update=("updated_at", "state"),
+            )
+
+    def put_many(
+        self, states: Mapping[str, Mapping[str, Any]], *, updated_at: datetime | None = None
+    ) -> None:
+        """Replace the states of several pools in one transaction (one commit).
+
+        Args:
+            states: JSON-compatible data per pool name.
+            updated_at: when they changed (tz-aware); default now.
+        """
+        if not states:
+            return
+        at = as_utc(updated_at or datetime.now(UTC))
+        rows = [
+            {"pool": pool, "updated_at": at, "state": dict(state)} for pool, state in states.items()
+        ]
+        with self._db.transaction("write pool states") as session:
+            upsert(
+                session,
+                self._db.dialect,
+                PoolStateRow,
+                rows,
                 keys=("pool",),
                 update=("updated_at", "state"),
             )

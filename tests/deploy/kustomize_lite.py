@@ -3,7 +3,8 @@
 Supported: ``resources`` (files and directories, recursively), ``configMapGenerator``
 (``files``, ``behavior: create|replace``; no hash suffix), ``labels`` (pairs on
 metadata only), ``images`` (``newName`` / ``newTag``), ``replicas`` and ``patches``
-(strategic-merge patches by file: maps merge, lists are replaced). Anything else
+(strategic-merge patches by file: maps merge, lists of named maps such as
+``containers`` merge by ``name``, other lists are replaced). Anything else
 raises, so a kustomization that grows beyond this subset fails loudly rather than
 rendering wrong. When ``kubectl`` is installed the tests compare both renderings.
 """
@@ -41,13 +42,25 @@ def key(manifest: Manifest) -> tuple[str, str, str | None]:
     return manifest["kind"], meta["name"], meta.get("namespace")
 
 
+def _named(items: Any) -> bool:
+    return isinstance(items, list) and all(isinstance(i, dict) and "name" in i for i in items)
+
+
 def merge(base: Any, patch: Any) -> Any:
-    """Strategic merge, simplified: maps merge key by key, anything else is replaced."""
+    """Strategic merge, simplified: maps merge key by key, lists of named maps (containers,
+    volumes, env) merge by ``name`` as kustomize's merge key does, anything else is replaced."""
     if isinstance(base, dict) and isinstance(patch, dict):
         out = dict(base)
         for name, value in patch.items():
             out[name] = merge(base[name], value) if name in base else copy.deepcopy(value)
         return out
+    if _named(base) and _named(patch) and base and patch:
+        patched = {item["name"]: item for item in patch}
+        merged = [
+            merge(item, patched.pop(item["name"])) if item["name"] in patched else item
+            for item in base
+        ]
+        return copy.deepcopy(merged) + [copy.deepcopy(item) for item in patched.values()]
     return copy.deepcopy(patch)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from forecaster.config.pools import (
+    MAX_SIGNALS_PER_POOL,
     SIGNALS,
     PoolConfig,
     PoolsConfig,
@@ -83,6 +84,13 @@ def test_listing_one_signal_keeps_the_other_defaults() -> None:
     assert pool.signals["gpu_util"].promql is None
     assert pool.promql("gpu_util") is None
     assert pool.promql("power_watts") == "sum(p)"
+
+
+def test_a_pool_declares_at_most_the_signal_cap() -> None:
+    extra = {f"s{i:02d}": {"promql": "x"} for i in range(MAX_SIGNALS_PER_POOL - len(SIGNALS) + 1)}
+
+    with pytest.raises(ValueError, match=f"more than the {MAX_SIGNALS_PER_POOL} a pool may"):
+        PoolConfig.model_validate({"name": "gpu", "node_group_id": "asg", "signals": extra})
 
 
 def test_promql_placeholders_are_filled_per_pool() -> None:

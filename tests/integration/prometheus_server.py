@@ -128,9 +128,12 @@ def backfill(binaries: Binaries, openmetrics: Path, tsdb: Path) -> float:
 class PrometheusServer:
     """A Prometheus process over an existing TSDB directory, on a loopback port."""
 
-    def __init__(self, binaries: Binaries, tsdb: Path, port: int | None = None) -> None:
+    def __init__(
+        self, binaries: Binaries, tsdb: Path, port: int | None = None, config: str | None = None
+    ) -> None:
         self.binaries = binaries
         self.tsdb = tsdb
+        self.config = config or "global: {}\n"  # default: no scrape jobs
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._process: subprocess.Popen[bytes] | None = None
@@ -139,7 +142,7 @@ class PrometheusServer:
     def start(self) -> PrometheusServer:
         """Start the server and wait until ``/-/ready`` answers 200."""
         config = self.tsdb.parent / "prometheus.yml"
-        config.write_text("global: {}\n", encoding="utf-8")  # no scrape jobs
+        config.write_text(self.config, encoding="utf-8")
         log = self._log.open("ab")
         self._process = subprocess.Popen(
             [

@@ -112,3 +112,26 @@ def test_serve_rejects_an_unknown_clock(workdir: Path) -> None:
     result = CliRunner().invoke(app, ["serve", "--clock", "yesterday"])
     assert result.exit_code == 2
     assert "--clock must be 'system' or 'replay'" in result.output
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "::"])
+def test_serve_refuses_a_non_loopback_host_without_tokens(workdir: Path, host: str) -> None:
+    result = CliRunner().invoke(app, ["serve", "--host", host, "--no-scheduler"])
+
+    assert result.exit_code == 2
+    assert f"refusing to serve on {host} without API tokens" in " ".join(result.output.split())
+    assert "--allow-unauthenticated" in result.output
+
+
+def test_loopback_and_explicit_consent_are_not_refused() -> None:
+    from forecaster.config.settings import load_settings
+    from pipelines.serve_cli import check_exposure
+
+    settings = load_settings()
+    for host in ("127.0.0.1", "localhost", "::1"):
+        check_exposure(settings, host, allow_unauthenticated=False)
+    check_exposure(settings, "0.0.0.0", allow_unauthenticated=True)
+    tokens = settings.service.model_copy(update={"write_tokens": ("w",)})
+    check_exposure(
+        settings.model_copy(update={"service": tokens}), "0.0.0.0", allow_unauthenticated=False
+    )

@@ -1,4 +1,4 @@
-"""Bearer tokens: open without tokens, read and write scopes, open probes and metrics."""
+"""Bearer tokens: open without tokens, read and write scopes, open probes, guarded metrics."""
 
 from __future__ import annotations
 
@@ -102,9 +102,35 @@ def test_a_write_needs_a_token_and_a_write_token_may(both: TestClient) -> None:
     assert both.post("/signals/spans", json=SPANS, headers=bearer(WRITE)).status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics", "/openapi.json"])
-def test_probes_metrics_and_docs_stay_open(both: TestClient, path: str) -> None:
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/openapi.json"])
+def test_probes_and_docs_stay_open(both: TestClient, path: str) -> None:
     assert both.get(path).status_code == 200
+
+
+def test_metrics_reveal_recommendations_so_they_need_a_read_token_by_default(
+    both: TestClient,
+) -> None:
+    anonymous = both.get("/metrics")
+    read = both.get("/metrics", headers=bearer(READ))
+
+    assert anonymous.status_code == 401
+    assert anonymous.json()["error"] == "unauthorized"
+    assert "foresight_desired_nodes" not in anonymous.text
+    assert read.status_code == 200
+    assert "foresight_desired_nodes{" in read.text
+
+
+def test_metrics_public_opens_metrics_and_nothing_else(
+    services: Services, make_app: Callable[[Services], FastAPI]
+) -> None:
+    guarded(services, read=(READ,), write=(WRITE,))
+    public = services.settings.service.model_copy(update={"metrics_public": True})
+    services.settings = services.settings.model_copy(update={"service": public})
+    with TestClient(make_app(services)) as client:
+        metrics = client.get("/metrics").status_code
+        recommendation = client.get("/recommendation").status_code
+
+    assert (metrics, recommendation) == (200, 401)
 
 
 def test_with_only_write_tokens_reads_are_open_and_writes_are_not(

@@ -45,14 +45,20 @@ def test_pushed_samples_change_the_recommendation(
     assert store.recommendations.latest("alpha").desired_nodes == 40  # type: ignore[union-attr]
 
 
-def test_push_refits_the_forecast_on_new_history(client: TestClient, clock: Any) -> None:
+def test_push_marks_the_forecast_stale_and_the_refresh_refits_it(
+    client: TestClient, clock: Any
+) -> None:
     before = client.get("/forecast/alpha").json()
     clock.advance(timedelta(minutes=5))
 
     client.post("/signals/metrics", json=_burst(10, 0, 3))
+    pushed = client.get("/forecast/alpha").json()
+    client.app.state.service.refresh()  # type: ignore[attr-defined]
     after = client.get("/forecast/alpha").json()
 
     assert before["last_observed"] == "2025-03-30T23:55:00Z"
+    # The push itself does not refit (seconds for a real champion): the old fit stands.
+    assert pushed["last_observed"] == "2025-03-30T23:55:00Z"
     assert after["last_observed"] == "2025-03-31T00:00:00Z"
     assert after["records"][0]["ds"] == "2025-03-31T00:05:00Z"
 
