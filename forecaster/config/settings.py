@@ -124,8 +124,16 @@ class Settings(BaseSettings):
     horizon: int = Field(default=36, gt=0, description="a positive number of forecast steps")
     backtest_windows: int = Field(
         default=8,
+        gt=1,
+        description="a number (>= 2) of rolling-origin backtest cutoffs per training run, "
+        "selection and held-out windows together",
+    )
+    heldout_windows: int = Field(
+        default=3,
         gt=0,
-        description="a positive number of rolling-origin backtest cutoffs per training run",
+        description="how many of the backtest_windows (the latest) are held out: selection "
+        "never sees them; the champion's reported scores and the promotion gate use them "
+        "only; fewer than backtest_windows",
     )
     model_set: Literal["full", "fast"] = Field(
         default="full",
@@ -236,6 +244,15 @@ class Settings(BaseSettings):
         if bad:
             raise ValueError(f"levels {bad} are outside (0, 1)")
         return tuple(sorted(set(value)))
+
+    @model_validator(mode="after")
+    def _check_heldout_windows(self) -> Settings:
+        if self.heldout_windows >= self.backtest_windows:
+            raise ValueError(
+                f"heldout_windows ({self.heldout_windows}) must be fewer than backtest_windows "
+                f"({self.backtest_windows}): selection needs windows of its own"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_selection_horizon(self) -> Settings:
