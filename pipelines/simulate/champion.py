@@ -44,8 +44,8 @@ def replay_model(settings: Settings, step: timedelta, family: str = CHAMPION) ->
     by_name = {c.model_name: c for c in candidates}
     if family not in by_name:
         raise ConfigError(
-            f"unknown forecaster {family!r}; use {CHAMPION} (what `foresight train` builds) "
-            f"or pin one family of the model set: {', '.join(by_name)}"
+            f"unknown forecaster {family!r} (--model); use {CHAMPION} (what `foresight "
+            f"train` builds) or pin one family of the model set: {', '.join(by_name)}"
         )
     return by_name[family]
 

@@ -49,8 +49,8 @@ def perturb_heldout(df: pd.DataFrame, plan: TrainingPlan, seed: int = 11) -> pd.
     """Replace every value after each series' first held-out cutoff by noise."""
     rng = np.random.default_rng(seed)
     out = []
-    for _, group in df.groupby(UID, sort=True):
-        group = group.reset_index(drop=True).copy()
+    for _, rows in df.groupby(UID, sort=True):
+        group = rows.reset_index(drop=True).copy()
         _, heldout = nested_cutoffs(
             len(group),
             horizon=plan.horizon,
@@ -70,7 +70,8 @@ def models() -> list[Persistence | SeasonalNaive]:
 def test_selection_windows_end_before_the_first_heldout_cutoff() -> None:
     for n_obs, horizon in ((336, 6), (200, 12), (1000, 36)):
         selection, heldout = nested_cutoffs(n_obs, horizon=horizon, n_selection=5, n_heldout=3)
-        assert len(selection) == 5 and len(heldout) == 3
+        assert len(selection) == 5
+        assert len(heldout) == 3
         assert selection == sorted(set(selection))
         assert selection[-1] + horizon <= heldout[0]
         assert heldout[-1] == n_obs - 1 - horizon
