@@ -6,13 +6,18 @@ and 3 h; MASE scaled by the in-sample MAE of the 1-step naive of each window's
 training data. Every Foresight family and the statsforecast peers (AutoETS, MSTL) run
 through the same backtest in one process.
 
-The champion is chosen per series and horizon the way training chooses it, but only
-from the past: on 8 validation windows that end at or before the first test cutoff.
-Its score is then the chosen family's score on the 12 test windows, so the selection
-never sees the windows it is scored on.
+The champion is exactly what ``foresight train`` deploys, built walk-forward: at each
+of the 12 test cutoffs, :func:`forecaster.procedure.champion_backtest` runs the whole
+train-time procedure on the data up to the cutoff and nothing later (the default
+settings' candidates and plan: selection on the nested selection windows at the
+selection horizon, 1 h, once for every horizon; the selected family fitted on the last
+28 days) and forecasts from the cutoff. Its windows and MASE scales are those of the
+families and peers, so the columns compare. Every figure here is held out: nothing
+that picked a model scores it.
 
-Run: ``make bench`` (or ``python benchmarks/forecast_accuracy.py [--quick]``). Prints a
-table and writes ``benchmarks/results/forecast_accuracy.json``.
+Run: ``make bench`` (or ``python benchmarks/forecast_accuracy.py [--quick]``; any data
+with ``--data FILE`` / ``--data-dir DIR`` and ``--series ID``). Prints a table and
+writes ``benchmarks/results/forecast_accuracy.json``.
 """
 
 from __future__ import annotations
@@ -32,27 +37,31 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.inputs import add_input_options, data_dir, keep_series, load_files  # noqa: E402
 from benchmarks.peers import PeerAutoETS, PeerMSTL  # noqa: E402
-from forecaster.backtest import Estimator, backtest, rolling_origin_cutoffs  # noqa: E402
+from forecaster.backtest import Estimator, backtest  # noqa: E402
+from forecaster.champion import FAMILY  # noqa: E402
+from forecaster.config.settings import Settings, load_settings  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
-from forecaster.loaders import load_trace, shared_data_dir  # noqa: E402
+from forecaster.loaders import load_trace  # noqa: E402
 from forecaster.metrics import HORIZON, horizon_steps, score_backtest  # noqa: E402
 from forecaster.models.catalog import default_models, steps_in  # noqa: E402
-from forecaster.selection import select_per_series  # noqa: E402
+from forecaster.procedure import champion_backtest, default_cutoffs  # noqa: E402
 from forecaster.types import DS, MODEL, UID  # noqa: E402
+from pipelines.jobs.history import candidate_models, training_plan  # noqa: E402
 
 HORIZONS = ["10min", "1h", "3h"]
 LEVELS = (0.5, 0.9, 0.95)
 TEST_WINDOWS = 12
-VALIDATION_WINDOWS = 8
 VCS = ("vc6YE", "vcvlY", "vcLJZ", "vcpDC")
 SIGNALS = ("allocated_gpus", "pending_gpus", "demand_gpus")
 PEERS = ("persistence", "seasonal_naive", "sf_autoets", "sf_mstl")
 RESULTS = ROOT / "benchmarks" / "results" / "forecast_accuracy.json"
+QUICK = ("earth_total/demand_gpus", "alibaba_lora/arrivals", "nab/rds_cpu_utilization_e47b3b")
 
 
 def load_series(data_dir: Path) -> pd.DataFrame:
-    """The benchmark's series, validated, named ``<entity>/<signal>``."""
+    """Today's series from the shared traces, named ``<entity>/<signal>`` (not validated)."""
     frames = [
         load_trace("helios_earth_total", data_dir=data_dir, signals=set(SIGNALS)),
         load_trace("helios_earth_vc", data_dir=data_dir, signals=set(SIGNALS)),
@@ -62,9 +71,7 @@ def load_series(data_dir: Path) -> pd.DataFrame:
     raw = pd.concat(frames, ignore_index=True)
     vc_keep = {f"earth_vc_{vc}/{s}" for vc in VCS for s in SIGNALS}
     is_vc = raw[UID].str.startswith("earth_vc_")
-    raw = raw[~is_vc | raw[UID].isin(vc_keep)]
-    clean, _ = validate_series(raw)
-    return clean
+    return raw[~is_vc | raw[UID].isin(vc_keep)].reset_index(drop=True)
 
 
 def candidates(step: pd.Timedelta, horizon: int) -> list[Estimator]:
@@ -78,24 +85,14 @@ def candidates(step: pd.Timedelta, horizon: int) -> list[Estimator]:
     ]
 
 
-def validation_frame(df: pd.DataFrame, horizon: int) -> pd.DataFrame:
-    """Each series cut at its first test cutoff: what selection may look at."""
-    parts = []
-    for _, group in df.groupby(UID, sort=True):
-        cutoffs = rolling_origin_cutoffs(len(group), horizon=horizon, n_windows=TEST_WINDOWS)
-        parts.append(group.iloc[: cutoffs[0] + 1])
-    return pd.concat(parts, ignore_index=True)
-
-
 def run_group(
-    df: pd.DataFrame, step: pd.Timedelta, executor: ProcessPoolExecutor
+    df: pd.DataFrame, step: pd.Timedelta, executor: ProcessPoolExecutor, settings: Settings
 ) -> dict[str, Any]:
-    """Backtest one step's series: test windows (all models), validation (ours)."""
+    """Backtest one step's series: families and peers, then the walk-forward champion."""
     labels = horizon_steps(HORIZONS, step)
     horizon = max(labels.values())
     max_train = steps_in(pd.Timedelta(days=28), step)
     models = candidates(step, horizon)
-    ours = [m for m in models if m.model_name not in {"sf_autoets", "sf_mstl"}]
     started = time.perf_counter()
     test = backtest(
         models,
@@ -105,39 +102,44 @@ def run_group(
         levels=LEVELS,
         max_train=max_train,
         executor=executor,
-        progress=_progress(f"test {step}"),
+        progress=_progress(f"families and peers {step}"),
     )
-    val = backtest(
-        ours,
-        validation_frame(df, horizon),
+    # The champion as training builds it: the settings' plan and model set.
+    plan = training_plan(settings, step)
+    trained = candidate_models(settings, step, plan.horizon)
+    walk = champion_backtest(
+        df,
+        trained,
+        plan,
+        cutoffs=default_cutoffs(df, horizon=horizon, n_windows=TEST_WINDOWS),
         horizon=horizon,
-        n_windows=VALIDATION_WINDOWS,
         levels=LEVELS,
-        max_train=max_train,
         executor=executor,
-        progress=_progress(f"validation {step}"),
+        progress=_progress(f"champion walk-forward {step}"),
     )
+    test_scores = score_backtest(test.frame, test.scales, LEVELS, labels)
+    # The champion's windows are the families' windows: score with their naive scales.
+    champ_frame = walk.result.frame.drop(columns=[FAMILY], errors="ignore")
+    champ_scores = score_backtest(champ_frame, test.scales, LEVELS, labels)
     return {
-        "test_scores": score_backtest(test.frame, test.scales, LEVELS, labels),
-        "val_scores": score_backtest(val.frame, val.scales, LEVELS, labels),
-        "fit_seconds": dict(test.fit_seconds),
-        "failures": test.failures,
+        "test_scores": pd.concat([test_scores, champ_scores], ignore_index=True),
+        "selections": walk.selections,
+        "plan": {
+            "n_windows": plan.n_windows,
+            "heldout_windows": plan.heldout_windows,
+            "selection_horizon": plan.selection_horizon,
+            "horizon": plan.horizon,
+            "max_train": plan.max_train,
+            "candidates": [c.model_name for c in trained],
+        },
+        "fit_seconds": {**test.fit_seconds, **walk.result.fit_seconds},
+        "failures": pd.concat(
+            [f for f in (test.failures, walk.result.failures) if not f.empty] or [test.failures],
+            ignore_index=True,
+        ),
         "seconds": time.perf_counter() - started,
         "n_series": df[UID].nunique(),
     }
-
-
-def champion_scores(test: pd.DataFrame, val: pd.DataFrame) -> pd.DataFrame:
-    """The test scores of the family each series would have chosen on validation."""
-    rows = []
-    for label in HORIZONS:
-        chosen = select_per_series(val, horizon=label)
-        at = test[test[HORIZON] == label]
-        pick = at[at[MODEL].eq(at[UID].map(chosen))].assign(
-            family=lambda f: f[MODEL], **{MODEL: "champion"}
-        )
-        rows.append(pick)
-    return pd.concat(rows, ignore_index=True)
 
 
 def summarise(scores: pd.DataFrame, fit_seconds: dict[str, float]) -> dict[str, Any]:
@@ -194,38 +196,49 @@ def print_table(summary: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; ``--quick`` keeps 3 series for a smoke run."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 series only (smoke run)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    add_input_options(parser, "series ids")
     args = parser.parse_args(argv)
-    data_dir = shared_data_dir(ROOT)
-    if data_dir is None:
-        print("../shared/data is absent: the real traces are needed for this benchmark.")
-        return 1
-    df = load_series(data_dir)
-    if args.quick:
-        keep = [
-            "earth_total/demand_gpus",
-            "alibaba_lora/arrivals",
-            "nab/rds_cpu_utilization_e47b3b",
-        ]
-        df = df[df[UID].isin(keep)]
+    if args.data:
+        raw = load_files(list(args.data))
+    else:
+        shared = data_dir(args, ROOT)
+        if shared is None:
+            print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
+            return 1
+        raw = load_series(shared)
+    wanted = list(args.series or [])
+    if args.quick and not wanted:
+        wanted = list(QUICK)
+    raw = keep_series(raw, wanted or None)
+    df, _ = validate_series(raw)
+    settings = load_settings(root=ROOT)
     steps = df.groupby(UID)[DS].apply(lambda s: s.diff().median())
     started = time.perf_counter()
     groups = []
+    plans: dict[str, Any] = {}
     with ProcessPoolExecutor(max_workers=args.workers) as executor:
         for step, uids in steps.groupby(steps):
-            groups.append(run_group(df[df[UID].isin(uids.index)], pd.Timedelta(step), executor))
-    test = pd.concat([g["test_scores"] for g in groups], ignore_index=True)
-    val = pd.concat([g["val_scores"] for g in groups], ignore_index=True)
-    scores = pd.concat([test, champion_scores(test, val)], ignore_index=True)
+            part = df[df[UID].isin(uids.index)]
+            groups.append(run_group(part, pd.Timedelta(step), executor, settings))
+            plans[str(pd.Timedelta(step))] = groups[-1]["plan"]
+    scores = pd.concat([g["test_scores"] for g in groups], ignore_index=True)
     fit_seconds: dict[str, float] = {}
     for g in groups:
         for model, seconds in g["fit_seconds"].items():
             fit_seconds[model] = fit_seconds.get(model, 0.0) + seconds
     summary = summarise(scores, fit_seconds)
+    selections = pd.concat([g["selections"] for g in groups], ignore_index=True)
+    shares = selections[FAMILY].value_counts(normalize=True)
+    summary["champion_family_share"] = {str(k): float(v) for k, v in shares.items()}
     print_table(summary)
+    print(
+        "champion families over (series, cutoff): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in summary["champion_family_share"].items())
+    )
     failures = pd.concat(
         [g["failures"] for g in groups if not g["failures"].empty] or [pd.DataFrame()],
         ignore_index=True,
@@ -234,15 +247,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "protocol": {
             "horizons": HORIZONS,
             "test_windows": TEST_WINDOWS,
-            "validation_windows": VALIDATION_WINDOWS,
             "max_train_days": 28,
             "levels": list(LEVELS),
             "series": sorted(df[UID].unique()),
             "quick": args.quick,
+            "data": [str(p) for p in args.data] if args.data else "shared traces",
+            "champion": "walk-forward train-time procedure (forecaster.procedure."
+            "champion_backtest) at each test cutoff, default settings",
+            "champion_plan": plans,
         },
         "summary": summary,
         "cells": scores.replace({np.nan: None}).to_dict(orient="records"),
-        "validation_cells": val.replace({np.nan: None}).to_dict(orient="records"),
+        "champion_selections": selections.astype(str).to_dict(orient="records"),
         "failures": failures.astype(str).to_dict(orient="records"),
         "wall_seconds": time.perf_counter() - started,
     }

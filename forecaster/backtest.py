@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, Self
+from typing import Any, Final, Literal, Protocol, Self
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,9 @@ from forecaster.types import (
     SeriesFrame,
     Y,
 )
+
+WindowRoles = Literal["all", "selection", "heldout"]
+"""Which windows of a nested plan a backtest fits (see :func:`nested_cutoffs`)."""
 
 ERROR: Final = "error"
 """Column of the failures frame: exception type and message."""
@@ -76,6 +79,10 @@ class BacktestResult:
         fit_seconds: total wall seconds each model spent in ``fit`` over all windows.
         failures: ``unique_id, cutoff, model, error``: windows where a model raised;
             those windows are missing from ``frame``.
+        heldout_from: ``{unique_id: first held-out cutoff}`` when the backtest was run
+            with held-out windows (see :func:`nested_cutoffs`); empty otherwise. Windows
+            whose cutoff is at or after it are held out, the earlier ones are for
+            selection (:func:`split_heldout`).
     """
 
     frame: pd.DataFrame
@@ -84,6 +91,7 @@ class BacktestResult:
     failures: pd.DataFrame = field(
         default_factory=lambda: pd.DataFrame(columns=list(FAILURE_COLUMNS))
     )
+    heldout_from: Mapping[str, pd.Timestamp] = field(default_factory=dict)
 
 
 def rolling_origin_cutoffs(
@@ -126,6 +134,89 @@ def rolling_origin_cutoffs(
     return [last - round((n_windows - 1 - i) * span / (n_windows - 1)) for i in range(n_windows)]
 
 
+def nested_cutoffs(
+    n_obs: int,
+    *,
+    horizon: int,
+    n_selection: int,
+    n_heldout: int,
+    start_frac: float = 0.75,
+    min_train: int = 2,
+) -> tuple[list[int], list[int]]:
+    """Return selection cutoffs and later held-out cutoffs that selection never sees.
+
+    The held-out cutoffs are the last ``n_heldout`` of ``n_selection + n_heldout``
+    rolling-origin cutoffs (:func:`rolling_origin_cutoffs`). The selection cutoffs are
+    spread evenly from the start of the scored part of the series to the first held-out
+    cutoff minus ``horizon``, so the last selection window's targets end at or before the
+    first held-out cutoff: no observation after it enters selection, neither as training
+    data nor as an actual scored.
+
+    Raises:
+        InsufficientHistoryError: when the windows do not fit.
+    """
+    if n_heldout < 1 or n_selection < 1:
+        raise ValueError("n_selection and n_heldout must both be >= 1")
+    spread = rolling_origin_cutoffs(
+        n_obs,
+        horizon=horizon,
+        n_windows=n_selection + n_heldout,
+        start_frac=start_frac,
+        min_train=min_train,
+    )
+    heldout = spread[n_selection:]
+    first = spread[0]
+    last = heldout[0] - horizon
+    if last - first + 1 < n_selection:
+        raise InsufficientHistoryError(
+            f"a series of {n_obs} observations leaves {max(0, last - first + 1)} selection "
+            f"cutoffs between position {first} and {last} (the first held-out cutoff "
+            f"{heldout[0]} minus horizon={horizon}), fewer than {n_selection}. Use fewer "
+            "windows, a shorter horizon, a smaller start_frac or more history."
+        )
+    if n_selection == 1:
+        return [last], heldout
+    span = last - first
+    selection = [
+        last - round((n_selection - 1 - i) * span / (n_selection - 1)) for i in range(n_selection)
+    ]
+    return selection, heldout
+
+
+def split_heldout(result: BacktestResult) -> tuple[BacktestResult, BacktestResult]:
+    """Split a backtest run with held-out windows into (selection, held-out) parts.
+
+    Raises:
+        ValueError: the backtest had no held-out windows.
+    """
+    if not result.heldout_from:
+        raise ValueError("this backtest has no held-out windows; run it with heldout_windows >= 1")
+
+    def later(frame: pd.DataFrame) -> pd.Series:
+        first = frame[UID].astype(str).map(result.heldout_from)
+        return frame[CUTOFF].ge(first).fillna(False).astype(bool)
+
+    parts = []
+    for keep_heldout in (False, True):
+
+        def pick(frame: pd.DataFrame, want: bool = keep_heldout) -> pd.DataFrame:
+            if frame.empty:
+                return frame.copy()
+            mask = later(frame)
+            return frame[mask if want else ~mask].reset_index(drop=True)
+
+        parts.append(
+            BacktestResult(
+                frame=pick(result.frame),
+                scales=pick(result.scales),
+                fit_seconds=result.fit_seconds,
+                failures=pick(result.failures),
+                heldout_from=result.heldout_from,
+            )
+        )
+    return parts[0], parts[1]
+
+
 def clone(model: Estimator) -> Estimator:
     """Return an unfitted copy of ``model`` with the same hyperparameters."""
     return type(model)(**model.get_params())
@@ -139,6 +230,9 @@ class _Plan:
     max_train: int | None
     start_frac: float
     min_train: int
+    heldout: int = 0
+    roles: WindowRoles = "all"
+    cutoffs: tuple[pd.Timestamp, ...] | dict[str, tuple[pd.Timestamp, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +241,7 @@ class _SeriesOutcome:
     scales: list[tuple[str, pd.Timestamp, float]]
     fit_seconds: dict[str, float]
     failures: list[tuple[str, pd.Timestamp, str, str]]
+    heldout_from: dict[str, pd.Timestamp] = field(default_factory=dict)
 
 
 def backtest(
@@ -160,6 +255,9 @@ def backtest(
     start_frac: float = 0.75,
     progress: Callable[[int, int], None] | None = None,
     executor: Executor | None = None,
+    heldout_windows: int = 0,
+    roles: WindowRoles = "all",
+    cutoffs: Sequence[pd.Timestamp] | Mapping[str, Sequence[pd.Timestamp]] | None = None,
 ) -> BacktestResult:
     """Backtest ``models`` on every series of ``df`` over rolling origins.
 
@@ -175,6 +273,17 @@ def backtest(
         progress: called with ``(series done, series total)`` after each series.
         executor: when given, one task per series is submitted to it; the result is
             the same as without it.
+        heldout_windows: later windows added after the ``n_windows`` selection
+            windows, placed by :func:`nested_cutoffs` so that no selection window sees
+            their data; ``result.heldout_from`` marks where they start.
+        roles: with held-out windows, which to fit: ``all``, ``selection`` (what
+            selection alone needs) or ``heldout`` (what scoring and the gate need); the
+            positions are those of the whole nested plan either way.
+        cutoffs: explicit cutoff timestamps instead of rolling origins (``n_windows``
+            and ``heldout_windows`` are then ignored), for every series or per series
+            id (a series absent from the mapping gets none); each series is cut at its
+            last observation at or before each one that leaves training data and at
+            least one observation to score.
 
     Raises:
         ValueError: when model names repeat.
@@ -189,7 +298,19 @@ def backtest(
         raise ValueError(f"max_train must be >= 2 (the naive scale needs 2), got {max_train}")
     min_train = max(2, min((m.min_history() for m in models), default=2))
     groups = [(str(uid), g) for uid, g in df.groupby(UID, sort=True, observed=True)]
-    plan = _Plan(horizon, n_windows, tuple(levels), max_train, start_frac, min_train)
+    if heldout_windows < 0:
+        raise ValueError(f"heldout_windows must be >= 0, got {heldout_windows}")
+    plan = _Plan(
+        horizon,
+        n_windows,
+        tuple(levels),
+        max_train,
+        start_frac,
+        min_train,
+        heldout=heldout_windows if cutoffs is None else 0,
+        roles=roles,
+        cutoffs=_cutoff_plan(cutoffs),
+    )
     todo = list(models)
     outcomes: list[_SeriesOutcome] = []
     total = len(groups)
@@ -215,14 +336,32 @@ def _backtest_series(
 ) -> _SeriesOutcome:
     """Backtest every model on one series (module level so executors can pickle it)."""
     group = group.reset_index(drop=True)
+    heldout_from: pd.Timestamp | None = None
     try:
-        cutoffs = rolling_origin_cutoffs(
-            len(group),
-            horizon=plan.horizon,
-            n_windows=plan.n_windows,
-            start_frac=plan.start_frac,
-            min_train=plan.min_train,
-        )
+        if plan.cutoffs is not None:
+            wanted = plan.cutoffs.get(uid, ()) if isinstance(plan.cutoffs, dict) else plan.cutoffs
+            cutoffs = _explicit_positions(group, wanted)
+        elif plan.heldout:
+            selection, heldout = nested_cutoffs(
+                len(group),
+                horizon=plan.horizon,
+                n_selection=plan.n_windows,
+                n_heldout=plan.heldout,
+                start_frac=plan.start_frac,
+                min_train=plan.min_train,
+            )
+            heldout_from = pd.Timestamp(group[DS].iloc[heldout[0]])
+            cutoffs = {"all": selection + heldout, "selection": selection, "heldout": heldout}[
+                plan.roles
+            ]
+        else:
+            cutoffs = rolling_origin_cutoffs(
+                len(group),
+                horizon=plan.horizon,
+                n_windows=plan.n_windows,
+                start_frac=plan.start_frac,
+                min_train=plan.min_train,
+            )
     except InsufficientHistoryError as exc:
         raise InsufficientHistoryError(f"series {uid!r}: {exc}") from exc
     y = group[Y].to_numpy(dtype=np.float64)
@@ -252,7 +391,27 @@ def _backtest_series(
             pred = pred.merge(actual, on=DS, how="left")
             pred.insert(2, CUTOFF, cutoff)
             frames.append(pred)
-    return _SeriesOutcome(frames, scales, seconds, failures)
+    marks = {} if heldout_from is None else {uid: heldout_from}
+    return _SeriesOutcome(frames, scales, seconds, failures, marks)
+
+
+def _cutoff_plan(
+    cutoffs: Sequence[pd.Timestamp] | Mapping[str, Sequence[pd.Timestamp]] | None,
+) -> tuple[pd.Timestamp, ...] | dict[str, tuple[pd.Timestamp, ...]] | None:
+    if cutoffs is None:
+        return None
+    if isinstance(cutoffs, Mapping):
+        return {str(k): tuple(pd.Timestamp(c) for c in v) for k, v in cutoffs.items()}
+    return tuple(pd.Timestamp(c) for c in cutoffs)
+
+
+def _explicit_positions(group: pd.DataFrame, cutoffs: tuple[pd.Timestamp, ...]) -> list[int]:
+    """Positions of the last observation at or before each cutoff (deduplicated)."""
+    if not cutoffs:
+        return []
+    ds = pd.DatetimeIndex(group[DS])
+    found = ds.searchsorted(pd.DatetimeIndex(list(cutoffs)), side="right") - 1
+    return sorted({int(p) for p in found if 1 <= p < len(ds) - 1})
 
 
 def _combine(outcomes: list[_SeriesOutcome], names: list[str]) -> BacktestResult:
@@ -269,4 +428,10 @@ def _combine(outcomes: list[_SeriesOutcome], names: list[str]) -> BacktestResult
     failures = pd.DataFrame(
         [f for o in outcomes for f in o.failures], columns=list(FAILURE_COLUMNS)
     )
-    return BacktestResult(frame=frame, scales=scales, fit_seconds=seconds, failures=failures)
+    return BacktestResult(
+        frame=frame,
+        scales=scales,
+        fit_seconds=seconds,
+        failures=failures,
+        heldout_from={uid: ts for o in outcomes for uid, ts in o.heldout_from.items()},
+    )

@@ -1,5 +1,12 @@
 """One training: backtest the candidates, select per series, gate, register, promote.
 
+Scores are nested: the backtest has earlier *selection* windows and later *held-out*
+windows (:func:`forecaster.backtest.nested_cutoffs`). Selection sees only the
+selection windows; the champion's reported scores and the promotion gate use only the
+held-out ones, which selection never saw (neither as training data nor as actuals).
+MLflow gets both, as ``selection/<metric>/<model>/<horizon>`` and
+``heldout/<metric>/<model>/<horizon>``, so a reviewer cannot mistake one for the other.
+
 The order of the side effects is what keeps a crash harmless: the run is logged
 first, the new version is registered next, the ``champion`` alias moves only after
 the gate said so, and the last-known-good copy is replaced last (atomically). A
@@ -16,10 +23,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from forecaster.backtest import BacktestResult, Estimator, backtest
+from forecaster.backtest import BacktestResult, Estimator, backtest, split_heldout
 from forecaster.champion import ChampionForecaster
 from forecaster.exceptions import TrackingError
 from forecaster.metrics import score_backtest
+from forecaster.plan import TrainingPlan, recent_history
 from forecaster.pool_review import log_pool_review
 from forecaster.registry import (
     champion_version,
@@ -29,8 +37,25 @@ from forecaster.registry import (
     register,
 )
 from forecaster.selection import PromotionDecision, promotion_gate, select_per_series
-from forecaster.tracking import TrackingConfig, describe_pools, start_training_run
-from forecaster.types import DS, MODEL, UID, Levels
+from forecaster.tracking import (
+    TrackingConfig,
+    describe_pools,
+    start_training_run,
+    summary_metrics,
+)
+from forecaster.types import DS, MODEL, UID
+
+__all__ = [
+    "Progress",
+    "TrainingOutcome",
+    "TrainingPlan",  # lives in forecaster.plan; re-exported from its old home
+    "champion_rows",
+    "data_span_tags",
+    "default_run_name",
+    "nested_metrics",
+    "recent_history",
+    "train",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -39,30 +64,13 @@ Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
-class TrainingPlan:
-    """What a training evaluates and how.
+class TrainingOutcome:
+    """What one training did.
 
     Attributes:
-        horizon: steps ahead every candidate is backtested for.
-        horizons: labelled horizons the scores are reported at (``{"1h": 12}``).
-        selection_horizon: the label models are selected and gated on (the one that
-            matters to the policy, about a node's lead time); ``None`` averages all.
-        n_windows: rolling-origin cutoffs.
-        levels: quantile levels.
-        max_train: most recent observations each fit sees.
+        scores: held-out scores (windows selection never saw), per series and model.
+        selection_scores: the scores selection was made on (earlier windows).
     """
-
-    horizon: int
-    horizons: Mapping[str, int]
-    selection_horizon: str | None
-    n_windows: int
-    levels: Levels
-    max_train: int | None = None
-
-
-@dataclass(frozen=True)
-class TrainingOutcome:
-    """What one training did."""
 
     run_id: str
     selection: dict[str, str]
@@ -72,6 +80,7 @@ class TrainingOutcome:
     promoted: bool
     champion: ChampionForecaster
     failures: pd.DataFrame = field(repr=False)
+    selection_scores: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
 
 
 def train(
@@ -106,14 +115,17 @@ def train(
         df,
         horizon=plan.horizon,
         n_windows=plan.n_windows,
+        heldout_windows=plan.heldout_windows,
         levels=plan.levels,
         max_train=plan.max_train,
         progress=lambda done, total: report("backtest", done, total),
         executor=executor,
     )
-    scores = score_backtest(result.frame, result.scales, plan.levels, plan.horizons)
-    selection = select_per_series(scores, horizon=plan.selection_horizon)
-    challenger_rows = champion_rows(result.frame, selection)
+    chosen, heldout = split_heldout(result)
+    selection_scores = score_backtest(chosen.frame, chosen.scales, plan.levels, plan.horizons)
+    scores = score_backtest(heldout.frame, heldout.scales, plan.levels, plan.horizons)
+    selection = select_per_series(selection_scores, horizon=plan.selection_horizon)
+    challenger_rows = champion_rows(heldout.frame, selection)
     incumbent_rows = _incumbent_rows(
         df,
         plan,
@@ -122,7 +134,7 @@ def train(
         models_dir=models_dir,
         executor=executor,
     )
-    decision = promotion_gate(challenger_rows, incumbent_rows, scales=result.scales)
+    decision = promotion_gate(challenger_rows, incumbent_rows, scales=heldout.scales)
     report("fit", 0, 1)
     champion = ChampionForecaster(
         selection, {c.model_name: c for c in candidates}, default="persistence"
@@ -135,7 +147,9 @@ def train(
         tags={"foresight.model_name": model_name, **data_span_tags(df)},
     ) as run:
         run.log_params(_params(plan, candidates, df))
-        run.log_scores(scores, champions=selection)
+        run.log_metrics(nested_metrics(selection_scores, scores, selection))
+        run.log_frame("scores.csv", scores)  # held out: what the evaluate job compares with
+        run.log_frame("scores_selection.csv", selection_scores)
         run.log_champions(selection)
         run.log_frame("backtest.parquet", result.frame)
         if not result.failures.empty:
@@ -163,7 +177,23 @@ def train(
         promoted=promoted,
         champion=champion,
         failures=result.failures,
+        selection_scores=selection_scores,
     )
+
+
+def nested_metrics(
+    selection_scores: pd.DataFrame, heldout_scores: pd.DataFrame, selection: Mapping[str, str]
+) -> dict[str, float]:
+    """MLflow metrics of both score sets: ``selection/...`` and ``heldout/...``.
+
+    Keys are ``<set>/<metric>/<model>/<horizon>``; ``<model>`` includes ``champion``
+    (each series' selected family). Only ``heldout/`` figures are out of sample.
+    """
+    out: dict[str, float] = {}
+    for prefix, scores in (("selection", selection_scores), ("heldout", heldout_scores)):
+        for key, value in summary_metrics(scores, selection).items():
+            out[f"{prefix}/{key}"] = value
+    return out
 
 
 def default_run_name(df: pd.DataFrame) -> str:
@@ -206,7 +236,7 @@ def _incumbent_rows(
     models_dir: Path,
     executor: Executor | None,
 ) -> pd.DataFrame | None:
-    """Backtest the current champion on the same windows; ``None`` when there is none."""
+    """Backtest the current champion on the same held-out windows; ``None`` when there is none."""
     try:
         if champion_version(model_name, tracking=tracking) is None:
             return None
@@ -228,18 +258,13 @@ def _incumbent_rows(
         df,
         horizon=plan.horizon,
         n_windows=plan.n_windows,
+        heldout_windows=plan.heldout_windows,
+        roles="heldout",
         levels=plan.levels,
         max_train=plan.max_train,
         executor=executor,
     )
     return result.frame
-
-
-def recent_history(df: pd.DataFrame, max_train: int | None) -> pd.DataFrame:
-    """Return each series' last ``max_train`` observations (all when ``None``)."""
-    if max_train is None:
-        return df
-    return df.groupby(UID, sort=False, observed=True).tail(max_train).reset_index(drop=True)
 
 
 def _params(
@@ -250,6 +275,7 @@ def _params(
         "horizons": dict(plan.horizons),
         "selection_horizon": plan.selection_horizon,
         "n_windows": plan.n_windows,
+        "heldout_windows": plan.heldout_windows,
         "levels": list(plan.levels),
         "max_train": plan.max_train,
         "n_series": df[UID].nunique(),

@@ -176,8 +176,19 @@ def backtest_command(
     output: Annotated[
         Path | None, typer.Option("--output", help="Write the scores (.csv or .json).")
     ] = None,
+    champion: Annotated[
+        bool,
+        typer.Option(
+            "--champion",
+            help="Also score the champion as `foresight train` builds it, walk-forward: at "
+            "each cutoff the whole train-time procedure (candidates, selection, fit) on the "
+            "data up to it only. Slow: one training per series and cutoff.",
+        ),
+    ] = False,
 ) -> None:
     """Score model families by rolling-origin backtest, without registering anything."""
+    import pandas as pd
+
     from forecaster.backtest import backtest
     from forecaster.metrics import score_backtest
     from forecaster.models.catalog import make_model
@@ -195,6 +206,7 @@ def backtest_command(
             if models
             else candidate_models(settings, dataset.step, plan.horizon, fast=fast)
         )
+        windows = plan.n_windows + plan.heldout_windows
         with (
             progress_bar(console) as report,
             make_executor(workers, dask_address or settings.scheduler.dask_address) as executor,
@@ -203,13 +215,21 @@ def backtest_command(
                 candidates,
                 dataset.frame,
                 horizon=plan.horizon,
-                n_windows=plan.n_windows,
+                n_windows=windows,
                 levels=plan.levels,
                 max_train=plan.max_train,
                 progress=lambda done, total: report("backtest", done, total),
                 executor=executor,
             )
+            if champion:
+                from pipelines.champion_backtest import champion_scores
+
+                champion_rows = champion_scores(
+                    settings, dataset, plan, result, executor=executor, report=report
+                )
         scores = score_backtest(result.frame, result.scales, plan.levels, plan.horizons)
+        if champion:
+            scores = pd.concat([scores, champion_rows], ignore_index=True)
         console.print(scores_table(scores, plan.levels))
         if not result.failures.empty:
             console.print(f"[yellow]{len(result.failures)} windows failed[/] (see --output)")

@@ -1,19 +1,23 @@
 """``foresight simulate``: replay a pool's demand against scaling policies.
 
 What would reactive autoscaling, a fixed size, Foresight and a perfect oracle have
-done on this history, and at what cost? ``--sweep`` replays Foresight at several
-quantiles and plots cost against waiting next to reactive and static: the way to pick
-a pool's quantile (and, run once per ``--lead``, to see what a faster node image is
-worth) before turning writes on.
+done on this history, and at what cost? Foresight is the champion ``foresight train``
+would build, refitted daily from the past only (``--model`` pins one family).
+``--sweep`` replays Foresight at several quantiles and the references at several
+margins, all through the same policy chain, and compares them at equal cost (best gap
+closed at cost <= 1.02 / 1.05 / 1.10 x the oracle's): the way to pick a pool's
+quantile (and, run once per ``--lead``, to see what a faster node image is worth)
+before turning writes on.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pandas as pd
 import typer
@@ -28,19 +32,24 @@ from forecaster.types import DS, UID, Y
 from pipelines.cli_support import ConfigOption, DataOption, cli_errors, cli_settings, console
 from pipelines.dataset import load_dataset
 from pipelines.reporting import progress_bar
+from pipelines.simulate.champion import CHAMPION
 from pipelines.simulate.compare import (
     POLICY_NAMES,
     Comparison,
-    ForecasterFamily,
     Replay,
     compare,
     sweep_quantiles,
+    sweep_references,
 )
-from pipelines.simulate.frontier import plot_frontier
+from pipelines.simulate.equal_cost import BUDGETS, compare_policies
+from pipelines.simulate.frontier import cost_ratio, gap_closed, plot_frontier
 from pipelines.simulate.plot import plot_runs
-from pipelines.simulate.result import SimResult
+from pipelines.simulate.result import SimResult, accounting, accounting_line
 
-DEFAULT_SWEEP = (0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
+DEFAULT_SWEEP = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
+"""Quantiles swept: low ones too, so Foresight reaches as low a cost as the references."""
+DEFAULT_KS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
+"""Reference margins (standard deviations) swept."""
 
 
 def simulate_command(
@@ -72,15 +81,36 @@ def simulate_command(
         ),
     ] = None,
     sweep: Annotated[
-        bool, typer.Option("--sweep", help="Sweep the quantile: cost-vs-wait frontier PNG.")
+        bool,
+        typer.Option(
+            "--sweep",
+            help="Sweep Foresight's quantile and the references' margin k; compare them at "
+            "equal cost; frontier PNG (adds reactive and the oracle, the comparison's ends).",
+        ),
     ] = False,
     sweep_levels: Annotated[
         str | None,
-        typer.Option("--sweep-levels", help="Quantiles swept, comma-separated; default 0.5..0.99."),
+        typer.Option(
+            "--sweep-levels", help="Quantiles swept, comma-separated; default 0.05..0.99."
+        ),
     ] = None,
     model: Annotated[
-        str, typer.Option("--model", help="Foresight's forecaster family: ets or persistence.")
-    ] = "ets",
+        str,
+        typer.Option(
+            "--model",
+            help="Foresight's forecaster: champion (what `foresight train` builds from the "
+            "settings' model set) or one family pinned: persistence, seasonal_naive, ets, "
+            "mstl, gbm.",
+        ),
+    ] = CHAMPION,
+    accounting_mode: Annotated[
+        str,
+        typer.Option(
+            "--accounting",
+            help="carry: unmet demand waits for the next step (default); no-carry: it is "
+            "counted as waiting for its step and dropped, as many simulators do.",
+        ),
+    ] = "carry",
     retrain: Annotated[
         str, typer.Option("--retrain", help="How often Foresight's forecaster is refitted.")
     ] = "1d",
@@ -112,7 +142,9 @@ def simulate_command(
         unknown = sorted(set(chosen) - set(POLICY_NAMES))
         if unknown:
             raise ConfigError(f"unknown policies {unknown}; choose from {', '.join(POLICY_NAMES)}")
-        family = _family(model)
+        carry = _carry(accounting_mode)
+        if sweep:
+            chosen = [*dict.fromkeys([*chosen, "reactive", "oracle", "foresight"])]
         pool_config = _pool(settings.pools_file, pool, lead, quantile)
         dataset = load_dataset(settings, data)
         demand = _demand(dataset.frame, series or f"{pool}/{DEMAND}")
@@ -131,21 +163,26 @@ def simulate_command(
             comparison = compare(
                 replay,
                 chosen,
-                family=family,
+                settings=settings,
+                model=model,
                 retrain_every=_duration(retrain, "--retrain"),
+                carry=carry,
                 progress=report,
             )
             swept: dict[float, SimResult] = {}
+            refs: dict[str, dict[float, SimResult]] = {}
             if sweep:
-                if "foresight" not in comparison.runs:
-                    comparison.runs["foresight"] = sweep_quantiles(
-                        comparison, [pool_config.quantile]
-                    )[pool_config.quantile]
                 swept = sweep_quantiles(comparison, _levels(sweep_levels), progress=report)
+                refs = sweep_references(comparison, DEFAULT_KS, progress=report)
         console.print(results_table(comparison.runs, pool_config.name))
+        step = replay.demand.index[1] - replay.demand.index[0]
+        console.print(accounting_line(step, carry=carry))
+        equal = equal_cost(comparison, swept, refs) if sweep else None
+        if equal is not None:
+            console.print(equal_cost_table(equal))
         # Not the working directory: a replay's files are generated, like the store.
         out = output_dir if output_dir is not None else settings.data_dir / "simulate"
-        files = write_outputs(comparison, swept, out, family)
+        files = write_outputs(comparison, swept, refs, equal, out, model)
         for path in files:
             console.print(f"Written {path}")
         if mlflow:
@@ -159,11 +196,16 @@ def simulate_command(
                     "series": str(demand.name),
                     "lead_time_s": pool_config.lead_time.total_seconds(),
                     "quantile": pool_config.quantile,
-                    "model": family,
+                    "model": model,
+                    "accounting": accounting_mode,
                     "retrain": retrain,
                     "steps": len(replay.demand),
                 },
-                runs={**comparison.runs, **{f"foresight_q{q:g}": r for q, r in swept.items()}},
+                runs={
+                    **comparison.runs,
+                    **{f"foresight_q{q:g}": r for q, r in swept.items()},
+                    **{f"{n}_k{k:g}": r for n, by_k in refs.items() for k, r in by_k.items()},
+                },
                 artifacts=[p for p in files if p.suffix in (".png", ".json")],
             )
             console.print(f"Logged MLflow run {run_id} at {tracking.safe_uri}")
@@ -188,12 +230,67 @@ def results_table(runs: dict[str, SimResult], pool: str) -> Table:
     return table
 
 
+def policy_points(
+    comparison: Comparison,
+    swept: dict[float, SimResult],
+    refs: dict[str, dict[float, SimResult]],
+) -> dict[str, list[tuple[float, float]]]:
+    """Every replay as ``(cost ratio, gap closed)``, by policy (needs reactive and oracle)."""
+    runs = comparison.runs
+    reactive, oracle = runs["reactive"], runs["oracle"]
+
+    def point(run: SimResult) -> tuple[float, float]:
+        gap = gap_closed(
+            reactive.waiting_gpu_hours, run.waiting_gpu_hours, oracle.waiting_gpu_hours
+        )
+        return (cost_ratio(run, oracle), gap)
+
+    out = {name: [point(run)] for name, run in runs.items() if name != "foresight"}
+    out["foresight"] = [point(run) for run in swept.values()]
+    for name, by_k in refs.items():
+        out[name] = [point(run) for run in by_k.values()]
+    return out
+
+
+def equal_cost(
+    comparison: Comparison,
+    swept: dict[float, SimResult],
+    refs: dict[str, dict[float, SimResult]],
+) -> dict[str, object]:
+    """Foresight against every other policy at equal cost (see ``equal_cost``)."""
+    return compare_policies("foresight", policy_points(comparison, swept, refs))
+
+
+def equal_cost_table(equal: dict[str, Any]) -> Table:
+    """Every policy's best gap closed at each cost budget, and Foresight's wins."""
+    table = Table(title="Best gap closed at cost <= budget x oracle GPU-hours (equal cost)")
+    table.add_column("policy", no_wrap=True)
+    for budget in BUDGETS:
+        table.add_column(f"<= {budget:.2f}", justify="right")
+    table.add_column("Foresight >= its points", justify="right")
+    for name, by_budget in equal["best_gap_at_cost"].items():
+        against = equal["against"].get(name)
+        wins = "" if against is None else f"{against['beaten'][0]}/{against['beaten'][1]}"
+        table.add_row(
+            name,
+            *("-" if not math.isfinite(v) else f"{v:.3f}" for v in by_budget.values()),
+            wins,
+        )
+    return table
+
+
 def write_outputs(
-    comparison: Comparison, swept: dict[float, SimResult], out: Path, family: str
+    comparison: Comparison,
+    swept: dict[float, SimResult],
+    refs: dict[str, dict[float, SimResult]],
+    equal: dict[str, Any] | None,
+    out: Path,
+    model: str,
 ) -> list[Path]:
     """Write the JSON summary, the demand-vs-capacity PNG and (swept) the frontier PNG."""
     replay = comparison.replay
     name = replay.pool.name
+    step = replay.demand.index[1] - replay.demand.index[0]
     out.mkdir(parents=True, exist_ok=True)
     files = [
         save_png(
@@ -202,22 +299,20 @@ def write_outputs(
         )
     ]
     if swept:
-        singles = {
-            label: (run.gpu_hours_provisioned, run.waiting_gpu_hours)
-            for label, run in comparison.runs.items()
-            if label != "foresight"
-        }
+        points = policy_points(comparison, swept, refs)
+        families = {"foresight": points.pop("foresight")}
+        labels = {"foresight": [f"q{q:g}" for q in swept]}
+        for ref, by_k in refs.items():
+            families[ref] = points.pop(ref)
+            labels[ref] = [f"k{k:g}" for k in by_k]
         figure = plot_frontier(
-            {
-                f"foresight ({family})": [
-                    (r.gpu_hours_provisioned, r.waiting_gpu_hours) for r in swept.values()
-                ]
-            },
-            singles,
-            xlabel="GPU-hours provisioned",
-            ylabel="waiting GPU-hours",
-            title=f"{name}: cost against waiting, Foresight's quantile swept",
-            labels={f"foresight ({family})": [f"q{q:g}" for q in swept]},
+            families,
+            {label: pts[0] for label, pts in points.items()},
+            xlabel="cost ratio (GPU-h provisioned / oracle GPU-h)",
+            ylabel="gap closed (reactive = 0, oracle = 1)",
+            title=f"{name} ({model}): Foresight's quantile and the references' k swept\n"
+            + accounting_line(step, carry=comparison.carry),
+            labels=labels,
         )
         files.append(save_png(figure, out / f"{name}_frontier.png"))
     payload = {
@@ -236,16 +331,21 @@ def write_outputs(
             },
         ),
         "series": str(replay.demand.name),
+        "accounting": accounting(step, carry=comparison.carry),
         "replay_start": str(replay.demand.index[0]),
         "replay_steps": len(replay.demand),
         "warmup_steps": len(replay.prehistory),
-        "forecaster": family,
+        "forecaster": model,
         "fits": [str(ts) for ts in comparison.forecaster.fit_log],
         "runs": {label: run.summary() for label, run in comparison.runs.items()},
         "sweep": [{"quantile": q} | run.summary() for q, run in swept.items()],
+        "reference_sweeps": {
+            ref: [{"k": k} | run.summary() for k, run in by_k.items()] for ref, by_k in refs.items()
+        },
+        "equal_cost": equal,
     }
     path = out / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=1))
+    path.write_text(json.dumps(payload, indent=1, default=str))
     files.append(path)
     return files
 
@@ -303,9 +403,7 @@ def _levels(text: str | None) -> list[float]:
         raise ConfigError(f"--sweep-levels {text!r}: give numbers such as 0.8,0.9,0.95") from exc
 
 
-def _family(model: str) -> ForecasterFamily:
-    if model == "ets":
-        return "ets"
-    if model == "persistence":
-        return "persistence"
-    raise ConfigError(f"--model {model!r} is unknown; use ets or persistence")
+def _carry(mode: str) -> bool:
+    if mode in ("carry", "no-carry"):
+        return mode == "carry"
+    raise ConfigError(f"--accounting {mode!r} is unknown; use carry or no-carry")

@@ -124,8 +124,16 @@ class Settings(BaseSettings):
     horizon: int = Field(default=36, gt=0, description="a positive number of forecast steps")
     backtest_windows: int = Field(
         default=8,
+        gt=1,
+        description="a number (>= 2) of rolling-origin backtest cutoffs per training run, "
+        "selection and held-out windows together",
+    )
+    heldout_windows: int = Field(
+        default=3,
         gt=0,
-        description="a positive number of rolling-origin backtest cutoffs per training run",
+        description="how many of the backtest_windows (the latest) are held out: selection "
+        "never sees them; the champion's reported scores and the promotion gate use them "
+        "only; fewer than backtest_windows",
     )
     model_set: Literal["full", "fast"] = Field(
         default="full",
@@ -238,6 +246,15 @@ class Settings(BaseSettings):
         return tuple(sorted(set(value)))
 
     @model_validator(mode="after")
+    def _check_heldout_windows(self) -> Settings:
+        if self.heldout_windows >= self.backtest_windows:
+            raise ValueError(
+                f"heldout_windows ({self.heldout_windows}) must be fewer than backtest_windows "
+                f"({self.backtest_windows}): selection needs windows of its own"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _check_selection_horizon(self) -> Settings:
         if self.selection_horizon not in self.horizons:
             raise ValueError(
@@ -316,6 +333,9 @@ def _format_errors(exc: ValidationError, config_file: Path | None) -> str:
             lines.append(f"  unknown setting {field!r}; remove it or use one of: {known}")
             continue
         names = [str(part) for part in error["loc"] if isinstance(part, str)]
+        if not names:  # a rule across several settings: its message names them
+            lines.append(f"  {_message(error)}")
+            continue
         expected = _description(names) or "a valid value"
         # Never echo a secret back into logs.
         got = "***" if _SECRET_FIELDS.intersection(names) else repr(error.get("input"))

@@ -109,7 +109,8 @@ def training_plan(settings: Settings, step: pd.Timedelta) -> TrainingPlan:
         horizon=max(settings.horizon, *horizons.values()),
         horizons=horizons,
         selection_horizon=settings.selection_horizon,
-        n_windows=settings.backtest_windows,
+        n_windows=settings.backtest_windows - settings.heldout_windows,
+        heldout_windows=settings.heldout_windows,
         levels=settings.levels,
         max_train=steps_in(pd.Timedelta(days=settings.max_train_days), step),
     )

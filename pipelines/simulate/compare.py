@@ -1,10 +1,15 @@
-"""Replay several policies on one pool's demand, and sweep Foresight's quantile.
+"""Replay several policies on one pool's demand, and sweep Foresight's and the references' knobs.
 
 The glue between the simulator's policies and its users (``foresight simulate`` and
 the decision-quality benchmark): it builds each policy by name, shares one
 walk-forward forecaster between every Foresight replay of the same series (so a
 quantile sweep fits the model once), and splits the series into a *prehistory* the
 learning policies may look at before the replay starts and the replayed span.
+
+Foresight replays the champion ``foresight train`` would build (refitted on a schedule
+from the past only, :mod:`pipelines.simulate.champion`), or one pinned family. The
+references (persistence / seasonal naive + k sd) go through the same policy chain,
+differing only in the forecast.
 """
 
 from __future__ import annotations
@@ -17,19 +22,19 @@ from typing import Final, Literal, get_args
 import pandas as pd
 
 from forecaster.config.pools import PoolConfig
+from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError, DataValidationError
 from forecaster.models.catalog import steps_in
-from forecaster.models.ets import ExponentialSmoothing
-from forecaster.models.naive import Persistence
+from pipelines.simulate.champion import CHAMPION, champion_forecaster
 from pipelines.simulate.engine import simulate
 from pipelines.simulate.foresight import ForesightPolicy
 from pipelines.simulate.oracle import OraclePolicy
 from pipelines.simulate.reactive import ReactivePolicy
-from pipelines.simulate.reference import ReferencePolicy
+from pipelines.simulate.reference import Base, reference_policy
 from pipelines.simulate.result import SimResult
 from pipelines.simulate.static import smallest_static_meeting
 from pipelines.simulate.types import History, Policy
-from pipelines.simulate.walkforward import ModelFactory, WalkForwardForecaster
+from pipelines.simulate.walkforward import WalkForwardForecaster
 
 PolicyName = Literal[
     "reactive",
@@ -43,8 +48,11 @@ PolicyName = Literal[
 """Policies ``foresight simulate`` can replay."""
 
 POLICY_NAMES: Final = get_args(PolicyName)
-ForecasterFamily = Literal["ets", "persistence"]
-"""Forecaster families the walk-forward Foresight refits (cheap enough for months)."""
+REFERENCES: Final[dict[str, Base]] = {
+    "reference": "persistence",
+    "reference-seasonal": "seasonal_naive",
+}
+"""Reference policies by name, and the naive forecast under each one's margin."""
 
 Progress = Callable[[str, int, int], None]
 """``(stage, done, total)`` callback, as ``pipelines.reporting.progress_bar`` yields."""
@@ -84,32 +92,6 @@ class Replay:
         return cls(prehistory=pre, demand=rest, pool=pool)
 
 
-def model_factory(family: ForecasterFamily, step: timedelta, horizon: int) -> ModelFactory:
-    """Return a factory of the forecaster refitted on the replay's schedule.
-
-    ``ets`` (additive Holt-Winters with a daily season and damped trend, parameters
-    estimated once per fit) gives the walk-forward forecast its daily shape;
-    ``persistence`` makes it pure persistence with online conformal intervals.
-
-    Raises:
-        ConfigError: an unknown family.
-    """
-    day = steps_in(pd.Timedelta(days=1), pd.Timedelta(step))
-    if family == "ets":
-        return lambda: ExponentialSmoothing(
-            season_length=day,
-            horizon=horizon,
-            max_history=14 * day,
-            calibration_window=max(1, day // 3),
-            select=False,
-        )
-    if family == "persistence":
-        return lambda: Persistence(horizon=horizon, window=7 * day)
-    raise ConfigError(
-        f"unknown forecaster family {family!r}; use one of {get_args(ForecasterFamily)}"
-    )
-
-
 class _Reporting:
     """Wraps a policy to report progress every ``every`` steps (replays can be long)."""
 
@@ -139,20 +121,24 @@ class Comparison:
         replay: the prehistory, the replayed demand and the pool.
         runs: policy label -> its replay.
         forecaster: the walk-forward forecaster shared by Foresight replays.
+        carry: the accounting (unmet work carried to the next step, or dropped).
     """
 
     replay: Replay
     runs: dict[str, SimResult]
     forecaster: WalkForwardForecaster
+    carry: bool = True
 
 
 def compare(
     replay: Replay,
     policies: Sequence[str],
     *,
-    family: ForecasterFamily = "ets",
+    settings: Settings,
+    model: str = CHAMPION,
     retrain_every: timedelta = timedelta(days=1),
     reference_k: float = 2.0,
+    carry: bool = True,
     progress: Progress | None = None,
 ) -> Comparison:
     """Replay each named policy on the replay's demand.
@@ -161,9 +147,11 @@ def compare(
         replay: what to replay.
         policies: names from :data:`POLICY_NAMES`; ``static`` also needs reactive and the
             oracle (replayed for its budget even if not listed).
-        family: Foresight's forecaster family.
+        settings: the deployment's settings: Foresight's model set and training plan.
+        model: ``champion`` (what ``foresight train`` builds) or one family pinned.
         retrain_every: how often Foresight's forecaster is refitted.
         reference_k: the standard deviations of margin of the reference policies.
+        carry: the accounting (see :func:`~pipelines.simulate.engine.simulate`).
         progress: an optional ``(stage, done, total)`` callback.
 
     Raises:
@@ -177,23 +165,24 @@ def compare(
         )
     demand, pool = replay.demand, replay.pool
     step = demand.index[1] - demand.index[0]
-    forecaster = WalkForwardForecaster(
-        model_factory(family, step, 2),  # the horizon is only the fit's own calibration
+    forecaster = champion_forecaster(
+        settings,
+        step,
+        family=model,
         retrain_every=retrain_every,
-        min_history=min(steps_in(pd.Timedelta(days=1), pd.Timedelta(step)), len(demand)),
-        max_history=None,
         prehistory=replay.prehistory,
+        min_history=max(2, min(steps_in(pd.Timedelta(days=1), pd.Timedelta(step)), len(demand))),
     )
     builders: dict[str, Callable[[], Policy]] = {
         "reactive": lambda: ReactivePolicy("packed"),
         "reactive-spread": lambda: ReactivePolicy("spread"),
         "oracle": lambda: OraclePolicy(demand),
         "foresight": lambda: ForesightPolicy(pool, forecaster),
-        "reference": lambda: ReferencePolicy(
-            "persistence", reference_k, prehistory=replay.prehistory
+        "reference": lambda: reference_policy(
+            pool, "persistence", reference_k, prehistory=replay.prehistory
         ),
-        "reference-seasonal": lambda: ReferencePolicy(
-            "seasonal_naive", reference_k, prehistory=replay.prehistory
+        "reference-seasonal": lambda: reference_policy(
+            pool, "seasonal_naive", reference_k, prehistory=replay.prehistory
         ),
     }
     runs: dict[str, SimResult] = {}
@@ -204,24 +193,24 @@ def compare(
         if progress is not None:
             progress("policies", i, len(needed))
         if name == "static":
-            runs[name] = _static(demand, pool, runs["reactive"], runs["oracle"])
+            runs[name] = _static(demand, pool, runs["reactive"], runs["oracle"], carry)
             continue
         policy = builders[name]()
         if progress is not None and name == "foresight":
             policy = _Reporting(policy, "foresight replay", len(demand), progress)
-        runs[name] = simulate(demand, pool, policy)
+        runs[name] = simulate(demand, pool, policy, carry=carry)
     if progress is not None:
         progress("policies", len(needed), len(needed))
     ordered = {name: runs[name] for name in POLICY_NAMES if name in runs and name in policies}
-    return Comparison(replay=replay, runs=ordered, forecaster=forecaster)
+    return Comparison(replay=replay, runs=ordered, forecaster=forecaster, carry=carry)
 
 
 def _static(
-    demand: pd.Series, pool: PoolConfig, reactive: SimResult, oracle: SimResult
+    demand: pd.Series, pool: PoolConfig, reactive: SimResult, oracle: SimResult, carry: bool
 ) -> SimResult:
     w_r, w_o = reactive.waiting_gpu_hours, oracle.waiting_gpu_hours
     budget = w_o + (1 - STATIC_GAP) * max(0.0, w_r - w_o)
-    return smallest_static_meeting(demand, pool, max_waiting_gpu_hours=budget).result
+    return smallest_static_meeting(demand, pool, max_waiting_gpu_hours=budget, carry=carry).result
 
 
 def sweep_quantiles(
@@ -244,7 +233,44 @@ def sweep_quantiles(
         if progress is not None:
             progress("quantile sweep", i, len(quantiles))
         pool = replay.pool.model_copy(update={"quantile": q})
-        out[q] = simulate(replay.demand, pool, ForesightPolicy(pool, comparison.forecaster))
+        policy = ForesightPolicy(pool, comparison.forecaster)
+        out[q] = simulate(replay.demand, pool, policy, carry=comparison.carry)
     if progress is not None:
         progress("quantile sweep", len(quantiles), len(quantiles))
+    return out
+
+
+def sweep_references(
+    comparison: Comparison,
+    ks: Sequence[float],
+    *,
+    names: Sequence[str] = tuple(REFERENCES),
+    progress: Progress | None = None,
+) -> dict[str, dict[float, SimResult]]:
+    """Replay each reference at each ``k`` through the policy chain, with the pool's settings.
+
+    Raises:
+        ConfigError: a negative ``k`` or an unknown reference name.
+    """
+    bad = [k for k in ks if not k >= 0]
+    if bad:
+        raise ConfigError(f"reference margins {bad} are negative; sweep k such as 0,1,2,3")
+    unknown = sorted(set(names) - set(REFERENCES))
+    if unknown:
+        raise ConfigError(f"unknown references {unknown}; choose from {', '.join(REFERENCES)}")
+    replay = comparison.replay
+    out: dict[str, dict[float, SimResult]] = {}
+    total, done = len(names) * len(ks), 0
+    for name in names:
+        out[name] = {}
+        for k in sorted(ks):
+            if progress is not None:
+                progress("reference sweep", done, total)
+            policy = reference_policy(
+                replay.pool, REFERENCES[name], k, prehistory=replay.prehistory
+            )
+            out[name][k] = simulate(replay.demand, replay.pool, policy, carry=comparison.carry)
+            done += 1
+    if progress is not None:
+        progress("reference sweep", total, total)
     return out

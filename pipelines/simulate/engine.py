@@ -11,7 +11,8 @@ The model, per step ``t`` of a regular series (the step is ``Δ``), in this orde
 4. More than held (ready + booting): the difference is asked for now, paid from now,
    due at ``t + L``. Fewer: nodes go at once, booting ones first (newest first, as
    they are furthest from being useful), then ready ones; they are not paid for ``t``.
-5. The ready nodes run the work, oldest first (FIFO); what does not fit waits.
+5. The ready nodes run the work, oldest first (FIFO); what does not fit waits
+   (``carry=True``, the default) or is dropped as unmet (``carry=False``).
 
 So the policy sees the demand of ``t`` (the live signal) but can only change ``t``'s
 capacity downwards: added nodes help from ``t + L`` on. A policy with a reactive
@@ -19,6 +20,11 @@ floor therefore leaves a burst waiting for ``L`` steps, as cluster-autoscaler do
 
 The demand series is a *level* (GPUs wanted during each step), not a count of new
 jobs: work that cannot run at ``t`` is carried to ``t + 1`` on top of ``d_{t+1}``.
+With ``carry=False`` (the *no-carry* accounting many simulators use) it is not: each
+step's shortfall ``max(0, backlog + d_t - capacity_t)`` is counted once as waiting (it
+waited that step) and then leaves, so waiting GPU-hours are the summed shortfall and
+the reactive floor never sees a backlog. A node is paid from the step it is asked
+for (booting included) to the step it is removed, in both accountings.
 A trace's allocated + queued GPUs is the closest level there is; where the traced
 cluster was itself short, a job it kept queued counts both while queued and later
 while running, which overstates demand a little.
@@ -207,6 +213,7 @@ def simulate(
     *,
     initial_nodes: int | None = None,
     step: timedelta | None = None,
+    carry: bool = True,
 ) -> SimResult:
     """Replay ``policy`` on ``demand`` for ``pool`` and account for every GPU-hour.
 
@@ -218,6 +225,8 @@ def simulate(
             (:class:`~pipelines.simulate.types.DeclaresStart`), else enough for the first
             step's demand. Clamped to the bounds.
         step: the series step, needed only for a single point.
+        carry: True carries unmet work to the next step (FIFO backlog); False drops it
+            after counting it as waiting for the step (no-carry accounting).
 
     Returns:
         The totals, the wait distribution and the per-step frame.
@@ -251,6 +260,8 @@ def simulate(
         ready[t], pending[t] = fleet.ready, fleet.pending
         served[t] = work.serve(t, float(fleet.ready * gpn))
         backlog[t] = work.size
+        if not carry:
+            work.drop(t)
 
     unserved, _ = work.close(n)
     hours = sim.step_hours
@@ -284,4 +295,5 @@ def simulate(
         scale_downs=fleet.downs,
         nodes_added=fleet.added,
         nodes_removed=fleet.removed,
+        carry=carry,
     )

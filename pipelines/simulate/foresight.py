@@ -1,6 +1,6 @@
-"""Foresight replayed: walk-forward forecasts turned into nodes by the real scale policy.
+"""Foresight replayed: a replay forecaster's forecasts turned into nodes by the real scale policy.
 
-Each step the adapter asks its :class:`~pipelines.simulate.walkforward.WalkForwardForecaster`
+Each step the adapter asks its :class:`~pipelines.simulate.replay_forecast.ReplayForecaster`
 for the demand forecast made from the past only, wraps it as the policy's
 :class:`~api.policy.types.DemandForecast`, and calls :func:`api.policy.decide` (the very
 function the API serves, injected so a test can prove it is that one) with the pool's
@@ -32,8 +32,8 @@ from api.policy.types import (
     StabilisationState,
 )
 from forecaster.config.pools import PoolConfig
+from pipelines.simulate.replay_forecast import PointForecast, ReplayForecaster
 from pipelines.simulate.types import History
-from pipelines.simulate.walkforward import PointForecast, WalkForwardForecaster
 
 DecideFn = Callable[
     [
@@ -59,8 +59,10 @@ class ForesightPolicy:
         pool: the pool's configuration; its quantile, lead time, sizes, bounds, target
             utilisation and scale-down settings are what the real policy uses. Replay
             it with the same pool (``simulate(demand, pool, policy)``).
-        forecaster: the walk-forward forecaster (shared by policies replaying the same
-            series, e.g. a quantile sweep, so the forecasts are computed once).
+        forecaster: where the forecasts come from (:mod:`.replay_forecast`): the
+            walk-forward champion, a pinned family, a reference, any new forecaster.
+            Share one between policies replaying the same series (a quantile sweep) so
+            the forecasts are computed once.
         refresh_every: steps between forecast refreshes (1: every step); in between,
             the last forecast is used, as a deployment serves its latest forecast.
         health: the health bounds; default: no live error bound, forecasts may be as
@@ -72,7 +74,7 @@ class ForesightPolicy:
     def __init__(
         self,
         pool: PoolConfig,
-        forecaster: WalkForwardForecaster,
+        forecaster: ReplayForecaster,
         *,
         refresh_every: int = 1,
         health: ForecastHealth | None = None,

@@ -33,6 +33,7 @@ _MARKERS = {
     "oracle": ("k", "*"),
     "reference": ("tab:blue", "^"),
     "reference-seasonal": ("tab:cyan", "v"),
+    "foresight": ("tab:green", "X"),
 }
 
 
@@ -95,21 +96,38 @@ def interpolated(points: Sequence[Point], cost: float) -> float:
     return float(np.interp(cost, xs, ys))
 
 
+def gap_at_cost(points: Sequence[Point], cost: float) -> float:
+    """Return the best benefit a family reaches at ``cost``, for an equal-cost comparison.
+
+    Inside the family's cost range: its frontier linearly interpolated at ``cost``.
+    Above it: the frontier's best (a costlier budget never buys less). Below it: NaN,
+    the family has no setting that cheap, which a comparison counts as a loss.
+    """
+    hull = frontier(points)
+    if not hull or cost < hull[0][0] - 1e-12:
+        return math.nan
+    if cost >= hull[-1][0]:
+        return hull[-1][1]
+    return interpolated(points, cost)
+
+
 def points_beaten(subject: Sequence[Point], other: Sequence[Point]) -> tuple[int, int]:
     """Count ``other``'s points that ``subject`` matches or beats at the same cost.
 
-    Only ``other``'s points inside ``subject``'s cost range are compared (outside it,
-    ``subject`` offers no setting to compare with).
+    Every finite point of ``other`` is compared, at its cost, with ``subject``'s
+    frontier (:func:`gap_at_cost`). A point cheaper than anything ``subject`` offers is
+    compared and lost: a family with no cheap setting cannot beat one that has it.
 
     Returns:
         ``(beaten, compared)``.
     """
     beaten = compared = 0
     for x, y in other:
-        mine = interpolated(subject, x)
-        if math.isfinite(mine) and math.isfinite(y):
-            compared += 1
-            beaten += int(mine >= y - 1e-12)
+        if not (math.isfinite(x) and math.isfinite(y)):
+            continue
+        compared += 1
+        mine = gap_at_cost(subject, x)
+        beaten += int(math.isfinite(mine) and mine >= y - 1e-12)
     return beaten, compared
 
 
@@ -135,22 +153,38 @@ def plot_frontier(
     Returns:
         A figure on an Agg canvas (save with :func:`forecaster.plotting.save_png`).
     """
-    fig = Figure(figsize=(8.0, 5.5), layout="constrained")
+    fig = Figure(figsize=(9.0, 6.0), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.subplots()
+    everything = [p for pts in families.values() for p in pts] + list(singles.values())
+    finite = [p for p in everything if math.isfinite(p[0]) and math.isfinite(p[1])]
+    span_x = (max(p[0] for p in finite) - min(p[0] for p in finite)) if finite else 1.0
+    span_y = (max(p[1] for p in finite) - min(p[1] for p in finite)) if finite else 1.0
+    placed: list[tuple[float, float]] = []
     for i, (name, points) in enumerate(families.items()):
         if not points:
             continue
         xs, ys = np.array([p[0] for p in points]), np.array([p[1] for p in points])
         color = _COLORS[i % len(_COLORS)]
         ax.plot(xs, ys, marker=".", color=color, linewidth=1.2, label=name)
-        for text, x, y in zip((labels or {}).get(name, ()), xs, ys, strict=False):
+        texts = (labels or {}).get(name, ())
+        for j, (text, x, y) in enumerate(zip(texts, xs, ys, strict=False)):
+            if not (math.isfinite(x) and math.isfinite(y)):
+                continue
+            # Skip a label that would sit on another one: the line and legend say the rest.
+            near = any(
+                abs(x - px) < 0.06 * (span_x or 1.0) and abs(y - py) < 0.05 * (span_y or 1.0)
+                for px, py in placed
+            )
+            if near:
+                continue
+            placed.append((x, y))
             ax.annotate(
                 text,
                 (x, y),
                 fontsize=7,
                 color=color,
-                xytext=(3, 3),
+                xytext=(4, 4 if (i + j) % 2 == 0 else -10),
                 ha="left",
                 textcoords="offset points",
             )

@@ -1,37 +1,46 @@
-"""Reference policies a user could script in an afternoon, the bar Foresight must clear.
+"""Reference forecasts a user could script in an afternoon, the bar Foresight must clear.
 
-Each step: a naive forecast of the demand over the lead time, plus ``k`` standard
-deviations of that forecast's recent errors, in whole nodes, never below the work
-wanted now (the reactive floor). No stabilisation: the count follows the formula.
+A naive forecast of the demand over the horizon plus ``k`` standard deviations of that
+forecast's recent errors. They are *forecasters*
+(:class:`~pipelines.simulate.replay_forecast.ReplayForecaster`), replayed through the
+same policy chain as Foresight (:func:`reference_policy`: the pool's target
+utilisation, reactive floor, bounds and stabilisation), so a comparison with Foresight
+measures the forecast and nothing else.
 
-- ``persistence``: the forecast is the demand now; its errors are the recent
-  lead-time changes ``y_s - y_{s-L}``.
-- ``seasonal_naive``: the forecast is the peak of the demand one season (a day)
-  before each step of the lead time; its errors are ``y_s - y_{s-season}``.
+- ``persistence``: the forecast is the demand now at every step ahead; its errors are
+  the recent lead-time changes ``y_s - y_{s-L}``.
+- ``seasonal_naive``: the forecast ``j`` steps ahead is the demand one season (a day)
+  before that step; its errors are ``y_s - y_{s-season}``.
 
-Like every policy, they see :class:`~pipelines.simulate.types.History` only (and an
+``k`` is the knob (every requested quantile level gets the same ``forecast + k sd``).
+Like every forecaster they see :class:`~pipelines.simulate.types.History` only (and an
 optional prehistory ending before the replay).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
 
-from api.policy.need import ceil_nodes
+from forecaster.config.pools import PoolConfig
 from forecaster.exceptions import DataValidationError
-from pipelines.simulate.types import History
+from pipelines.simulate.foresight import ForesightPolicy
+from pipelines.simulate.replay_forecast import PointForecast
+from pipelines.simulate.types import FloatArray, History
 
 Base = Literal["persistence", "seasonal_naive"]
 """The naive forecast under the margin."""
 
+REFERENCE_BASES: tuple[Base, ...] = get_args(Base)
 
-class ReferencePolicy:
-    """Naive forecast + ``k`` standard deviations of its recent errors, reactive floor.
+
+class ReferenceForecaster:
+    """Naive forecast + ``k`` standard deviations of its recent errors.
 
     Args:
         base: ``persistence`` or ``seasonal_naive``.
@@ -51,8 +60,8 @@ class ReferencePolicy:
         season: timedelta = timedelta(days=1),
         prehistory: pd.Series | None = None,
     ) -> None:
-        if base not in get_args(Base):
-            raise ValueError(f"base must be one of {get_args(Base)}, got {base!r}")
+        if base not in REFERENCE_BASES:
+            raise ValueError(f"base must be one of {REFERENCE_BASES}, got {base!r}")
         if not (math.isfinite(k) and k >= 0):
             raise ValueError(f"k must be a finite number >= 0, got {k}")
         if window <= timedelta(0) or season <= timedelta(0):
@@ -62,51 +71,76 @@ class ReferencePolicy:
         self.window = window
         self.season = season
         self.prehistory = prehistory
-        self._values: list[float] = []
+        self._pre: FloatArray = np.empty(0)
 
     @property
     def name(self) -> str:
-        """A label such as ``persistence+2.0sd``."""
+        """A label such as ``persistence+2sd``."""
         return f"{self.base}+{self.k:g}sd"
 
-    def reset(self) -> None:
-        """Forget the observed demand."""
-        self._values = []
-
-    def decide(self, history: History) -> int:
-        """Return ``max(ceil((forecast + k sd) / gpus_per_node), floor)``."""
+    def forecast(self, history: History, horizon: int, levels: Sequence[float]) -> PointForecast:
+        """Return ``naive path + k sd`` for every level, from steps ``<= t`` only."""
+        if horizon < 1:
+            raise ValueError(f"horizon must be >= 1, got {horizon}")
         if history.t == 0:
-            self._values = self._prehistory(history)
-        self._values.append(float(history.demand[-1]))
+            self._pre = self._prehistory(history)
         pool = history.pool
         lead = pool.lead_steps
         w = max(2, math.ceil(self.window / pool.step))
-        floor = ceil_nodes(history.wanted_now / pool.gpus_per_node)
         if self.base == "persistence":
-            recent = np.asarray(self._values[-(w + lead) :])
-            forecast = recent[-1]
+            recent = self._recent(history, w + lead)
+            path = np.full(horizon, recent[-1])
             errors = recent[lead:] - recent[:-lead]
         else:
             s = max(1, math.ceil(self.season / pool.step))
-            recent = np.asarray(self._values[-(w + s) :])
-            if len(recent) <= s:
-                return floor  # less than a season seen: nothing to repeat yet
+            recent = self._recent(history, w + s)
             n = len(recent) - 1
-            # Steps 1..lead+1 ahead, one season back: all observed since s > lead here.
-            back = [n + j - s for j in range(1, lead + 2) if n + j - s <= n]
-            forecast = float(recent[back].max()) if back else recent[-1]
-            errors = recent[s:] - recent[:-s]
+            if n < s:
+                path = np.full(horizon, recent[-1])  # less than a season seen: persistence
+                errors = np.empty(0)
+            else:
+                # j steps ahead, one season back; past the observed end, the last value.
+                back = np.minimum(np.arange(1, horizon + 1) + n - s, n)
+                path = recent[back]
+                errors = recent[s:] - recent[:-s]
         sd = float(errors.std()) if errors.size > 1 else 0.0
-        return max(ceil_nodes((forecast + self.k * sd) / pool.gpus_per_node), floor)
+        values = np.maximum(path + self.k * sd, 0.0)
+        origin = history.now.to_pydatetime()
+        return PointForecast(
+            origin=origin,
+            timestamps=tuple(origin + pool.step * j for j in range(1, horizon + 1)),
+            quantiles={float(level): values for level in levels},
+            fitted_at=None,
+        )
 
-    def _prehistory(self, history: History) -> list[float]:
+    def _recent(self, history: History, count: int) -> FloatArray:
+        seen = history.demand[-count:]
+        if len(seen) >= count or self._pre.size == 0:
+            return np.asarray(seen, dtype=np.float64)
+        return np.concatenate([self._pre[-(count - len(seen)) :], seen])
+
+    def _prehistory(self, history: History) -> FloatArray:
         pre = self.prehistory
         if pre is None or len(pre) == 0:
-            return []
+            return np.empty(0)
         index = pd.DatetimeIndex(pre.index)
         if index.tz is None or index[-1] + history.pool.step != history.timestamps[0]:
             raise DataValidationError(
                 "prehistory must be UTC-indexed and end one step before the replay starts "
                 f"at {history.timestamps[0]}; it ends at {index[-1]}"
             )
-        return [float(v) for v in pre.to_numpy(dtype=np.float64)]
+        return pre.to_numpy(dtype=np.float64)
+
+
+def reference_policy(
+    pool: PoolConfig,
+    base: Base = "persistence",
+    k: float = 2.0,
+    *,
+    window: timedelta = timedelta(days=1),
+    season: timedelta = timedelta(days=1),
+    prehistory: pd.Series | None = None,
+) -> ForesightPolicy:
+    """The reference replayed through Foresight's policy chain with the pool's settings."""
+    forecaster = ReferenceForecaster(base, k, window=window, season=season, prehistory=prehistory)
+    return ForesightPolicy(pool, forecaster)

@@ -81,6 +81,8 @@ class SimResult:
         scale_downs: steps at which nodes were removed or cancelled.
         nodes_added: nodes asked for, summed.
         nodes_removed: nodes removed or cancelled, summed.
+        carry: whether unmet work was carried to the next step (see
+            :func:`accounting`).
     """
 
     pool: SimPool
@@ -97,6 +99,7 @@ class SimResult:
     scale_downs: int
     nodes_added: int
     nodes_removed: int
+    carry: bool = True
 
     @property
     def idle_gpu_hours(self) -> float:
@@ -167,3 +170,31 @@ class SimResult:
             "node_hours": self.node_hours,
             "cost": self.cost,
         }
+
+    def accounting(self) -> dict[str, object]:
+        """How the figures were counted: step, carry of unmet work, when a node is paid."""
+        return accounting(self.pool.step, carry=self.carry)
+
+
+def accounting(step: timedelta, *, carry: bool) -> dict[str, object]:
+    """The replay's accounting, stated beside its numbers (JSON-ready).
+
+    Keys: ``step_minutes``; ``unmet_demand`` (``carried``: work the ready nodes cannot
+    run waits, FIFO, for the next step; ``dropped``: it is counted as waiting for the
+    step and leaves); ``node_paid`` (from the step it is asked for, booting included,
+    to the step it is removed).
+    """
+    return {
+        "step_minutes": step / timedelta(minutes=1),
+        "unmet_demand": "carried" if carry else "dropped",
+        "node_paid": "from the step it is asked for (booting included) until removed",
+    }
+
+
+def accounting_line(step: timedelta, *, carry: bool) -> str:
+    """One sentence of the accounting, for tables and plots."""
+    unmet = "carried to the next step" if carry else "dropped after one step (no carry)"
+    return (
+        f"Accounting: {step / timedelta(minutes=1):g}-min steps; unmet demand {unmet}; "
+        "a node is paid from the step it is asked for (booting included)."
+    )

@@ -65,11 +65,13 @@ def smallest_static_meeting(
     *,
     max_waiting_gpu_hours: float | None = None,
     max_p95_wait: timedelta | None = None,
+    carry: bool = True,
 ) -> StaticChoice:
     """Return the fewest fixed nodes whose replay meets every budget given.
 
     Args:
         demand: the demand series replayed (see :func:`~pipelines.simulate.engine.simulate`).
+        carry: the accounting (``simulate``'s ``carry``).
         pool: the pool; the search runs over ``[min_nodes, max_nodes]``.
         max_waiting_gpu_hours: the most waiting GPU-hours allowed (0: no wait at all).
         max_p95_wait: the longest p95 wait allowed.
@@ -94,7 +96,7 @@ def smallest_static_meeting(
         return max_p95_wait is None or result.p95_wait <= max_p95_wait
 
     def run(nodes: int) -> SimResult:
-        return simulate(demand, pool, StaticPolicy(nodes))
+        return simulate(demand, pool, StaticPolicy(nodes), carry=carry)
 
     low, high = int(pool.min_nodes), int(pool.max_nodes)
     best = run(high)

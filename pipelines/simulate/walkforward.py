@@ -32,7 +32,7 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 import pandas as pd
@@ -40,7 +40,10 @@ import pandas as pd
 from forecaster.backtest import Estimator
 from forecaster.exceptions import DataValidationError, ForesightError
 from forecaster.types import DS, MEAN, UID, Y
+from pipelines.simulate.replay_forecast import PointForecast
 from pipelines.simulate.types import FloatArray, History
+
+__all__ = ["ModelFactory", "PointForecast", "WalkForwardForecaster", "higher_quantiles"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,24 +51,6 @@ ModelFactory = Callable[[], Estimator]
 """Builds a fresh, unfitted forecaster (the estimator contract)."""
 
 _SERIES_ID = "replay/demand_gpus"
-
-
-@dataclass(frozen=True)
-class PointForecast:
-    """A forecast made at one step: the target times, the point path, the quantiles.
-
-    Attributes:
-        origin: the timestamp of the step the forecast was made at.
-        timestamps: the ``horizon`` target times after ``origin``.
-        quantiles: level -> values aligned with ``timestamps`` (clipped at 0).
-        fitted_at: the timestamp of the model fit the shape came from, None before
-            the first fit (then the forecast is persistence).
-    """
-
-    origin: datetime
-    timestamps: tuple[datetime, ...]
-    quantiles: dict[float, FloatArray]
-    fitted_at: pd.Timestamp | None
 
 
 @dataclass(frozen=True)

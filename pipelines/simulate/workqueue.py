@@ -59,6 +59,23 @@ class WorkQueue:
             self._size = 0.0  # drop accumulated float dust with the last chunk
         return served
 
+    def drop(self, step: int) -> float:
+        """Drop every unit still waiting after ``step`` (no-carry accounting).
+
+        Each dropped unit counts as having waited the steps it spent in the queue plus
+        this one (so work unmet at the step it arrived waited 1 step), and leaves.
+
+        Returns:
+            The GPU-steps dropped.
+        """
+        dropped = 0.0
+        for arrival, amount in self._chunks:
+            self.waited[min(step + 1 - int(arrival), len(self.waited) - 1)] += amount
+            dropped += amount
+        self._chunks.clear()
+        self._size = 0.0
+        return dropped
+
     def close(self, horizon: int) -> tuple[float, float]:
         """End the run: count each unit still waiting as waiting until the horizon.
 

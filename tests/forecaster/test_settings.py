@@ -204,3 +204,15 @@ def test_unusable_config_file_is_a_config_error(
 def test_empty_config_file_means_defaults(tmp_path: Path) -> None:
     config = write_yaml(tmp_path / "foresight.yaml", "# nothing set yet\n")
     assert load_settings(config, root=tmp_path) == load_settings(root=tmp_path)
+
+
+def test_a_rule_across_settings_is_reported_without_a_made_up_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FORESIGHT_BACKTEST_WINDOWS", "3")
+    monkeypatch.setenv("FORESIGHT_HELDOUT_WINDOWS", "3")
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    message = str(raised.value)
+    assert "heldout_windows (3) must be fewer than backtest_windows (3)" in message
+    assert "set FORESIGHT_ or" not in message

@@ -83,6 +83,7 @@ def test_ingest_train_forecast_evaluate_on_a_real_series(
         horizons=("10min", "1h"),
         selection_horizon="1h",
         backtest_windows=2,
+        heldout_windows=1,
         max_train_days=7,
         scheduler={"workers": 1},
     )

@@ -60,7 +60,7 @@ def test_a_training_run_and_its_metrics_appear_in_the_mlflow_ui(
     run = client.get_run(outcome.run_id)
     assert run.info.run_name == run_name
     assert run.data.tags["foresight.pools"] == "a100-train,l4-infer"
-    assert "mase/champion/6h" in run.data.metrics
+    assert "heldout/mase/champion/6h" in run.data.metrics
     experiment_id = run.info.experiment_id
 
     with browser_page(width=1440, height=1000) as (page, console):
@@ -76,7 +76,7 @@ def test_a_training_run_and_its_metrics_appear_in_the_mlflow_ui(
         )
         page.get_by_text(run_name).first.wait_for(timeout=60_000)
         # The run page lists metrics by key; the champion's score per horizon is there.
-        page.get_by_text("mase/champion/6h").first.wait_for(timeout=60_000)
+        page.get_by_text("heldout/mase/champion/6h").first.wait_for(timeout=60_000)
         page.get_by_text("foresight.pools").first.wait_for(timeout=30_000)
         path = screenshot(page, "mlflow_run.png")
 

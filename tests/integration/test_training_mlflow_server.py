@@ -46,6 +46,6 @@ def test_training_runs_register_and_gate_over_http(
     artifacts = {a.path for a in client.list_artifacts(second.run_id)}
     assert {"scores.csv", "backtest.parquet", "champions.json", "backtest_plots"} <= artifacts
     metrics = client.get_run(second.run_id).data.metrics
-    assert metrics["mase/champion/6h"] < metrics["mase/persistence/6h"]
+    assert metrics["heldout/mase/champion/6h"] < metrics["heldout/mase/persistence/6h"]
     version = client.get_model_version("it-demand", second.version)
     assert version.tags["foresight.promotion"] == "promoted"

@@ -39,6 +39,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("FORESIGHT_SELECTION_HORIZON", "6h")
     monkeypatch.setenv("FORESIGHT_HORIZON", "6")
     monkeypatch.setenv("FORESIGHT_BACKTEST_WINDOWS", "3")
+    monkeypatch.setenv("FORESIGHT_HELDOUT_WINDOWS", "1")
     return tmp_path
 
 

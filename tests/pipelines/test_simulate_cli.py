@@ -79,6 +79,17 @@ def test_simulate_the_sample_pool_with_a_sweep_and_mlflow(workdir: Path) -> None
         runs["foresight"]["waiting_gpu_hours"]
     )
     assert "foresight_q0.99/gpu_hours_provisioned" in run.data.metrics
+    assert "reference-seasonal_k2/waiting_gpu_hours" in run.data.metrics
+    # Equal cost: every policy's best gap at each budget, Foresight against each other.
+    assert "Best gap closed at cost" in result.output
+    assert "unmet demand carried" in result.output
+    assert payload["accounting"]["unmet_demand"] == "carried"
+    equal = payload["equal_cost"]
+    assert set(equal["best_gap_at_cost"]) >= {"foresight", "reference", "reference-seasonal"}
+    assert set(equal["best_gap_at_cost"]["foresight"]) == {"<=1.02", "<=1.05", "<=1.10"}
+    assert equal["against"]["reference"]["beaten"][1] == len(
+        payload["reference_sweeps"]["reference"]
+    )
 
 
 def test_simulate_a_plain_file_with_a_lead_and_quantile(workdir: Path) -> None:
@@ -109,6 +120,8 @@ def test_simulate_a_plain_file_with_a_lead_and_quantile(workdir: Path) -> None:
             "persistence",
             "--warmup",
             "1d",
+            "--accounting",
+            "no-carry",
             "--output-dir",
             "out",
         ],
@@ -118,6 +131,8 @@ def test_simulate_a_plain_file_with_a_lead_and_quantile(workdir: Path) -> None:
     payload = json.loads((workdir / "out" / "cluster.json").read_text())
     assert payload["pool"]["lead_time"] == "PT20M"
     assert payload["pool"]["quantile"] == 0.8
+    assert payload["accounting"]["unmet_demand"] == "dropped"
+    assert payload["runs"]["reactive"]["unserved_gpu_hours"] == 0.0  # nothing carried to the end
     assert list(payload["runs"]) == [
         "reactive",
         "reactive-spread",
@@ -134,6 +149,7 @@ def test_simulate_a_plain_file_with_a_lead_and_quantile(workdir: Path) -> None:
         (["--pool", "a100-train", "--policies", "reactive,magic"], "unknown policies"),
         (["--pool", "a100-train", "--lead", "soon"], "--lead"),
         (["--pool", "a100-train", "--model", "oracle"], "--model"),
+        (["--pool", "a100-train", "--accounting", "sometimes"], "--accounting"),
     ],
 )
 def test_mistakes_get_a_clear_message(workdir: Path, args: list[str], message: str) -> None:

@@ -87,6 +87,7 @@ def make_settings(root: Path, **overrides: Any) -> Settings:
         "horizons": ("10min", "1h"),
         "selection_horizon": "1h",
         "backtest_windows": 2,
+        "heldout_windows": 1,
         "max_train_days": 2,
         "scheduler": {"workers": 1},
         "prometheus": {"step": "10min", "backfill_days": 2},

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from forecaster.config.pools import PoolConfig
+from forecaster.config.settings import Settings, load_settings
 from pipelines.simulate import History
 
 START = pd.Timestamp("2024-05-01 00:00", tz="UTC")
@@ -51,6 +53,12 @@ class Scripted:
     def decide(self, history: History) -> int:
         self.seen.append(history)
         return self.desires[history.t]
+
+
+@pytest.fixture
+def sim_settings(tmp_path: Path) -> Settings:
+    """Settings of a replay's Foresight: the fast model set, nothing read from disk."""
+    return load_settings(root=tmp_path, model_set="fast")
 
 
 @pytest.fixture

@@ -54,12 +54,15 @@ def test_dominance_compares_at_the_others_costs():
     assert not dominates([(1.05, 0.99)], [(1.0, 0.1)])  # nothing at the other's lowest cost
 
 
-def test_sweep_reuses_the_forecaster_and_orders_the_frontier(series, pool):
+def test_sweep_reuses_the_forecaster_and_orders_the_frontier(series, pool, sim_settings):
     rng = np.random.default_rng(4)
     demand = series(rng.gamma(2.0, 25.0, 400))
     replay = Replay.split(demand, pool(lead_minutes=10), warmup=demand.index[100] - demand.index[0])
     comparison = compare(
-        replay, ["reactive", "static", "oracle", "foresight"], family="persistence"
+        replay,
+        ["reactive", "static", "oracle", "foresight"],
+        settings=sim_settings,
+        model="persistence",
     )
     assert list(comparison.runs) == ["reactive", "static", "foresight", "oracle"]
     fits = len(comparison.forecaster.fit_log)
@@ -82,23 +85,54 @@ def test_sweep_reuses_the_forecaster_and_orders_the_frontier(series, pool):
     assert len(figure.axes[0].collections) == 4
 
 
-def test_unknown_policies_and_quantiles_are_refused(series, pool):
+def test_unknown_policies_and_quantiles_are_refused(series, pool, sim_settings):
     from forecaster.exceptions import ConfigError
 
     demand = series([8.0] * 50)
     replay = Replay.split(demand, pool(), warmup=demand.index[10] - demand.index[0])
     with pytest.raises(ConfigError, match="unknown policies"):
-        compare(replay, ["reactive", "magic"])
-    comparison = compare(replay, ["reactive"])
+        compare(replay, ["reactive", "magic"], settings=sim_settings)
+    with pytest.raises(ConfigError, match="unknown forecaster"):
+        compare(replay, ["reactive"], settings=sim_settings, model="prophet")
+    comparison = compare(replay, ["reactive"], settings=sim_settings)
     with pytest.raises(ConfigError, match="outside"):
         sweep_quantiles(comparison, [1.5])
 
 
-def test_points_beaten_compares_at_equal_cost_inside_the_subjects_range():
-    from pipelines.simulate.frontier import interpolated, points_beaten
+def test_points_beaten_counts_points_cheaper_than_the_subject_as_lost():
+    from pipelines.simulate.frontier import gap_at_cost, interpolated, points_beaten
 
     subject = [(1.0, 0.2), (1.2, 0.6)]
     assert interpolated(subject, 1.1) == pytest.approx(0.4)
     assert math.isnan(interpolated(subject, 1.3))
-    # 0.3 at 1.1 is beaten (0.4), 0.5 at 1.1 is not; 0.9 at 1.5 is outside the range.
-    assert points_beaten(subject, [(1.1, 0.3), (1.1, 0.5), (1.5, 0.9)]) == (1, 2)
+    assert gap_at_cost(subject, 1.3) == pytest.approx(0.6)  # above its range: its best
+    assert math.isnan(gap_at_cost(subject, 0.9))  # below: it has no setting that cheap
+    # 0.3 at 1.1 is beaten (0.4); 0.5 at 1.1 is not; 0.9 at 1.5 is not (best 0.6);
+    # 0.1 at 0.9 is cheaper than anything the subject offers: lost, not skipped.
+    assert points_beaten(subject, [(1.1, 0.3), (1.1, 0.5), (1.5, 0.9), (0.9, 0.1)]) == (1, 4)
+
+
+def test_a_policy_without_a_cheap_setting_cannot_win_at_equal_cost():
+    from pipelines.simulate.equal_cost import (
+        at_least_as_good,
+        best_gap_at_budgets,
+        compare_policies,
+        equal_cost_rows,
+    )
+
+    costly = [(1.20, 0.7), (1.30, 0.9)]
+    cheap = [(1.01, 0.3), (1.04, 0.5), (1.08, 0.6)]
+    assert best_gap_at_budgets(cheap) == {"<=1.02": 0.3, "<=1.05": 0.5, "<=1.10": 0.6}
+    assert all(math.isnan(v) for v in best_gap_at_budgets(costly).values())
+    rows = equal_cost_rows(("costly", costly), ("cheap", cheap))
+    assert [r["cost_ratio"] for r in rows] == [1.01, 1.04, 1.08, 1.20, 1.30]
+    assert math.isnan(rows[0]["costly"])
+    assert rows[-1]["cheap"] == 0.6
+    judged = compare_policies("costly", {"costly": costly, "cheap": cheap, "oracle": [(1.0, 1.0)]})
+    assert judged["against"]["cheap"]["beaten"] == [0, 3]
+    # Nor does the cheap one reach the costly one's gaps: neither dominates.
+    assert judged["against"]["cheap"]["beaten_by"] == [0, 2]
+    assert judged["against"]["cheap"]["wins_at_budgets"] == [0, 3]
+    assert not at_least_as_good(judged, "cheap")
+    flipped = compare_policies("cheap", {"costly": costly, "cheap": cheap})
+    assert flipped["against"]["costly"]["wins_at_budgets"] == [0, 0]  # costly reaches none

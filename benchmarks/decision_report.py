@@ -1,0 +1,227 @@
+"""Decision-quality figures from saved runs: equal-cost comparisons, tables, verdict.
+
+Split from ``decision_quality.py`` (which replays) so a saved JSON can be rescored.
+Every comparison is at equal cost (:mod:`pipelines.simulate.equal_cost`), and the
+verdict is computed from those figures only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from pipelines.simulate.equal_cost import BUDGETS, at_least_as_good, compare_policies
+
+SUBJECT = "foresight"
+REFS = ("ref-persistence", "ref-seasonal_naive")
+HEADLINE = ("earth_total", 10, "<=1.05", 0.9)
+"""The headline target: Earth total, 10-min lead, best gap at cost <= 1.05 x oracle >= 0.9."""
+
+
+def minutes(delta: timedelta | pd.Timedelta) -> int:
+    """Whole minutes of a duration."""
+    return round(pd.Timedelta(delta).total_seconds() / 60)
+
+
+def points(case: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:
+    """Every policy's ``(cost ratio, gap closed)`` points of a case, by policy name."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for r in case["runs"]:
+        out.setdefault(r["policy"], []).append((_num(r["cost_ratio"]), _num(r["gap_closed"])))
+    return out
+
+
+def score(case: dict[str, Any]) -> dict[str, Any]:
+    """Add the equal-cost comparison of Foresight with every other policy to a case."""
+    comparison = compare_policies(SUBJECT, points(case))
+    case["best_gap_at_cost"] = comparison["best_gap_at_cost"]
+    case["equal_cost"] = comparison["against"]
+    case["foresight_at_least_as_good_as"] = {
+        name: at_least_as_good(comparison, name) for name in comparison["against"]
+    }
+    return case
+
+
+def verdict(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The verdict, from the equal-cost figures only."""
+    out: dict[str, Any] = {}
+    name, lead, budget, target = HEADLINE
+    for c in cases:
+        if c["case"] == name and c["lead_minutes"] == lead:
+            best = c["best_gap_at_cost"][SUBJECT][budget]
+            out[f"{name}_{lead}min_best_gap_at_cost_{budget}"] = best
+            out[f"{name}_{lead}min_target_met"] = bool(math.isfinite(best) and best >= target)
+    for ref in REFS:
+        wins = [c["foresight_at_least_as_good_as"].get(ref, False) for c in cases]
+        out[f"foresight_at_least_as_good_as_{ref}"] = {
+            "cases_leads": [int(sum(wins)), len(wins)],
+            "per_case_lead": {
+                f"{c['case']} lead {c['lead_minutes']}": bool(w)
+                for c, w in zip(cases, wins, strict=True)
+            },
+        }
+        diffs = [
+            c["best_gap_at_cost"][SUBJECT][b] - c["best_gap_at_cost"][ref][b]
+            for c in cases
+            for b in c["best_gap_at_cost"][SUBJECT]
+            if math.isfinite(c["best_gap_at_cost"][SUBJECT][b])
+            and math.isfinite(c["best_gap_at_cost"][ref][b])
+        ]
+        out[f"mean_best_gap_difference_vs_{ref}"] = (
+            float(sum(diffs) / len(diffs)) if diffs else math.nan
+        )
+    return out
+
+
+def case_table(cases: Sequence[dict[str, Any]]) -> Table:
+    """One row per case and lead: every policy's best gap closed at each cost budget."""
+    table = Table(title="Best gap closed at cost <= budget x oracle GPU-h (equal cost)")
+    table.add_column("case")
+    table.add_column("lead", justify="right")
+    table.add_column("reactive wait GPU-h", justify="right")
+    shown = (SUBJECT, *REFS, "static", "reactive-spread")
+    short = {"ref-persistence": "ref-pers", "ref-seasonal_naive": "ref-snaive"}
+    for policy in shown:
+        table.add_column(
+            f"{short.get(policy, policy)} " + "/".join(f"{b:.2f}" for b in BUDGETS),
+            justify="right",
+        )
+    for ref in REFS:
+        table.add_column(f"F>={short[ref]} pts / budgets", justify="right")
+    for c in cases:
+        reactive = next(r for r in c["runs"] if r["policy"] == "reactive")
+        cells = [
+            " / ".join(_f(v, 2) for v in c["best_gap_at_cost"][p].values())
+            if p in c["best_gap_at_cost"]
+            else "-"
+            for p in shown
+        ]
+        for ref in REFS:
+            row = c["equal_cost"][ref]
+            cells.append(
+                f"{row['beaten'][0]}/{row['beaten'][1]} ; "
+                f"{row['wins_at_budgets'][0]}/{row['wins_at_budgets'][1]}"
+            )
+        table.add_row(
+            c["case"], str(c["lead_minutes"]), f"{reactive['waiting_gpu_hours']:,.0f}", *cells
+        )
+    return table
+
+
+def equal_cost_table(case: dict[str, Any], other: str) -> Table:
+    """Foresight and ``other`` at every cost either offers (one case and lead)."""
+    table = Table(title=f"{case['case']} lead {case['lead_minutes']}: {SUBJECT} vs {other}")
+    for col in ("cost ratio", SUBJECT, other):
+        table.add_column(col, justify="right")
+    for row in case["equal_cost"][other]["equal_cost"]:
+        table.add_row(_f(row["cost_ratio"], 3), _f(row[SUBJECT], 3), _f(row[other], 3))
+    return table
+
+
+def average_rows(cases: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean best gap at each budget per (lead, policy) over the cases that reach it."""
+    rows = [
+        {"lead": c["lead_minutes"], "policy": p, "budget": b, "gap": v}
+        for c in cases
+        for p, by_budget in c["best_gap_at_cost"].items()
+        for b, v in by_budget.items()
+    ]
+    frame = pd.DataFrame(rows)
+    out = []
+    for (lead, policy, budget), part in frame.groupby(["lead", "policy", "budget"], sort=False):
+        values = part["gap"].astype(float)
+        out.append(
+            {
+                "lead_minutes": int(str(lead)),
+                "policy": str(policy),
+                "budget": str(budget),
+                "mean_best_gap": float(values.mean()) if values.notna().any() else math.nan,
+                "cases_reaching_budget": int(values.notna().sum()),
+                "cases": len(values),
+            }
+        )
+    return out
+
+
+def average_table(rows: Sequence[dict[str, Any]], lead: int) -> Table:
+    """Mean best gap at each budget per policy, one lead time."""
+    table = Table(title=f"Mean best gap closed at cost <= budget, lead {lead} min")
+    table.add_column("policy")
+    for b in BUDGETS:
+        table.add_column(f"<= {b:.2f} (cases reaching)", justify="right")
+    policies = dict.fromkeys(r["policy"] for r in rows if r["lead_minutes"] == lead)
+    for policy in policies:
+        cells = []
+        for b in BUDGETS:
+            row = next(
+                (
+                    r
+                    for r in rows
+                    if r["lead_minutes"] == lead
+                    and r["policy"] == policy
+                    and r["budget"] == f"<={b:.2f}"
+                ),
+                None,
+            )
+            cells.append(
+                "-"
+                if row is None
+                else f"{_f(row['mean_best_gap'], 3)} "
+                f"({row['cases_reaching_budget']}/{row['cases']})"
+            )
+        table.add_row(policy, *cells)
+    return table
+
+
+def report(
+    console: Console,
+    cases: list[dict[str, Any]],
+    elapsed: float,
+    output: Path,
+    leads: Sequence[int],
+) -> int:
+    """Print the tables and the verdict, write the JSON."""
+    console.print(case_table(cases))
+    for c in cases:
+        if c["case"] == HEADLINE[0] and c["lead_minutes"] == HEADLINE[1]:
+            for ref in REFS:
+                console.print(equal_cost_table(c, ref))
+    averages = average_rows(cases)
+    for lead in leads:
+        console.print(average_table(averages, lead))
+    judged = verdict(cases)
+    console.print(f"Verdict: {json.dumps(judged, indent=1)}")
+    if cases:
+        console.print(f"Accounting: {json.dumps(cases[0]['accounting'])}")
+    console.print(f"Replay elapsed {elapsed:.0f} s (shared machine: 2 cores used by several jobs).")
+    payload = {
+        "protocol": (
+            "see benchmarks/decision_quality.py: reactive packed is the reactive reference; "
+            "gap closed and cost ratio are against the oracle; comparisons at equal cost"
+        ),
+        "budgets": list(BUDGETS),
+        "elapsed_seconds": elapsed,
+        "verdict": judged,
+        "averages": averages,
+        "cases": cases,
+    }
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(payload, indent=1, default=str))
+    console.print(f"Written {output}")
+    return 0
+
+
+def _num(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"

@@ -1,0 +1,54 @@
+"""What a training evaluates and on which data: the plan shared by training and its replays.
+
+Kept apart from :mod:`forecaster.training` (which talks to MLflow) so the train-time
+procedure can be replayed (:mod:`forecaster.procedure`) without importing MLflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from forecaster.types import UID, Levels
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What a training evaluates and how.
+
+    Attributes:
+        horizon: steps ahead every candidate is backtested for.
+        horizons: labelled horizons the scores are reported at (``{"1h": 12}``).
+        selection_horizon: the label models are selected and gated on (the one that
+            matters to the policy, about a node's lead time); ``None`` averages all.
+        n_windows: rolling-origin cutoffs selection is made on.
+        levels: quantile levels.
+        max_train: most recent observations each fit sees.
+        heldout_windows: later cutoffs, unseen by selection, that the champion is
+            scored and gated on (at least 1).
+    """
+
+    horizon: int
+    horizons: Mapping[str, int]
+    selection_horizon: str | None
+    n_windows: int
+    levels: Levels
+    max_train: int | None = None
+    heldout_windows: int = 2
+
+    def __post_init__(self) -> None:
+        if self.heldout_windows < 1 or self.n_windows < 1:
+            raise ValueError(
+                f"a training plan needs n_windows >= 1 and heldout_windows >= 1, got "
+                f"{self.n_windows} and {self.heldout_windows}: the champion must be scored "
+                "on windows its selection never saw"
+            )
+
+
+def recent_history(df: pd.DataFrame, max_train: int | None) -> pd.DataFrame:
+    """Return each series' last ``max_train`` observations (all when ``None``)."""
+    if max_train is None:
+        return df
+    return df.groupby(UID, sort=False, observed=True).tail(max_train).reset_index(drop=True)

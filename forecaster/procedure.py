@@ -1,0 +1,209 @@
+"""The train-time procedure as an estimator, and its walk-forward backtest.
+
+:class:`TrainedChampion` is what ``foresight train`` does to pick and fit a champion,
+packed behind the estimator contract: ``fit(df)`` backtests the candidates on the
+selection windows of ``df`` (the same nested windows as training, see
+:func:`forecaster.backtest.nested_cutoffs`), selects a family per series on the
+plan's selection horizon, and fits the selected families on the latest
+``max_train`` observations; ``predict`` forecasts with that champion. No MLflow, no
+registry: training adds the held-out scores, the gate and the registration around the
+same steps. Every training is taken as promoted here (the gate is not replayed).
+
+:func:`champion_backtest` runs that procedure walk-forward: at each cutoff a fresh
+:class:`TrainedChampion` sees only the data up to the cutoff and forecasts what
+follows, so the score is the score of what training would have deployed then, with
+no look-ahead. Because the estimator follows the contract, anything that refits a
+model on a schedule (the simulator's walk-forward forecaster) can replay it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any, Self
+
+import pandas as pd
+
+from forecaster.backtest import BacktestResult, Estimator, backtest, rolling_origin_cutoffs
+from forecaster.champion import FAMILY, ChampionForecaster
+from forecaster.exceptions import InsufficientHistoryError, NotFittedError
+from forecaster.metrics import score_backtest
+from forecaster.plan import TrainingPlan, recent_history
+from forecaster.selection import select_per_series
+from forecaster.types import CUTOFF, DEFAULT_LEVELS, DS, UID, Levels, SeriesFrame
+
+DEFAULT_FAMILY = "persistence"
+"""The family of a series the selection windows cannot be placed on (too short)."""
+
+
+class TrainedChampion:
+    """The champion ``foresight train`` would build from a frame, as one estimator.
+
+    Args:
+        candidates: unfitted candidate prototypes (distinct names), as training gets.
+        plan: the training plan (windows, horizons, selection horizon, max_train).
+        alias: the name written to the ``model`` column (default ``champion``).
+    """
+
+    name = "champion"
+
+    def __init__(
+        self,
+        candidates: Sequence[Estimator],
+        plan: TrainingPlan,
+        alias: str | None = None,
+    ) -> None:
+        self.candidates = candidates
+        self.plan = plan
+        self.alias = alias
+
+    @property
+    def model_name(self) -> str:
+        """The name written to the ``model`` column."""
+        return self.alias or self.name
+
+    def get_params(self) -> dict[str, Any]:
+        """Return the ``__init__`` arguments (for cloning)."""
+        return {"candidates": self.candidates, "plan": self.plan, "alias": self.alias}
+
+    def min_history(self) -> int:
+        """Return the fewest observations the cheapest candidate needs."""
+        return max(2, min((c.min_history() for c in self.candidates), default=2))
+
+    def fit(self, df: SeriesFrame) -> Self:
+        """Select a family per series on the selection windows of ``df``, then fit it.
+
+        A series too short for the selection windows is served by persistence, as a
+        series unknown to the champion is in training.
+        """
+        plan = self.plan
+        selection: dict[str, str] = {}
+        failures: list[pd.DataFrame] = []
+        for uid, group in df.groupby(UID, sort=True, observed=True):
+            selection[str(uid)] = self._select(group, failures)
+        champion = ChampionForecaster(
+            selection,
+            {c.model_name: c for c in self.candidates},
+            default=DEFAULT_FAMILY,
+            alias=self.model_name,
+        )
+        self.champion_ = champion.fit(recent_history(df, plan.max_train))
+        self.selection_ = selection
+        self.failures_ = pd.concat(failures, ignore_index=True) if failures else pd.DataFrame()
+        return self
+
+    def _select(self, group: pd.DataFrame, failures: list[pd.DataFrame]) -> str:
+        plan = self.plan
+        try:
+            result = backtest(
+                self.candidates,
+                group,
+                horizon=plan.horizon,
+                n_windows=plan.n_windows,
+                heldout_windows=plan.heldout_windows,
+                roles="selection",
+                levels=plan.levels,
+                max_train=plan.max_train,
+            )
+        except InsufficientHistoryError:
+            return DEFAULT_FAMILY
+        if not result.failures.empty:
+            failures.append(result.failures)
+        scores = score_backtest(result.frame, result.scales, plan.levels, plan.horizons)
+        if scores.empty:
+            return DEFAULT_FAMILY
+        chosen = select_per_series(scores, horizon=plan.selection_horizon)
+        return next(iter(chosen.values()), DEFAULT_FAMILY)
+
+    def predict(self, h: int, levels: Levels = DEFAULT_LEVELS) -> pd.DataFrame:
+        """Forecast ``h`` steps with the fitted champion (``family`` names the family)."""
+        champion: ChampionForecaster | None = getattr(self, "champion_", None)
+        if champion is None:
+            raise NotFittedError("TrainedChampion is not fitted yet: call fit(df) first.")
+        return champion.predict(h, levels)
+
+
+@dataclass(frozen=True, eq=False)
+class ChampionBacktest:
+    """The walk-forward backtest of the train-time procedure.
+
+    Attributes:
+        result: the backtest (frame ``unique_id, ds, cutoff, step, model, mean,
+            q<level>..., family, y``; scales; seconds; failures).
+        selections: ``unique_id, cutoff, family``: what each cutoff's training chose.
+    """
+
+    result: BacktestResult
+    selections: pd.DataFrame
+
+
+def champion_backtest(
+    df: SeriesFrame,
+    candidates: Sequence[Estimator],
+    plan: TrainingPlan,
+    *,
+    cutoffs: Sequence[pd.Timestamp] | Mapping[str, Sequence[pd.Timestamp]],
+    horizon: int | None = None,
+    levels: Levels | None = None,
+    executor: Executor | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ChampionBacktest:
+    """Run the whole train-time procedure walk-forward on ``df`` at ``cutoffs``.
+
+    At each cutoff, per series, a fresh :class:`TrainedChampion` is given every
+    observation up to the cutoff and nothing later: it backtests the candidates on its
+    own selection windows, selects, fits, and forecasts ``horizon`` steps, which are
+    set beside the actuals. Nothing is logged or registered.
+
+    Args:
+        df: validated long frame ``unique_id, ds, y``.
+        candidates: the candidate prototypes training would get (same model set).
+        plan: the training plan (as ``foresight train`` builds it from the settings).
+        cutoffs: timestamps of the last observation each training may see; one list for
+            every series, or one per series (see :func:`default_cutoffs`).
+        horizon: steps forecast at each cutoff; default the plan's.
+        levels: quantile levels; default the plan's.
+        executor: one task per series (a process pool or Dask).
+        progress: called with ``(series done, series total)``.
+
+    Returns:
+        The backtest of the champion (model ``champion``) and each cutoff's selection.
+    """
+    result = backtest(
+        [TrainedChampion(candidates, plan)],
+        df,
+        horizon=horizon or plan.horizon,
+        n_windows=1,
+        levels=plan.levels if levels is None else levels,
+        max_train=None,
+        cutoffs=cutoffs,
+        executor=executor,
+        progress=progress,
+    )
+    frame = result.frame
+    if FAMILY in frame.columns and not frame.empty:
+        selections = (
+            frame[[UID, CUTOFF, FAMILY]].drop_duplicates([UID, CUTOFF]).reset_index(drop=True)
+        )
+    else:
+        selections = pd.DataFrame(columns=[UID, CUTOFF, FAMILY])
+    return ChampionBacktest(result=result, selections=selections)
+
+
+def default_cutoffs(
+    df: SeriesFrame, *, horizon: int, n_windows: int, start_frac: float = 0.75
+) -> dict[str, list[pd.Timestamp]]:
+    """Per series, ``n_windows`` rolling-origin cutoffs over its last ``1 - start_frac``.
+
+    The same positions :func:`forecaster.backtest.backtest` uses, as timestamps, so
+    the champion and plain families can be scored on the very same windows.
+    """
+    out: dict[str, list[pd.Timestamp]] = {}
+    for uid, group in df.groupby(UID, sort=True, observed=True):
+        ds = group[DS].reset_index(drop=True)
+        positions = rolling_origin_cutoffs(
+            len(ds), horizon=horizon, n_windows=n_windows, start_frac=start_frac
+        )
+        out[str(uid)] = [pd.Timestamp(ds.iloc[p]) for p in positions]
+    return out

@@ -1,0 +1,59 @@
+"""The pluggable forecaster of a replay: what the policy chain is fed at every step.
+
+A replay's Foresight-style policy (:class:`~pipelines.simulate.foresight.ForesightPolicy`)
+turns a :class:`PointForecast` into nodes with the real scale policy. Where the
+forecast comes from is this protocol's business, so forecasters differ only in the
+forecast and go through the very same chain (reactive floor, bounds, stabilisation):
+
+- :class:`~pipelines.simulate.walkforward.WalkForwardForecaster`: any estimator
+  refitted on a schedule from the past only (the trained champion by default,
+  :mod:`pipelines.simulate.champion`; or one pinned family);
+- :class:`~pipelines.simulate.reference.ReferenceForecaster`: the simple references
+  (persistence or seasonal naive + ``k`` standard deviations);
+- a new forecaster (e.g. a peak-quantile model) implements :class:`ReplayForecaster`
+  and is replayed by the same policy, sweeps and equal-cost comparison.
+
+A forecaster sees :class:`~pipelines.simulate.types.History` only (plus what it was
+given before the replay started), so it cannot look ahead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import pandas as pd
+
+from pipelines.simulate.types import FloatArray, History
+
+
+@dataclass(frozen=True)
+class PointForecast:
+    """A forecast made at one step: the target times, the point path, the quantiles.
+
+    Attributes:
+        origin: the timestamp of the step the forecast was made at.
+        timestamps: the ``horizon`` target times after ``origin``.
+        quantiles: level -> values aligned with ``timestamps`` (clipped at 0).
+        fitted_at: the timestamp of the model fit the forecast came from, None when
+            no fit was involved (or before the first one).
+    """
+
+    origin: datetime
+    timestamps: tuple[datetime, ...]
+    quantiles: dict[float, FloatArray]
+    fitted_at: pd.Timestamp | None
+
+
+class ReplayForecaster(Protocol):
+    """Forecasts of a replayed demand series, made at each step from the past only."""
+
+    def forecast(self, history: History, horizon: int, levels: Sequence[float]) -> PointForecast:
+        """Return the forecast made at ``history``'s step for ``horizon`` steps.
+
+        Called at steps in increasing order within a replay; a new replay starts at
+        ``history.t == 0``. Every requested level must be a key of the quantiles.
+        """
+        ...
