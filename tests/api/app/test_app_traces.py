@@ -276,17 +276,26 @@ def test_span_list_push_reports_what_it_stored(client: TestClient) -> None:
     response = client.post("/signals/spans", json=chain(3, 50))
 
     assert response.status_code == 200
-    assert response.json() == {"accepted": 6, "evicted": 0, "window_spans": 6}
+    assert response.json() == {
+        "accepted": 6,
+        "evicted": 0,
+        "window_spans": 6,
+        "rejected": 0,
+        "rejected_reasons": [],
+    }
 
 
-def test_invalid_span_list_is_422_naming_index_and_field(client: TestClient) -> None:
+def test_a_span_list_without_a_valid_span_is_422_naming_index_and_field(
+    client: TestClient,
+) -> None:
     spans = chain(1, 50)
+    spans[0]["start"] = "yesterday"
     spans[1]["duration"] = 5
 
     response = client.post("/signals/spans", json=spans)
 
     assert response.status_code == 422
-    assert "1.duration" in response.json()["message"]
+    assert "span [1]: duration" in response.json()["message"]
 
 
 def test_span_list_of_other_content_type_is_415(client: TestClient) -> None:
