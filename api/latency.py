@@ -21,7 +21,7 @@ from api.callchain import BaselineState, BottleneckSettings, LatencyAnalysis, Sp
 from api.clock import Clock, system_clock
 from api.live import LiveIndex
 from api.policy import NO_LATENCY, LatencyAdjustment
-from forecaster.config.pools import GPU_UTIL, NODES, PoolConfig
+from forecaster.config.pools import GPU_UTIL, NODES, PoolConfig, ServiceConfig
 
 
 class LatencyTracker:
@@ -32,6 +32,8 @@ class LatencyTracker:
         pools: the configured pools (their services and SLOs).
         clock: the window's clock, the same the trace routes add spans with.
         settings: the analysis knobs; the defaults when None.
+        services: services on no GPU pool, with their SLOs (the pools file's top-level
+            ``services``).
     """
 
     def __init__(
@@ -41,9 +43,11 @@ class LatencyTracker:
         *,
         clock: Clock = system_clock,
         settings: BottleneckSettings | None = None,
+        services: Sequence[ServiceConfig] = (),
     ) -> None:
         self.window = window
         self._pools = list(pools)
+        self._services = list(services)
         self._clock = clock
         self._settings = settings
         self._baselines = BaselineState()
@@ -87,6 +91,7 @@ class LatencyTracker:
                 baselines=self._baselines,
                 now=now,
                 settings=self._settings,
+                services=self._services,
             )
             before = self._adjustments
             changed = {

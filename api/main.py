@@ -182,7 +182,9 @@ def create_app(
         service = RecommendationService(built)
         if services is None and clock == "replay":
             built.clock = ReplayClock(service.live.newest, fallback=system_clock)
-        tracker = LatencyTracker(built.spans, built.pools.pools, clock=built.span_clock)
+        tracker = LatencyTracker(
+            built.spans, built.pools.pools, clock=built.span_clock, services=built.pools.services
+        )
         # A latency source given by the caller (tests, a replay) wins over the spans.
         wired = built.latency is no_latency
         if wired:

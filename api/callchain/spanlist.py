@@ -32,6 +32,7 @@ refuses the whole list for one bad span.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Any, Final
@@ -116,7 +117,10 @@ class SpanIn(BaseModel):
             end_ns = _to_ns(self.end)
         else:
             # round(), not int(): 0.1 ms must be 100000 ns, not 99999.
-            end_ns = start_ns + round((self.duration_ms or 0.0) * 1e6)
+            nanos = (self.duration_ms or 0.0) * 1e6
+            if not math.isfinite(nanos):
+                raise DataValidationError(f"duration_ms {self.duration_ms} is too large")
+            end_ns = start_ns + round(nanos)
         return Span(
             trace_id=self.trace_id,
             span_id=self.span_id,

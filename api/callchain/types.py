@@ -38,6 +38,7 @@ UNKNOWN_SERVICE: Final = "unknown_service"
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_REPORTED: Final = 10
+_UINT64_MAX: Final = 2**64 - 1
 
 
 class PayloadTooLargeError(DataValidationError):
@@ -108,6 +109,10 @@ class Span:
             raise DataValidationError(f"{where}: service must not be empty")
         if self.start_ns <= 0:
             raise DataValidationError(f"{where}: start time is missing or not after 1970")
+        if self.end_ns > _UINT64_MAX:
+            raise DataValidationError(
+                f"{where}: end time is past what OTLP can carry (2**64 - 1 ns after 1970)"
+            )
         if self.end_ns < self.start_ns:
             raise DataValidationError(
                 f"{where} ({self.service}) ends {(self.start_ns - self.end_ns) / 1e6:g} ms "
