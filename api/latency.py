@@ -17,10 +17,18 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
 
-from api.callchain import BaselineState, BottleneckSettings, LatencyAnalysis, SpanWindow, analyse
+from api.callchain import (
+    BaselineState,
+    BottleneckSettings,
+    LatencyAnalysis,
+    ServiceStats,
+    SpanWindow,
+    analyse,
+)
 from api.clock import Clock, system_clock
 from api.live import LiveIndex
 from api.policy import NO_LATENCY, LatencyAdjustment
+from api.policy.types import iso_utc
 from forecaster.config.pools import GPU_UTIL, NODES, PoolConfig, ServiceConfig
 
 
@@ -52,6 +60,8 @@ class LatencyTracker:
         self._settings = settings
         self._baselines = BaselineState()
         self._analysis: LatencyAnalysis | None = None
+        self._stats: Mapping[str, ServiceStats] = MappingProxyType({})
+        self._analysed_at: datetime | None = None
         self._adjustments: Mapping[str, LatencyAdjustment] = MappingProxyType({})
         # Serialises analyses: each continues the baselines of the one before.
         self._lock = threading.Lock()
@@ -60,6 +70,43 @@ class LatencyTracker:
     def analysis(self) -> LatencyAnalysis | None:
         """The latest analysis, None before the first."""
         return self._analysis
+
+    @property
+    def stats(self) -> Mapping[str, ServiceStats]:
+        """The per-service statistics the latest analysis used (empty before the first)."""
+        return self._stats
+
+    def chain(self) -> dict[str, object]:
+        """Return the latest analysis as the call chain: services, edges, blame, verdicts.
+
+        Per service: its statistics (span and call counts, p50/p95 of calls, p50/p95 of
+        exclusive self time as ``own_p95_ms``, callers, callees, errors) merged with its
+        report (threshold, status, blame, verdict, nodes asked, note). ``bottlenecks``
+        lists the blamed services; ``pools`` what latency asks of each pool.
+        """
+        with self._lock:
+            analysis, stats, at = self._analysis, self._stats, self._analysed_at
+        services: list[dict[str, object]] = []
+        edges: list[dict[str, str]] = []
+        reports = analysis.services if analysis is not None else {}
+        for name in sorted(set(stats) | set(reports)):
+            entry: dict[str, object] = {"service": name}
+            stat = stats.get(name)
+            if stat is not None:
+                entry.update(stat.to_dict())
+                edges += [{"caller": name, "callee": callee} for callee in stat.callees]
+            report = reports.get(name)
+            if report is not None:
+                entry.update(report.to_dict())
+            services.append(entry)
+        return {
+            "analysed_at": iso_utc(at),
+            "window_seconds": self.window.max_age.total_seconds(),
+            "services": services,
+            "edges": edges,
+            "bottlenecks": sorted(n for n, r in reports.items() if r.culprit),
+            "pools": analysis.to_dict()["pools"] if analysis is not None else {},
+        }
 
     def adjustment(self, pool: PoolConfig, now: datetime) -> LatencyAdjustment:
         """Return the pool's latest adjustment (the ``Services.latency`` hook; no I/O)."""
@@ -83,8 +130,9 @@ class LatencyTracker:
             util[pool.name] = None if busy is None else busy.value
         with self._lock:
             now = self._clock()
+            stats = self.window.stats(now)
             result = analyse(
-                self.window.stats(now),
+                stats,
                 self._pools,
                 current_nodes=current,
                 gpu_util=util,
@@ -102,5 +150,7 @@ class LatencyTracker:
             }
             self._baselines = result.baselines
             self._analysis = result
+            self._stats = stats
+            self._analysed_at = now
             self._adjustments = result.adjustments
         return changed

@@ -32,7 +32,16 @@ from api.ingest import seed_from_sample as seed_store
 from api.latency import LatencyTracker
 from api.limits import install_limits
 from api.metrics import AppMetrics, RequestTimer
-from api.routers import forecast, health, integrations, pools, recommendation, signals, spans
+from api.routers import (
+    chain,
+    forecast,
+    health,
+    integrations,
+    pools,
+    recommendation,
+    signals,
+    spans,
+)
 from api.routers import metrics as metrics_route
 from api.service import RecommendationService, Services, no_latency
 from forecaster.config.pools import load_pools
@@ -53,6 +62,7 @@ CORE_ROUTERS: tuple[APIRouter, ...] = (
     dashboard_router,
     dashboard_page_router,
     spans.router,
+    chain.router,
     integrations.router,
     metrics_route.router,
 )
@@ -233,7 +243,9 @@ def _install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     """Add the error handlers, middleware, metrics and routes (guarded unless open)."""
     install_error_handlers(app)
     install_auth_handlers(app)
-    metrics = AppMetrics(lambda: getattr(app.state, "service", None))
+    metrics = AppMetrics(
+        lambda: getattr(app.state, "service", None), lambda: getattr(app.state, "latency", None)
+    )
     app.state.metrics = metrics
     # Added last, so outermost: the timer also sees the 413s of the body limit.
     install_limits(app)
