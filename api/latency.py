@@ -1,11 +1,13 @@
 """Call-chain latency as the service's latency source, analysed off the request path.
 
-Trace routes add spans to ``Services.spans`` (a :class:`~api.callchain.SpanWindow`).
+Trace routes add spans to ``Services.spans`` (a
+:class:`~api.callchain.incremental.ChainWindow`, which keeps per-service sketches
+incrementally).
 :class:`LatencyTracker` turns the window into one
 :class:`~api.policy.LatencyAdjustment` per pool with :func:`~api.callchain.analyse`, in
-a background task of the app every few seconds: the window's statistics cost about
-10 us per span, far too much for a request. Decisions read the latest result through
-:meth:`LatencyTracker.adjustment` (the ``Services.latency`` hook), which is a dict
+a background task of the app every few seconds: settling the spans that arrived since
+the last run costs about 10 us each, too much for a request. Decisions read the latest
+result through :meth:`LatencyTracker.adjustment` (the ``Services.latency`` hook), which is a dict
 lookup. :meth:`LatencyTracker.update` returns the pools whose adjustment changed, so
 the app can recompute exactly those.
 """
@@ -22,14 +24,23 @@ from api.callchain import (
     BottleneckSettings,
     LatencyAnalysis,
     ServiceStats,
-    SpanWindow,
     analyse,
 )
+from api.callchain.incremental import ChainWindow
 from api.clock import Clock, system_clock
 from api.live import LiveIndex
 from api.policy import NO_LATENCY, LatencyAdjustment
 from api.policy.types import iso_utc
 from forecaster.config.pools import GPU_UTIL, NODES, PoolConfig, ServiceConfig
+from forecaster.config.settings import Settings
+
+
+def bottleneck_settings(settings: Settings) -> BottleneckSettings:
+    """Return the analysis knobs of the deployment's ``callchain`` settings."""
+    chain = settings.callchain
+    return BottleneckSettings(
+        baseline_factor=chain.baseline_factor, gpu_idle_below=chain.gpu_idle_below
+    )
 
 
 class LatencyTracker:
@@ -46,7 +57,7 @@ class LatencyTracker:
 
     def __init__(
         self,
-        window: SpanWindow,
+        window: ChainWindow,
         pools: Sequence[PoolConfig],
         *,
         clock: Clock = system_clock,

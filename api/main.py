@@ -24,12 +24,13 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
 
 from api.auth import AUTH_RESPONSES, TokenGuard, authorize, install_auth_handlers, warn_if_open
+from api.callchain.incremental import ChainWindow
 from api.clock import ClockMode, ReplayClock, system_clock
 from api.dashboard import page_router as dashboard_page_router
 from api.dashboard import router as dashboard_router
 from api.errors import install_error_handlers
 from api.ingest import seed_from_sample as seed_store
-from api.latency import LatencyTracker
+from api.latency import LatencyTracker, bottleneck_settings
 from api.limits import install_limits
 from api.metrics import AppMetrics, RequestTimer
 from api.routers import (
@@ -114,7 +115,12 @@ def build_services(settings: Settings, *, seed_from_sample: bool = True) -> Serv
     except BaseException:
         store.close()
         raise
-    return Services(settings, pools_config, store, model, problem, owns_store=True)
+    chain = settings.callchain
+    window = ChainWindow(
+        max_age=timedelta(seconds=chain.window_seconds),
+        settle=timedelta(seconds=chain.settle_seconds),
+    )
+    return Services(settings, pools_config, store, model, problem, owns_store=True, spans=window)
 
 
 async def _refresh_forever(service: RecommendationService, every: float) -> None:
@@ -193,7 +199,11 @@ def create_app(
         if services is None and clock == "replay":
             built.clock = ReplayClock(service.live.newest, fallback=system_clock)
         tracker = LatencyTracker(
-            built.spans, built.pools.pools, clock=built.span_clock, services=built.pools.services
+            built.spans,
+            built.pools.pools,
+            clock=built.span_clock,
+            services=built.pools.services,
+            settings=bottleneck_settings(built.settings),
         )
         # A latency source given by the caller (tests, a replay) wins over the spans.
         wired = built.latency is no_latency

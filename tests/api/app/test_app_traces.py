@@ -7,6 +7,7 @@ import gzip
 import json
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
+from api.callchain.incremental import ChainWindow
 from api.main import create_app
 from api.service import Services
 from forecaster.config.pools import PoolsConfig
@@ -30,6 +32,12 @@ from forecaster.config.sections import ServiceSettings
 T0 = 1_714_564_800_000_000_000
 MS = 1_000_000
 PROTOBUF = "application/x-protobuf"
+
+
+@pytest.fixture
+def services(make_services: Callable[..., Services], clock: Any) -> Services:
+    """Services whose span window folds spans in at once (no settle delay)."""
+    return make_services(clock=clock, spans=ChainWindow(settle=timedelta(0)))
 
 
 @pytest.fixture
