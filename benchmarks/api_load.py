@@ -27,6 +27,9 @@ Besides latency, each target reports the server process's CPU time per request
 in-process (the app's own cost, no HTTP): contention on a shared machine stretches
 both far less than latency.
 
+``--scenario traces`` runs the call-chain scenario instead (spans through the real
+OpenTelemetry SDK while ``/recommendation`` is read; see :mod:`api_load_traces`).
+
 Run: ``python benchmarks/api_load.py`` (defaults: 100 pools, 200 rps, 5 s warm-up and
 30 s per target, background refresh every 5 s); ``--quick`` for a 10 s smoke run;
 ``--refresh 0`` without the background refresh; ``--switch-ms`` sets the server's GIL
@@ -57,6 +60,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import api_load_traces
 import numpy as np
 import pandas as pd
 import yaml
@@ -609,7 +613,13 @@ def profile(args: argparse.Namespace, workdir: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("role", nargs="?", default="bench", choices=("bench", "serve", "load"))
+    parser.add_argument(
+        "role", nargs="?", default="bench", choices=("bench", "serve", "load", "send")
+    )
+    parser.add_argument(
+        "--scenario", default="recommendation", choices=("recommendation", "traces")
+    )
+    parser.add_argument("--span-rate", type=float, default=2000.0, help="traces scenario")
     parser.add_argument("--pools", type=int, default=100)
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--duration", type=float, default=30.0)
@@ -646,8 +656,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.role == "load":
         run_load(args)
         return
+    if args.role == "send":
+        print(json.dumps(api_load_traces.send_spans(args.port, args.span_rate, args.duration)))
+        return
     if args.quick:
         args.duration, args.warmup = 10.0, 2.0
+    if args.scenario == "traces":
+        if "--duration" not in " ".join(sys.argv) and not args.quick:
+            args.duration = 60.0
+        with tempfile.TemporaryDirectory(prefix="foresight-api-traces-") as tmp:
+            prepare(Path(tmp), args.pools)
+            api_load_traces.run_traces(args, Path(tmp))
+        return
     with tempfile.TemporaryDirectory(prefix="foresight-api-load-") as tmp:
         workdir = Path(tmp)
         prepare(workdir, args.pools)
