@@ -1,11 +1,13 @@
 """Call-chain latency as the service's latency source, analysed off the request path.
 
-Trace routes add spans to ``Services.spans`` (a :class:`~api.callchain.SpanWindow`).
+Trace routes add spans to ``Services.spans`` (a
+:class:`~api.callchain.incremental.ChainWindow`, which keeps per-service sketches
+incrementally).
 :class:`LatencyTracker` turns the window into one
 :class:`~api.policy.LatencyAdjustment` per pool with :func:`~api.callchain.analyse`, in
-a background task of the app every few seconds: the window's statistics cost about
-10 us per span, far too much for a request. Decisions read the latest result through
-:meth:`LatencyTracker.adjustment` (the ``Services.latency`` hook), which is a dict
+a background task of the app every few seconds: settling the spans that arrived since
+the last run costs about 10 us each, too much for a request. Decisions read the latest
+result through :meth:`LatencyTracker.adjustment` (the ``Services.latency`` hook), which is a dict
 lookup. :meth:`LatencyTracker.update` returns the pools whose adjustment changed, so
 the app can recompute exactly those.
 """
@@ -17,11 +19,28 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
 
-from api.callchain import BaselineState, BottleneckSettings, LatencyAnalysis, SpanWindow, analyse
+from api.callchain import (
+    BaselineState,
+    BottleneckSettings,
+    LatencyAnalysis,
+    ServiceStats,
+    analyse,
+)
+from api.callchain.incremental import ChainWindow
 from api.clock import Clock, system_clock
 from api.live import LiveIndex
 from api.policy import NO_LATENCY, LatencyAdjustment
-from forecaster.config.pools import GPU_UTIL, NODES, PoolConfig
+from api.policy.types import iso_utc
+from forecaster.config.pools import GPU_UTIL, NODES, PoolConfig, ServiceConfig
+from forecaster.config.settings import Settings
+
+
+def bottleneck_settings(settings: Settings) -> BottleneckSettings:
+    """Return the analysis knobs of the deployment's ``callchain`` settings."""
+    chain = settings.callchain
+    return BottleneckSettings(
+        baseline_factor=chain.baseline_factor, gpu_idle_below=chain.gpu_idle_below
+    )
 
 
 class LatencyTracker:
@@ -32,22 +51,28 @@ class LatencyTracker:
         pools: the configured pools (their services and SLOs).
         clock: the window's clock, the same the trace routes add spans with.
         settings: the analysis knobs; the defaults when None.
+        services: services on no GPU pool, with their SLOs (the pools file's top-level
+            ``services``).
     """
 
     def __init__(
         self,
-        window: SpanWindow,
+        window: ChainWindow,
         pools: Sequence[PoolConfig],
         *,
         clock: Clock = system_clock,
         settings: BottleneckSettings | None = None,
+        services: Sequence[ServiceConfig] = (),
     ) -> None:
         self.window = window
         self._pools = list(pools)
+        self._services = list(services)
         self._clock = clock
         self._settings = settings
         self._baselines = BaselineState()
         self._analysis: LatencyAnalysis | None = None
+        self._stats: Mapping[str, ServiceStats] = MappingProxyType({})
+        self._analysed_at: datetime | None = None
         self._adjustments: Mapping[str, LatencyAdjustment] = MappingProxyType({})
         # Serialises analyses: each continues the baselines of the one before.
         self._lock = threading.Lock()
@@ -56,6 +81,43 @@ class LatencyTracker:
     def analysis(self) -> LatencyAnalysis | None:
         """The latest analysis, None before the first."""
         return self._analysis
+
+    @property
+    def stats(self) -> Mapping[str, ServiceStats]:
+        """The per-service statistics the latest analysis used (empty before the first)."""
+        return self._stats
+
+    def chain(self) -> dict[str, object]:
+        """Return the latest analysis as the call chain: services, edges, blame, verdicts.
+
+        Per service: its statistics (span and call counts, p50/p95 of calls, p50/p95 of
+        exclusive self time as ``own_p95_ms``, callers, callees, errors) merged with its
+        report (threshold, status, blame, verdict, nodes asked, note). ``bottlenecks``
+        lists the blamed services; ``pools`` what latency asks of each pool.
+        """
+        with self._lock:
+            analysis, stats, at = self._analysis, self._stats, self._analysed_at
+        services: list[dict[str, object]] = []
+        edges: list[dict[str, str]] = []
+        reports = analysis.services if analysis is not None else {}
+        for name in sorted(set(stats) | set(reports)):
+            entry: dict[str, object] = {"service": name}
+            stat = stats.get(name)
+            if stat is not None:
+                entry.update(stat.to_dict())
+                edges += [{"caller": name, "callee": callee} for callee in stat.callees]
+            report = reports.get(name)
+            if report is not None:
+                entry.update(report.to_dict())
+            services.append(entry)
+        return {
+            "analysed_at": iso_utc(at),
+            "window_seconds": self.window.max_age.total_seconds(),
+            "services": services,
+            "edges": edges,
+            "bottlenecks": sorted(n for n, r in reports.items() if r.culprit),
+            "pools": analysis.to_dict()["pools"] if analysis is not None else {},
+        }
 
     def adjustment(self, pool: PoolConfig, now: datetime) -> LatencyAdjustment:
         """Return the pool's latest adjustment (the ``Services.latency`` hook; no I/O)."""
@@ -79,14 +141,16 @@ class LatencyTracker:
             util[pool.name] = None if busy is None else busy.value
         with self._lock:
             now = self._clock()
+            stats = self.window.stats(now)
             result = analyse(
-                self.window.stats(now),
+                stats,
                 self._pools,
                 current_nodes=current,
                 gpu_util=util,
                 baselines=self._baselines,
                 now=now,
                 settings=self._settings,
+                services=self._services,
             )
             before = self._adjustments
             changed = {
@@ -97,5 +161,7 @@ class LatencyTracker:
             }
             self._baselines = result.baselines
             self._analysis = result
+            self._stats = stats
+            self._analysed_at = now
             self._adjustments = result.adjustments
         return changed

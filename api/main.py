@@ -25,6 +25,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
 
 from api.auth import AUTH_RESPONSES, TokenGuard, authorize, install_auth_handlers, warn_if_open
+from api.callchain.incremental import ChainWindow
 from api.champion import ChampionFollower, RegistryChampion
 from api.clock import ClockMode, ReplayClock, system_clock
 from api.dashboard import page_router as dashboard_page_router
@@ -33,11 +34,20 @@ from api.docs_ui import install_docs
 from api.errors import install_error_handlers
 from api.grpc_expander.wiring import start_configured_expander
 from api.ingest import seed_from_sample as seed_store
-from api.latency import LatencyTracker
+from api.latency import LatencyTracker, bottleneck_settings
 from api.limits import install_limits
 from api.live_error import StoredLiveError
 from api.metrics import AppMetrics, RequestTimer
-from api.routers import forecast, health, integrations, pools, recommendation, signals, spans
+from api.routers import (
+    chain,
+    forecast,
+    health,
+    integrations,
+    pools,
+    recommendation,
+    signals,
+    spans,
+)
 from api.routers import metrics as metrics_route
 from api.service import RecommendationService, Services, no_latency, unmeasured_error
 from forecaster.config.pools import load_pools
@@ -58,6 +68,7 @@ CORE_ROUTERS: tuple[APIRouter, ...] = (
     dashboard_router,
     dashboard_page_router,
     spans.router,
+    chain.router,
     integrations.router,
     metrics_route.router,
 )
@@ -109,6 +120,11 @@ def build_services(settings: Settings, *, seed_from_sample: bool = True) -> Serv
     except BaseException:
         store.close()
         raise
+    chain = settings.callchain
+    window = ChainWindow(
+        max_age=timedelta(seconds=chain.window_seconds),
+        settle=timedelta(seconds=chain.settle_seconds),
+    )
     return Services(
         settings,
         pools_config,
@@ -117,6 +133,7 @@ def build_services(settings: Settings, *, seed_from_sample: bool = True) -> Serv
         problem,
         owns_store=True,
         champion=RegistryChampion(settings),
+        spans=window,
     )
 
 
@@ -258,7 +275,13 @@ def create_app(
             ahead = timedelta(seconds=built.settings.service.max_sample_future_seconds)
             built.clock = ReplayClock(service.live.newest, fallback=system_clock, ahead=ahead)
         error_wired = _wire_live_error(built)
-        tracker = LatencyTracker(built.spans, built.pools.pools, clock=built.span_clock)
+        tracker = LatencyTracker(
+            built.spans,
+            built.pools.pools,
+            clock=built.span_clock,
+            services=built.pools.services,
+            settings=bottleneck_settings(built.settings),
+        )
         # A latency source given by the caller (tests, a replay) wins over the spans.
         wired = built.latency is no_latency
         if wired:
@@ -315,7 +338,9 @@ def _install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     """Add the error handlers, middleware, metrics and routes (guarded unless open)."""
     install_error_handlers(app)
     install_auth_handlers(app)
-    metrics = AppMetrics(lambda: getattr(app.state, "service", None))
+    metrics = AppMetrics(
+        lambda: getattr(app.state, "service", None), lambda: getattr(app.state, "latency", None)
+    )
     app.state.metrics = metrics
     # Added last, so outermost: the timer also sees the 413s of the body limit.
     install_limits(app)

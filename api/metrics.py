@@ -26,12 +26,20 @@ Exposed (``foresight_`` prefix):
 - ``spans_in_window``: spans held for call-chain analysis.
 - ``webhook_outbox_items{status}``: webhook deliveries pending, delivered and dead
   (:mod:`api.outbox_metrics`).
+- per call-chain service, from the latest analysis: ``service_p95_ms{service,pool}``
+  (p95 call duration), ``service_own_p95_ms{service,pool}`` (p95 exclusive time),
+  ``service_slo_ms{service,pool}`` (its threshold, when judged),
+  ``service_calls{service,pool}`` (calls in the window), and
+  ``service_bottleneck{service,pool,verdict}`` (1 when blamed: verdict ``bottleneck``,
+  ``not_gpu_bound`` or ``outside_gpu_pools``, else 0); ``pool`` is ``""`` for a service
+  on no GPU pool.
 - ``http_request_duration_seconds{method,route,status}``: a histogram.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator
 from typing import Final
@@ -46,6 +54,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.latency import LatencyTracker
 from api.outbox_metrics import OutboxCollector
 from api.service import PoolEntry, RecommendationService
 from forecaster.exceptions import ForesightError
@@ -84,8 +93,13 @@ class ServiceCollector(Collector):
         service: returns the app's service, None while it is not started.
     """
 
-    def __init__(self, service: Callable[[], RecommendationService | None]) -> None:
+    def __init__(
+        self,
+        service: Callable[[], RecommendationService | None],
+        tracker: Callable[[], LatencyTracker | None] = lambda: None,
+    ) -> None:
         self._service = service
+        self._tracker = tracker
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         """Yield the gauges; nothing while the service is not started."""
@@ -141,11 +155,43 @@ class ServiceCollector(Collector):
         yield from (desired, current, headroom, latency, model_age, error, data_age, available)
         yield from bounds
         yield from _model_gauges(service)
+        yield from self._chain_gauges(service)
+
+    def _chain_gauges(self, service: RecommendationService) -> Iterator[GaugeMetricFamily]:
         spans = GaugeMetricFamily(
             "foresight_spans_in_window", "Spans held for call-chain analysis."
         )
         spans.add_metric([], len(service.services.spans))
         yield spans
+        tracker = self._tracker()
+        if tracker is not None:
+            yield from _service_gauges(tracker)
+
+
+def _service_gauges(tracker: LatencyTracker) -> Iterator[GaugeMetricFamily]:
+    """Per call-chain service gauges of the tracker's latest analysis."""
+    labels = ("service", "pool")
+    p95 = _gauge("service_p95_ms", "p95 call duration of the service (ms).", labels)
+    own = _gauge("service_own_p95_ms", "p95 exclusive (self) time of the service (ms).", labels)
+    slo = _gauge("service_slo_ms", "The p95 the service is judged against (ms).", labels)
+    calls = _gauge("service_calls", "Calls of the service in the span window.", labels)
+    blamed = _gauge(
+        "service_bottleneck",
+        "1 when the service is blamed for call-chain latency, by verdict.",
+        (*labels, "verdict"),
+    )
+    analysis = tracker.analysis
+    for name, report in (analysis.services if analysis is not None else {}).items():
+        key = [name, report.pool or ""]
+        calls.add_metric(key, report.call_count)
+        if math.isfinite(report.p95_ms):
+            p95.add_metric(key, report.p95_ms)
+        if report.own_p95_ms is not None:
+            own.add_metric(key, report.own_p95_ms)
+        if report.threshold_ms is not None:
+            slo.add_metric(key, report.threshold_ms)
+        blamed.add_metric([*key, report.verdict], 1.0 if report.culprit else 0.0)
+    yield from (p95, own, slo, calls, blamed)
 
 
 def _model_gauges(service: RecommendationService) -> Iterator[GaugeMetricFamily]:
@@ -197,9 +243,14 @@ class AppMetrics:
 
     Args:
         service: returns the app's service, None while it is not started.
+        tracker: returns the app's call-chain tracker, None while it is not started.
     """
 
-    def __init__(self, service: Callable[[], RecommendationService | None]) -> None:
+    def __init__(
+        self,
+        service: Callable[[], RecommendationService | None],
+        tracker: Callable[[], LatencyTracker | None] = lambda: None,
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.request_seconds = Histogram(
             "foresight_http_request_duration_seconds",
@@ -208,7 +259,7 @@ class AppMetrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
-        self.registry.register(ServiceCollector(service))
+        self.registry.register(ServiceCollector(service, tracker))
         self.registry.register(OutboxCollector(service))
 
     def exposition(self) -> tuple[bytes, str]:

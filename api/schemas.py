@@ -159,7 +159,7 @@ class ServiceOut(_Out):
     """A call-chain service on the pool and its p95 SLO."""
 
     name: str
-    slo_p95_ms: float
+    slo_p95_ms: float | None
 
 
 class ScaleDownOut(_Out):

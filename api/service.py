@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pandas as pd
 
 from api.body_cache import PoolsArrayCache
-from api.callchain import SpanWindow
+from api.callchain.incremental import ChainWindow
 from api.clock import Clock, system_clock
 from api.errors import PoolUnavailableError, UnknownPoolError
 from api.forecasts import ForecastCache, ForecastSettings, PoolForecast
@@ -103,8 +103,9 @@ class Services:
         on_change: called with every recommendation that changed (webhooks).
         bounds: the forecast health bounds.
         owns_store: close the store when the app stops.
-        spans: the recent call-chain spans that ``POST /v1/traces`` and
-            ``POST /signals/spans`` feed (analysed by :mod:`api.latency`).
+        spans: the call-chain statistics that ``POST /v1/traces`` and
+            ``POST /signals/spans`` feed, kept incrementally (analysed by
+            :mod:`api.latency`).
         span_clock: the clock spans arrive by (wall time: spans age in real time even
             when decisions replay old samples).
         champion: where new champions come from; the app follows it (see
@@ -125,7 +126,7 @@ class Services:
     on_change: Sequence[ChangeListener] = ()
     bounds: HealthBounds = field(default_factory=HealthBounds)
     owns_store: bool = False
-    spans: SpanWindow = field(default_factory=SpanWindow)
+    spans: ChainWindow = field(default_factory=ChainWindow)
     span_clock: Clock = system_clock
     champion: ChampionSource | None = None
     registry: RegistryView | None = None

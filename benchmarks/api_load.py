@@ -30,6 +30,9 @@ both far less than latency.
 ``--scenario mixed`` runs :mod:`benchmarks.api_mixed` instead: the same reads while
 writers push sample batches, then reads alone at 1,000 rps.
 
+``--scenario traces`` runs the call-chain scenario instead (spans through the real
+OpenTelemetry SDK while ``/recommendation`` is read; see :mod:`api_load_traces`).
+
 Run: ``python benchmarks/api_load.py`` (defaults: 100 pools, 200 rps, 5 s warm-up and
 30 s per target, background refresh every 5 s); ``--quick`` for a 10 s smoke run;
 ``--refresh 0`` without the background refresh; ``--switch-ms`` sets the server's GIL
@@ -60,6 +63,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import api_load_traces
 import numpy as np
 import pandas as pd
 import yaml
@@ -612,7 +616,7 @@ def profile(args: argparse.Namespace, workdir: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     scenario = argparse.ArgumentParser(add_help=False)
-    scenario.add_argument("--scenario", choices=("reads", "mixed"), default="reads")
+    scenario.add_argument("--scenario", choices=("reads", "mixed", "traces"), default="reads")
     chosen, argv = scenario.parse_known_args(argv)
     if chosen.scenario == "mixed":
         # Reads while writers push, then reads alone at 1,000 rps: benchmarks/api_mixed.py.
@@ -620,14 +624,19 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         run_mixed(argv)
         return
+    argv = [*argv, f"--scenario={chosen.scenario}"]  # the parser below lists it in --help
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--scenario",
-        choices=("reads", "mixed"),
-        default="reads",
-        help="'mixed': reads while writers push (see benchmarks/api_mixed.py --help)",
+        "role", nargs="?", default="bench", choices=("bench", "serve", "load", "send")
     )
-    parser.add_argument("role", nargs="?", default="bench", choices=("bench", "serve", "load"))
+    parser.add_argument(
+        "--scenario",
+        default="reads",
+        choices=("reads", "mixed", "traces"),
+        help="'mixed': reads while writers push (see benchmarks/api_mixed.py --help); "
+        "'traces': reads while the OpenTelemetry SDK exports spans",
+    )
+    parser.add_argument("--span-rate", type=float, default=2000.0, help="traces scenario")
     parser.add_argument("--pools", type=int, default=100)
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--duration", type=float, default=30.0)
@@ -664,8 +673,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.role == "load":
         run_load(args)
         return
+    if args.role == "send":
+        print(json.dumps(api_load_traces.send_spans(args.port, args.span_rate, args.duration)))
+        return
     if args.quick:
         args.duration, args.warmup = 10.0, 2.0
+    if args.scenario == "traces":
+        if "--duration" not in " ".join(sys.argv) and not args.quick:
+            args.duration = 60.0
+        with tempfile.TemporaryDirectory(prefix="foresight-api-traces-") as tmp:
+            prepare(Path(tmp), args.pools)
+            api_load_traces.run_traces(args, Path(tmp))
+        return
     with tempfile.TemporaryDirectory(prefix="foresight-api-load-") as tmp:
         workdir = Path(tmp)
         prepare(workdir, args.pools)

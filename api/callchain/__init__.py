@@ -22,14 +22,21 @@ from api.callchain.otlp import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     JSON,
     PROTOBUF,
+    decode_export,
     decode_export_request,
     decode_json,
     decode_protobuf,
     export_response,
 )
-from api.callchain.spanlist import SpanIn, decode_span_list, spans_from_models
+from api.callchain.spanlist import (
+    SpanIn,
+    decode_span_list,
+    decode_span_list_batch,
+    spans_from_models,
+)
 from api.callchain.stats import percentile, service_stats
 from api.callchain.types import (
+    Decoded,
     PayloadTooLargeError,
     ServiceStats,
     Span,
@@ -47,6 +54,7 @@ __all__ = [
     "Baseline",
     "BaselineState",
     "BottleneckSettings",
+    "Decoded",
     "LatencyAnalysis",
     "PayloadTooLargeError",
     "ServiceReport",
@@ -60,10 +68,12 @@ __all__ = [
     "ThresholdSource",
     "UnsupportedMediaTypeError",
     "analyse",
+    "decode_export",
     "decode_export_request",
     "decode_json",
     "decode_protobuf",
     "decode_span_list",
+    "decode_span_list_batch",
     "export_response",
     "is_ready",
     "percentile",

@@ -3,18 +3,24 @@
 The rules, in the order they apply:
 
 1. **Threshold.** A service is judged against its SLO (``slo_p95_ms`` in the pools
-   config) or, without one, against ``baseline_factor`` (k, default 2) times its own
-   ready baseline p95. With neither, or fewer than ``min_calls`` calls in the window,
-   it is not judged. Its status is ``slow`` when p95 > threshold, ``near`` when p95 >=
-   ``near_fraction`` x threshold, else ``ok``.
-2. **Culprit by self time.** A slow service may only be waiting on a slow callee. Its
-   *own* p95 is estimated as what remains with its slow direct callees brought back to
-   their thresholds: ``own = max(self_p95, p95 - sum of the slow callees' excess)``.
-   It is a culprit only when ``own`` is still over its threshold. A slow leaf is
-   always a culprit (own = p95); its caller, slow only because of it, is not.
-3. **Proportional nodes.** A culprit asks its pool for
-   ``ceil(current_nodes x (own / threshold - 1) x gain)`` nodes (``current_nodes``
-   counted as at least 1, so an empty pool can still grow).
+   config, under its pool or, for a service on no GPU pool, under the top-level
+   ``services``) or, without one, against ``baseline_factor`` (k, default 2, per
+   service if set) times its own ready baseline p95. With neither, or fewer than
+   ``min_calls`` calls in the window, it is not judged. Its status is ``slow`` when
+   p95 > threshold, ``near`` when p95 >= ``near_fraction`` x threshold, else ``ok``.
+2. **Blame.** A slow service may only be waiting on a slow callee. What remains of its
+   p95 with its slow direct callees brought back to their thresholds is its *residual*:
+   ``residual = max(self_p95, p95 - sum of the slow callees' excess)``. It is blamed
+   (a culprit) only when the residual is still over its threshold. A slow leaf is
+   always blamed (residual = p95); its caller, slow only because of it, is not. Its
+   *own* p95 (reported) is the p95 of its exclusive time: duration minus the time in
+   its callees.
+3. **Proportional nodes.** A culprit on a pool asks it for
+   ``ceil(current_nodes x (residual / threshold - 1) x gain)`` nodes (``current_nodes``
+   counted as at least 1, so an empty pool can still grow). A culprit on no GPU pool
+   asks for nothing: it is reported as a bottleneck outside every GPU pool in the
+   reason of each pool whose services share its call chain (its transitive callers
+   and callees), where buying GPUs would not help.
 4. **Downstream.** The services a culprit calls, transitively, will receive the
    traffic it was holding back once it is fixed: a fix that only moves the queue one
    hop down is no fix. Each downstream service that is ``slow`` or ``near`` is scaled
@@ -24,9 +30,11 @@ The rules, in the order they apply:
 5. **Per pool.** A pool gets the largest ask of its services (they share the nodes, so
    asks do not add up), capped at ``max_fraction`` x its current nodes (at least 1).
 6. **Not GPU-bound.** When a pool's mean GPU utilisation is below ``gpu_idle_below``
-   (default 40 %) while latency asks for nodes or its services are slow, the GPUs are
-   not what is slow: the pool is reported ``not_gpu_bound`` with 0 extra nodes. An
-   unknown utilisation is assumed GPU-bound.
+   (default 40 %, per pool if set) no nodes are added for latency: idle GPUs mean more
+   of them would not help. The pool is reported ``not_gpu_bound`` only when one of its
+   services is *blamed* (rule 2): a pool whose services are slow only waiting on
+   another pool's service is not the one to fix. An unknown utilisation is assumed
+   GPU-bound.
 
 Percentiles do not add up exactly, so rule 2 is an estimate; summing the callees'
 excess assumes sequential calls and, with parallel calls, errs towards blaming the
@@ -46,7 +54,7 @@ from typing import Literal
 from api.callchain.baseline import BaselineState, is_ready, update_baselines
 from api.callchain.types import ServiceStats, finite_or_none
 from api.policy import LatencyAdjustment, ceil_nodes
-from forecaster.config.pools import PoolConfig
+from forecaster.config.pools import PoolConfig, ServiceConfig
 from forecaster.exceptions import ConfigError
 
 ServiceStatus = Literal["ok", "near", "slow", "insufficient_data", "unjudged"]
@@ -54,6 +62,22 @@ ServiceStatus = Literal["ok", "near", "slow", "insufficient_data", "unjudged"]
 
 ThresholdSource = Literal["slo", "baseline", "none"]
 """Where a service's threshold came from."""
+
+Verdict = Literal[
+    "bottleneck",
+    "not_gpu_bound",
+    "outside_gpu_pools",
+    "waiting_on_callee",
+    "scaled_with_upstream",
+    "ok",
+    "near",
+    "insufficient_data",
+    "unjudged",
+]
+"""The conclusion on one service: blamed on a GPU-bound pool (``bottleneck``), blamed
+on a pool whose GPUs idle (``not_gpu_bound``), blamed on no GPU pool
+(``outside_gpu_pools``), slow only waiting on a slow callee, scaled with a culprit
+upstream, or its status when none of these."""
 
 
 @dataclass(frozen=True)
@@ -105,11 +129,17 @@ class ServiceReport:
         self_p95_ms: p95 self time (NaN without calls).
         threshold_ms: the p95 it is judged against, None when not judged.
         threshold_source: where ``threshold_ms`` came from.
-        own_p95_ms: p95 with its slow callees' excess removed (rule 2); None unless slow.
-        culprit: its own work makes it slow.
+        own_p95_ms: p95 of its exclusive time (duration minus time in callees); None
+            without calls.
+        residual_p95_ms: p95 with its slow callees' excess removed (rule 2); None
+            unless slow.
+        culprit: its own work makes it slow (it is blamed).
         scaled_with: the culprits upstream of it that it is scaled with (rule 4).
         extra_nodes: the nodes it asks of its pool before the cap and GPU check.
         note: the verdict in words.
+        verdict: the conclusion (see :data:`Verdict`).
+        slows_pools: for a culprit on no GPU pool, the pools whose services share its
+            call chain.
     """
 
     service: str
@@ -121,10 +151,13 @@ class ServiceReport:
     threshold_ms: float | None
     threshold_source: ThresholdSource
     own_p95_ms: float | None = None
+    residual_p95_ms: float | None = None
     culprit: bool = False
     scaled_with: tuple[str, ...] = ()
     extra_nodes: int = 0
     note: str = ""
+    verdict: Verdict = "unjudged"
+    slows_pools: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         """Return a JSON-ready form (NaN becomes null)."""
@@ -138,8 +171,11 @@ class ServiceReport:
             "threshold_ms": self.threshold_ms,
             "threshold_source": self.threshold_source,
             "own_p95_ms": self.own_p95_ms,
+            "residual_p95_ms": self.residual_p95_ms,
             "culprit": self.culprit,
+            "verdict": self.verdict,
             "scaled_with": list(self.scaled_with),
+            "slows_pools": list(self.slows_pools),
             "extra_nodes": self.extra_nodes,
             "note": self.note,
         }
@@ -202,12 +238,15 @@ def analyse(
     baselines: BaselineState,
     now: datetime,
     settings: BottleneckSettings | None = None,
+    services: Sequence[ServiceConfig] = (),
 ) -> LatencyAnalysis:
     """Find the bottlenecks in the window's stats and the extra nodes per pool.
 
     Args:
         stats: per-service statistics of the current window.
         pools: the configured pools; their ``services`` give the pool and SLO of each.
+        services: services on no GPU pool (the pools file's top-level ``services``)
+            with their SLOs.
         current_nodes: pool name -> ready nodes now (missing counts as 0).
         gpu_util: pool name -> mean GPU utilisation 0-100, None or missing when unknown.
         baselines: the baselines so far (``BaselineState()`` to start).
@@ -222,14 +261,11 @@ def analyse(
     """
     cfg = settings or BottleneckSettings()
     owner = service_pools(pools)
-    # Tolerates an optional SLO, should the config allow a pool's service without one.
-    slos = {
-        s.name: s.slo_p95_ms for pool in pools for s in pool.services if s.slo_p95_ms is not None
-    }
-    members = set(owner)
+    configured = {s.name: s for pool in pools for s in pool.services}
+    configured.update({s.name: s for s in services})
     reports = {
-        name: _judge(name, stats.get(name), owner.get(name), slos.get(name), baselines, cfg)
-        for name in sorted(set(stats) | members)
+        name: _judge(name, stats.get(name), owner.get(name), configured.get(name), baselines, cfg)
+        for name in sorted(set(stats) | set(configured))
     }
     base = {pool.name: max(1, current_nodes.get(pool.name, 0)) for pool in pools}
 
@@ -242,14 +278,16 @@ def analyse(
             for c in stats[name].callees
             if c in reports and reports[c].status == "slow"
         )
-        own = max(report.self_p95_ms, report.p95_ms - callee_excess)
-        reports[name] = replace(report, own_p95_ms=own)
-        if own > report.threshold_ms:
-            culprit_ratio[name] = own / report.threshold_ms - 1.0
+        residual = max(report.self_p95_ms, report.p95_ms - callee_excess)
+        reports[name] = replace(report, residual_p95_ms=residual)
+        if residual > report.threshold_ms:
+            culprit_ratio[name] = residual / report.threshold_ms - 1.0
 
     ratios: dict[str, float] = dict(culprit_ratio)
     scaled_with: dict[str, list[str]] = {}
     for culprit, ratio in culprit_ratio.items():
+        if reports[culprit].pool is None:
+            continue  # nothing to buy for it, so nothing downstream to scale with it
         for downstream in _downstream(culprit, stats):
             checked = reports.get(downstream)
             if checked is None or checked.status not in ("slow", "near"):
@@ -257,20 +295,29 @@ def analyse(
             scaled_with.setdefault(downstream, []).append(culprit)
             ratios[downstream] = max(ratios.get(downstream, 0.0), ratio)
 
+    idle_below = {
+        pool.name: cfg.gpu_idle_below if pool.gpu_idle_below is None else pool.gpu_idle_below
+        for pool in pools
+    }
     for name, report in reports.items():
         ratio = ratios.get(name, 0.0)
         extra = ceil_nodes(base[report.pool] * ratio * cfg.gain) if report.pool else 0
-        reports[name] = replace(
+        blamed = name in culprit_ratio
+        slows = _pools_on_chain(name, stats, owner) if blamed and report.pool is None else ()
+        judged = replace(
             report,
-            culprit=name in culprit_ratio,
+            culprit=blamed,
             scaled_with=tuple(sorted(scaled_with.get(name, ()))),
+            slows_pools=slows,
             extra_nodes=extra,
-            note=_note(report, name in culprit_ratio, scaled_with.get(name, []), extra),
         )
+        util = gpu_util.get(judged.pool) if judged.pool else None
+        idle = util is not None and judged.pool is not None and util < idle_below[judged.pool]
+        reports[name] = replace(judged, note=_note(judged), verdict=_verdict(judged, idle))
 
     adjustments = {
         pool.name: _pool_adjustment(
-            pool.name, base[pool.name], gpu_util.get(pool.name), reports, cfg
+            pool.name, base[pool.name], gpu_util.get(pool.name), reports, cfg, idle_below[pool.name]
         )
         for pool in pools
     }
@@ -294,7 +341,7 @@ def _judge(
     name: str,
     stat: ServiceStats | None,
     pool: str | None,
-    slo: float | None,
+    config: ServiceConfig | None,
     baselines: BaselineState,
     cfg: BottleneckSettings,
 ) -> ServiceReport:
@@ -302,10 +349,13 @@ def _judge(
     baseline = baselines.get(name)
     threshold: float | None = None
     source: ThresholdSource = "none"
-    if slo is not None:
-        threshold, source = slo, "slo"
+    factor = cfg.baseline_factor
+    if config is not None and config.baseline_factor is not None:
+        factor = config.baseline_factor
+    if config is not None and config.slo_p95_ms is not None:
+        threshold, source = config.slo_p95_ms, "slo"
     elif baseline is not None and is_ready(baseline, cfg.baseline_min_updates):
-        threshold, source = cfg.baseline_factor * baseline.p95_ms, "baseline"
+        threshold, source = factor * baseline.p95_ms, "baseline"
     calls = stat.call_count if stat is not None else 0
     p95 = stat.p95_ms if stat is not None else math.nan
     status: ServiceStatus
@@ -328,6 +378,7 @@ def _judge(
         self_p95_ms=stat.self_p95_ms if stat is not None else math.nan,
         threshold_ms=threshold,
         threshold_source=source,
+        own_p95_ms=finite_or_none(stat.self_p95_ms) if stat is not None else None,
     )
 
 
@@ -347,31 +398,71 @@ def _downstream(service: str, stats: Mapping[str, ServiceStats]) -> list[str]:
     return order
 
 
+def _pools_on_chain(
+    service: str, stats: Mapping[str, ServiceStats], owner: Mapping[str, str]
+) -> tuple[str, ...]:
+    """Return the pools of the services sharing ``service``'s call chains.
+
+    Those are its transitive callers (their latency includes it) and its transitive
+    callees (their traffic waits behind it).
+    """
+    seen = {service}
+    queue = deque([service])
+    while queue:
+        stat = stats.get(queue.popleft())
+        for neighbour in (*stat.callers, *stat.callees) if stat is not None else ():
+            if neighbour not in seen:
+                seen.add(neighbour)
+                queue.append(neighbour)
+    return tuple(sorted({owner[name] for name in seen if name in owner}))
+
+
+def _verdict(report: ServiceReport, gpus_idle: bool) -> Verdict:
+    if report.culprit:
+        if report.pool is None:
+            return "outside_gpu_pools"
+        return "not_gpu_bound" if gpus_idle else "bottleneck"
+    if report.scaled_with:
+        return "scaled_with_upstream"
+    if report.status == "slow":
+        return "waiting_on_callee"
+    return report.status
+
+
 def _label(report: ServiceReport) -> str:
     kind = "SLO" if report.threshold_source == "slo" else "baseline threshold"
     return f"{report.service} p95 {report.p95_ms:.0f} ms vs {kind} {report.threshold_ms:.0f} ms"
 
 
-def _note(report: ServiceReport, culprit: bool, upstream: Sequence[str], extra: int) -> str:
+def _note(report: ServiceReport) -> str:
     if report.status == "insufficient_data":
         return f"{report.service}: {report.call_count} calls in the window, too few to judge"
     if report.status == "unjudged":
         return f"{report.service}: no SLO and no baseline yet, not judged"
-    if report.pool is None and report.status in ("slow", "near"):
-        suffix = "; no pool lists it, so no nodes can be added for it"
-    else:
-        suffix = f": +{extra} nodes" if extra else ""
     parts = [_label(report)]
-    if culprit:
-        parts.append(f"slow in its own work (own p95 {report.own_p95_ms:.0f} ms)")
+    if report.culprit:
+        parts.append(
+            f"slow in its own work (own p95 {report.own_p95_ms or 0.0:.0f} ms exclusive of "
+            f"callees, {report.residual_p95_ms or 0.0:.0f} ms without slow callees' excess)"
+        )
     elif report.status == "slow":
         parts.append(
-            f"slow only waiting on slow callees (own p95 {report.own_p95_ms:.0f} ms), not blamed"
+            f"slow only waiting on slow callees (own p95 {report.own_p95_ms or 0.0:.0f} ms "
+            "exclusive of callees), not blamed"
         )
-    if upstream:
+    if report.scaled_with:
         parts.append(
-            f"{report.status}, downstream of {', '.join(sorted(upstream))}: scaled with it"
+            f"{report.status}, downstream of {', '.join(report.scaled_with)}: scaled with it"
         )
+    if report.pool is None and report.culprit:
+        suffix = (
+            "; it runs on no GPU pool (bottleneck outside every GPU pool): buying GPU nodes "
+            "will not help, fix or scale the service itself"
+        )
+    elif report.pool is None and report.status in ("slow", "near"):
+        suffix = "; it runs on no GPU pool, so no nodes are added for it"
+    else:
+        suffix = f": +{report.extra_nodes} nodes" if report.extra_nodes else ""
     return ", ".join(parts) + suffix
 
 
@@ -381,22 +472,29 @@ def _pool_adjustment(
     util: float | None,
     reports: Mapping[str, ServiceReport],
     cfg: BottleneckSettings,
+    idle_below: float,
 ) -> LatencyAdjustment:
-    """Apply rules 5 and 6 to one pool."""
+    """Apply rules 5 and 6 to one pool, and name bottlenecks outside every GPU pool."""
     members = [r for r in reports.values() if r.pool == pool]
     relevant = [r for r in members if r.status == "slow" or r.extra_nodes > 0]
-    if not relevant:
+    outside = [r for r in reports.values() if pool in r.slows_pools]
+    if not relevant and not outside:
         return LatencyAdjustment()
-    reason = "; ".join(r.note for r in relevant)
-    wanted = max(r.extra_nodes for r in members)
-    if util is not None and util < cfg.gpu_idle_below:
-        slow = any(r.status == "slow" for r in members)
-        return LatencyAdjustment(
-            extra_nodes=0,
-            reason=f"{reason}; GPU utilisation {util:.0f}% < {cfg.gpu_idle_below:.0f}%: "
-            "not GPU-bound, no nodes added for latency",
-            not_gpu_bound=slow,
-        )
+    reason = "; ".join(r.note for r in (*relevant, *outside))
+    wanted = max((r.extra_nodes for r in members), default=0)
+    if util is not None and util < idle_below:
+        blamed = any(r.culprit for r in members)
+        if blamed:
+            reason += (
+                f"; GPU utilisation {util:.0f}% < {idle_below:.0f}%: not GPU-bound, no nodes "
+                "added for latency"
+            )
+        elif wanted:
+            reason += (
+                f"; GPU utilisation {util:.0f}% < {idle_below:.0f}%: the GPUs have headroom, "
+                "no nodes added for latency"
+            )
+        return LatencyAdjustment(extra_nodes=0, reason=reason, not_gpu_bound=blamed)
     cap = max(1, ceil_nodes(cfg.max_fraction * base))
     if wanted > cap:
         reason += f"; capped at {cap} nodes ({cfg.max_fraction:g} x {base} current)"

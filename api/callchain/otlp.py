@@ -20,21 +20,24 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from google.protobuf import json_format  # type: ignore[import-untyped, unused-ignore]
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 
+from api.callchain.jsonload import load_json
 from api.callchain.types import (
     SPAN_KINDS,
     SPAN_STATUSES,
     UNKNOWN_SERVICE,
+    Decoded,
     PayloadTooLargeError,
     Span,
     UnsupportedMediaTypeError,
@@ -54,6 +57,7 @@ _PROTOBUF_TYPES: Final = frozenset({PROTOBUF, "application/protobuf"})
 _TRACE_ID_BYTES: Final = 16
 _SPAN_ID_BYTES: Final = 8
 _UINT64_MAX: Final = 2**64 - 1
+_UINT64_DIGITS: Final = len(str(_UINT64_MAX))
 
 
 def decode_export_request(
@@ -63,7 +67,24 @@ def decode_export_request(
     *,
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
 ) -> list[Span]:
-    """Decode the body of ``POST /v1/traces`` into spans.
+    """Decode the body of ``POST /v1/traces`` into spans, refusing any invalid span.
+
+    The strict form of :func:`decode_export` (same arguments and errors, and a
+    :class:`~forecaster.exceptions.DataValidationError` for the first invalid span).
+    """
+    return decode_export(
+        body, content_type, content_encoding, max_decompressed_bytes=max_decompressed_bytes
+    ).require_all()
+
+
+def decode_export(
+    body: bytes,
+    content_type: str | None,
+    content_encoding: str | None = None,
+    *,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+) -> Decoded:
+    """Decode the body of ``POST /v1/traces``: its valid spans and the rejected ones.
 
     Args:
         body: the raw request body.
@@ -74,34 +95,49 @@ def decode_export_request(
         max_decompressed_bytes: the largest body accepted once decompressed.
 
     Returns:
-        The spans, in the order they appear in the request.
+        The valid spans in request order and a message per invalid span (a span that
+        ends before it starts, is its own parent, has no start, a bad id ...): OTLP
+        partial success, answered with :func:`export_response`.
 
     Raises:
         UnsupportedMediaTypeError: the content type or encoding is not one of those above.
         PayloadTooLargeError: the decompressed body exceeds ``max_decompressed_bytes``.
-        DataValidationError: the body is not a valid export request.
+        DataValidationError: the body is not an export request at all (not JSON, too
+            deeply nested, not protobuf, a resource without a string service name).
     """
     media = media_type(content_type)
     raw = decompress(body, content_encoding, max_decompressed_bytes)
     if media in _PROTOBUF_TYPES:
-        return decode_protobuf(raw)
+        return decode_protobuf_batch(raw)
     if media == JSON:
-        return decode_json(raw)
+        return decode_json_batch(raw)
     raise UnsupportedMediaTypeError(
         f"content type {content_type!r} is not supported for traces; send OTLP as "
         f"{PROTOBUF!r} or {JSON!r}"
     )
 
 
-def export_response(content_type: str | None) -> tuple[bytes, str]:
+def export_response(content_type: str | None, decoded: Decoded | None = None) -> tuple[bytes, str]:
     """Return the success body and its media type for an OTLP export in ``content_type``.
 
-    OTLP/HTTP answers in the encoding of the request: an empty
-    ``ExportTraceServiceResponse`` (no partial success) as protobuf or as ``{}``.
+    OTLP/HTTP answers in the encoding of the request: an ``ExportTraceServiceResponse``
+    as protobuf or in the OTLP JSON mapping. It is empty (``{}`` in JSON) when every
+    span was accepted; otherwise its ``partial_success`` holds ``rejected_spans`` and
+    an ``error_message`` naming the first rejected spans and why.
     """
+    reply = ExportTraceServiceResponse()
+    if decoded is not None and decoded.rejected:
+        reply.partial_success.CopyFrom(
+            ExportTracePartialSuccess(
+                rejected_spans=len(decoded.rejected), error_message=decoded.summary()
+            )
+        )
     if media_type(content_type) == JSON:
-        return b"{}", JSON
-    return ExportTraceServiceResponse().SerializeToString(), PROTOBUF
+        if not decoded or not decoded.rejected:
+            return b"{}", JSON
+        text = json_format.MessageToJson(reply, indent=None)
+        return str(text).encode(), JSON
+    return reply.SerializeToString(), PROTOBUF
 
 
 def media_type(content_type: str | None) -> str:
@@ -145,14 +181,23 @@ def decompress(body: bytes, content_encoding: str | None, max_bytes: int) -> byt
 
 
 def decode_protobuf(body: bytes) -> list[Span]:
-    """Decode a protobuf ``ExportTraceServiceRequest``.
+    """Decode a protobuf ``ExportTraceServiceRequest``, refusing any invalid span.
 
     Raises:
         DataValidationError: the bytes are not an export request, or a span is invalid.
     """
+    return decode_protobuf_batch(body).require_all()
+
+
+def decode_protobuf_batch(body: bytes) -> Decoded:
+    """Decode a protobuf ``ExportTraceServiceRequest`` into valid and rejected spans.
+
+    Raises:
+        DataValidationError: the bytes are not an export request.
+    """
     try:
         request = ExportTraceServiceRequest.FromString(body)
-    except DecodeError as exc:
+    except (DecodeError, RecursionError) as exc:
         raise DataValidationError(
             f"the body is not a protobuf ExportTraceServiceRequest: {exc}"
         ) from exc
@@ -162,7 +207,7 @@ def decode_protobuf(body: bytes) -> list[Span]:
         raise DataValidationError(
             "the protobuf body holds no resource_spans; is it an ExportTraceServiceRequest?"
         )
-    spans: list[Span] = []
+    decoded = Decoded([], [])
     for r, resource_spans in enumerate(request.resource_spans):
         service = UNKNOWN_SERVICE
         for attribute in resource_spans.resource.attributes:
@@ -174,36 +219,31 @@ def decode_protobuf(body: bytes) -> list[Span]:
                 service = str(attribute.value.string_value)
         for s, scope_spans in enumerate(resource_spans.scope_spans):
             for i, span in enumerate(scope_spans.spans):
-                spans.append(
-                    _build_span(
-                        f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]",
-                        trace_id=bytes(span.trace_id),
-                        span_id=bytes(span.span_id),
-                        parent_span_id=bytes(span.parent_span_id),
-                        service=service,
-                        name=str(span.name),
-                        kind=int(span.kind),
-                        start_ns=int(span.start_time_unix_nano),
-                        end_ns=int(span.end_time_unix_nano),
-                        status=int(span.status.code),
-                    )
-                )
-    return spans
+                path = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
+                _collect(decoded, _protobuf_span, path, span, service)
+    return decoded
 
 
 def decode_json(body: bytes | str) -> list[Span]:
-    """Decode an ``ExportTraceServiceRequest`` in the OTLP JSON mapping.
+    """Decode an ``ExportTraceServiceRequest`` in the OTLP JSON mapping, strictly.
 
     Raises:
         DataValidationError: the body is not JSON, not an export request, or a span is
             invalid; the message gives the path of the offending field.
     """
-    try:
-        document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataValidationError(f"the body is not valid UTF-8 JSON: {exc}") from exc
+    return decode_json_batch(body).require_all()
+
+
+def decode_json_batch(body: bytes | str) -> Decoded:
+    """Decode an OTLP JSON ``ExportTraceServiceRequest`` into valid and rejected spans.
+
+    Raises:
+        DataValidationError: the body is not JSON or not an export request (its
+            structure down to each span being an object); the message gives the path.
+    """
+    document = load_json(body)
     _require(isinstance(document, Mapping), "the body", "a JSON object with resourceSpans")
-    spans: list[Span] = []
+    decoded = Decoded([], [])
     for r, resource_spans in _items(document, "resourceSpans", ""):
         where = f"resourceSpans[{r}]"
         resource = _get(resource_spans, "resource") or {}
@@ -212,27 +252,56 @@ def decode_json(body: bytes | str) -> list[Span]:
         for s, scope_spans in _items(resource_spans, "scopeSpans", where):
             for i, span in _items(scope_spans, "spans", f"{where}.scopeSpans[{s}]"):
                 path = f"{where}.scopeSpans[{s}].spans[{i}]"
-                status = _get(span, "status") or {}
-                _require(isinstance(status, Mapping), f"{path}.status", "an object")
-                name = _get(span, "name") or ""
-                _require(isinstance(name, str), f"{path}.name", "a string")
-                spans.append(
-                    _build_span(
-                        path,
-                        trace_id=_json_id(span, "traceId", _TRACE_ID_BYTES, path),
-                        span_id=_json_id(span, "spanId", _SPAN_ID_BYTES, path),
-                        parent_span_id=_json_id(span, "parentSpanId", _SPAN_ID_BYTES, path),
-                        service=service,
-                        name=name,
-                        kind=_json_enum(span, "kind", "SPAN_KIND_", SPAN_KINDS, path),
-                        start_ns=_json_uint64(span, "startTimeUnixNano", path),
-                        end_ns=_json_uint64(span, "endTimeUnixNano", path),
-                        status=_json_enum(
-                            status, "code", "STATUS_CODE_", SPAN_STATUSES, f"{path}.status"
-                        ),
-                    )
-                )
-    return spans
+                _collect(decoded, _json_span, path, span, service)
+    return decoded
+
+
+def _collect(
+    decoded: Decoded,
+    build: Callable[[str, Any, str], Span],
+    path: str,
+    span: Any,
+    service: str,
+) -> None:
+    """Add the span ``build`` makes of ``span``, or why it is invalid, to ``decoded``."""
+    try:
+        decoded.spans.append(build(path, span, service))
+    except DataValidationError as exc:
+        decoded.rejected.append(str(exc))
+
+
+def _protobuf_span(path: str, span: Any, service: str) -> Span:
+    return _build_span(
+        path,
+        trace_id=bytes(span.trace_id),
+        span_id=bytes(span.span_id),
+        parent_span_id=bytes(span.parent_span_id),
+        service=service,
+        name=str(span.name),
+        kind=int(span.kind),
+        start_ns=int(span.start_time_unix_nano),
+        end_ns=int(span.end_time_unix_nano),
+        status=int(span.status.code),
+    )
+
+
+def _json_span(path: str, span: Mapping[str, Any], service: str) -> Span:
+    status = _get(span, "status") or {}
+    _require(isinstance(status, Mapping), f"{path}.status", "an object")
+    name = _get(span, "name") or ""
+    _require(isinstance(name, str), f"{path}.name", "a string")
+    return _build_span(
+        path,
+        trace_id=_json_id(span, "traceId", _TRACE_ID_BYTES, path),
+        span_id=_json_id(span, "spanId", _SPAN_ID_BYTES, path),
+        parent_span_id=_json_id(span, "parentSpanId", _SPAN_ID_BYTES, path),
+        service=service,
+        name=name,
+        kind=_json_enum(span, "kind", "SPAN_KIND_", SPAN_KINDS, path),
+        start_ns=_json_uint64(span, "startTimeUnixNano", path),
+        end_ns=_json_uint64(span, "endTimeUnixNano", path),
+        status=_json_enum(status, "code", "STATUS_CODE_", SPAN_STATUSES, f"{path}.status"),
+    )
 
 
 def _build_span(
@@ -348,9 +417,15 @@ def _json_uint64(span: Mapping[str, Any], key: str, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise DataValidationError(f"{path}.{key} must be an integer or a decimal string")
     text = str(value).strip()
-    if not (text.isascii() and text.isdigit()) or int(text) > _UINT64_MAX:
+    # The length check comes first: int() of thousands of digits is slow or refused.
+    if (
+        len(text) > _UINT64_DIGITS
+        or not (text.isascii() and text.isdigit())
+        or int(text) > _UINT64_MAX
+    ):
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
         raise DataValidationError(
-            f"{path}.{key} must be Unix nanoseconds as an unsigned 64-bit integer, got {value!r}"
+            f"{path}.{key} must be Unix nanoseconds as an unsigned 64-bit integer, got {shown!r}"
         )
     return int(text)
 

@@ -25,11 +25,14 @@ Fields:
 - ``status``: ``unset`` (default), ``ok`` or ``error``.
 
 Unknown fields are rejected, so a misspelt ``duration`` is an error rather than a span
-of unknown length.
+of unknown length. :func:`decode_span_list_batch` keeps the valid spans of a list and
+reports each invalid one (the route's partial success); :func:`decode_span_list`
+refuses the whole list for one bad span.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Any, Final
@@ -45,7 +48,8 @@ from pydantic import (
     model_validator,
 )
 
-from api.callchain.types import Span, SpanKind, SpanStatus, datetime_to_ns
+from api.callchain.jsonload import load_json
+from api.callchain.types import Decoded, Span, SpanKind, SpanStatus, datetime_to_ns
 from forecaster.exceptions import DataValidationError
 
 _ID_PATTERN: Final = r"^[0-9A-Za-z._:-]{1,64}$"
@@ -114,7 +118,10 @@ class SpanIn(BaseModel):
             end_ns = _to_ns(self.end)
         else:
             # round(), not int(): 0.1 ms must be 100000 ns, not 99999.
-            end_ns = start_ns + round((self.duration_ms or 0.0) * 1e6)
+            nanos = (self.duration_ms or 0.0) * 1e6
+            if not math.isfinite(nanos):
+                raise DataValidationError(f"duration_ms {self.duration_ms} is too large")
+            end_ns = start_ns + round(nanos)
         return Span(
             trace_id=self.trace_id,
             span_id=self.span_id,
@@ -170,3 +177,32 @@ def decode_span_list(body: bytes | str) -> list[Span]:
             "the span list is invalid: " + "; ".join(problems) + suffix
         ) from exc
     return spans_from_models(models)
+
+
+def decode_span_list_batch(body: bytes | str) -> Decoded:
+    """Decode the JSON body of ``POST /signals/spans`` into valid and rejected spans.
+
+    Returns:
+        The valid spans in list order, and one message per invalid span naming its
+        index and field (``span [3]: duration: Extra inputs are not permitted``).
+
+    Raises:
+        DataValidationError: the body is not a JSON array (or is nested too deeply),
+            or no span in it is valid.
+    """
+    items = load_json(body)
+    if not isinstance(items, list):
+        raise DataValidationError("the span list is invalid: body: give a JSON array of spans")
+    decoded = Decoded([], [])
+    for index, item in enumerate(items):
+        try:
+            decoded.spans.append(SpanIn.model_validate(item).to_span())
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or 'span'}: {error['msg']}"
+                for error in exc.errors()[:3]
+            )
+            decoded.rejected.append(f"span [{index}]: {problems}")
+        except DataValidationError as exc:
+            decoded.rejected.append(f"span [{index}]: {exc}")
+    return decoded.require_some()

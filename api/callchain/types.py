@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from forecaster.exceptions import DataValidationError
 
@@ -37,6 +37,8 @@ UNKNOWN_SERVICE: Final = "unknown_service"
 """The service of spans whose resource has no ``service.name`` (the OpenTelemetry default)."""
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MAX_REPORTED: Final = 10
+_UINT64_MAX: Final = 2**64 - 1
 
 
 class PayloadTooLargeError(DataValidationError):
@@ -107,6 +109,10 @@ class Span:
             raise DataValidationError(f"{where}: service must not be empty")
         if self.start_ns <= 0:
             raise DataValidationError(f"{where}: start time is missing or not after 1970")
+        if self.end_ns > _UINT64_MAX:
+            raise DataValidationError(
+                f"{where}: end time is past what OTLP can carry (2**64 - 1 ns after 1970)"
+            )
         if self.end_ns < self.start_ns:
             raise DataValidationError(
                 f"{where} ({self.service}) ends {(self.start_ns - self.end_ns) / 1e6:g} ms "
@@ -184,3 +190,46 @@ class ServiceStats:
             "callees": list(self.callees),
             "error_count": self.error_count,
         }
+
+
+class Decoded(NamedTuple):
+    """The spans of one export, and why the others were rejected (OTLP partial success)."""
+
+    spans: list[Span]
+    """the valid spans, in request order."""
+    rejected: list[str]
+    """one message per rejected span, naming its position and the problem."""
+
+    @property
+    def total(self) -> int:
+        """Spans in the request, valid or not."""
+        return len(self.spans) + len(self.rejected)
+
+    def summary(self) -> str:
+        """Say how many spans were rejected and why (the first few reasons), '' if none."""
+        if not self.rejected:
+            return ""
+        shown = "; ".join(self.rejected[:_MAX_REPORTED])
+        more = len(self.rejected) - _MAX_REPORTED
+        suffix = f" (and {more} more)" if more > 0 else ""
+        return f"{len(self.rejected)} of {self.total} spans rejected: {shown}{suffix}"
+
+    def require_all(self) -> list[Span]:
+        """Return the spans, or raise when any was rejected (strict callers).
+
+        Raises:
+            DataValidationError: a span was rejected; the message names it.
+        """
+        if self.rejected:
+            raise DataValidationError(self.rejected[0])
+        return self.spans
+
+    def require_some(self) -> Decoded:
+        """Return self unless spans were sent and none is valid.
+
+        Raises:
+            DataValidationError: every span was rejected, so the request is malformed.
+        """
+        if self.rejected and not self.spans:
+            raise DataValidationError(self.summary())
+        return self

@@ -35,8 +35,8 @@ HISTORY_SIGNALS: Final = (DEMAND, NODES)
 """The signals the history route returns: what was demanded and what was there."""
 
 MAX_HISTORY_HOURS: Final = 24 * 14
-BOTTLENECK_PATHS: Final = ("/callchain/bottlenecks", "/bottlenecks")
-"""Routes of call-chain bottlenecks the page links when the app has one of them."""
+BOTTLENECK_PATHS: Final = ("/signals/chain", "/callchain/bottlenecks", "/bottlenecks")
+"""Routes of the call chain the page draws when the app has one of them (the first wins)."""
 
 HistoryHours = Annotated[
     float,

@@ -4,11 +4,14 @@ Both add spans to the service's window and return at once; the analysis that tur
 window into extra nodes runs in the background (:mod:`api.latency`), never here.
 
 ``/v1/traces`` follows OTLP/HTTP: protobuf (``application/x-protobuf``) or JSON
-(``application/json``), optionally gzip or deflate; success is an empty
-``ExportTraceServiceResponse`` in the request's encoding, failures are a
-``google.rpc.Status`` in that encoding: 400 for a malformed body (not retryable), 413
-over ``service.max_body_bytes`` (before or after decompression), 415 for another
-content type or encoding.
+(``application/json``), optionally gzip or deflate; success is an
+``ExportTraceServiceResponse`` in the request's encoding, empty when every span was
+accepted, with ``partial_success`` (``rejected_spans``, ``error_message``) when some
+spans were invalid and the valid ones were kept. Failures are a ``google.rpc.Status``
+in that encoding: 400 for a malformed body or one without a single valid span (not
+retryable), 413 over ``service.max_body_bytes`` (before or after decompression), 415
+for another content type or encoding. ``/signals/spans`` likewise keeps the valid
+spans of a list and reports the rejected ones.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from api.callchain import (
     PayloadTooLargeError,
     SpanIn,
     UnsupportedMediaTypeError,
-    decode_export_request,
-    decode_span_list,
+    decode_export,
+    decode_span_list_batch,
     export_response,
 )
 from api.callchain.otlp import media_type
@@ -48,9 +51,13 @@ class SpansOut(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    accepted: int = Field(description="spans in the request (a span sent again replaces it)")
+    accepted: int = Field(description="valid spans stored (a span sent again replaces it)")
     evicted: int = Field(description="older spans dropped to keep the window bounded")
     window_spans: int = Field(description="spans in the window now")
+    rejected: int = Field(default=0, description="invalid spans left out of the request")
+    rejected_reasons: list[str] = Field(
+        default_factory=list, description="why, per rejected span (the first 10)"
+    )
 
 
 _STATUS_SCHEMA: Final[dict[str, Any]] = {
@@ -87,13 +94,17 @@ def _error_content(description: str) -> dict[str, Any]:
 
 _TRACES_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
     200: {
-        "description": "accepted: an empty ExportTraceServiceResponse in the request's encoding",
+        "description": "accepted: an ExportTraceServiceResponse in the request's encoding, "
+        "empty, or with partial_success {rejected_spans, error_message} when invalid spans "
+        "were left out and the valid ones kept",
         "content": {
             JSON: {"schema": {"type": "object"}},
             PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
         },
     },
-    400: _error_content("a malformed export request (google.rpc.Status)"),
+    400: _error_content(
+        "a malformed export request, or one without a valid span (google.rpc.Status)"
+    ),
     413: _error_content("the body exceeds service.max_body_bytes, compressed or not"),
     415: _error_content("not application/x-protobuf or application/json, or an unknown encoding"),
 }
@@ -146,17 +157,18 @@ async def export_traces(request: Request, service: ServiceDep) -> Response:
         return _otlp_error(exc.status_code, code_pb2.INVALID_ARGUMENT, exc.detail, content_type)
     encoding = request.headers.get("content-encoding")
     try:
-        spans = await run_in_threadpool(
-            decode_export_request, body, content_type, encoding, max_decompressed_bytes=limit
+        decoded = await run_in_threadpool(
+            decode_export, body, content_type, encoding, max_decompressed_bytes=limit
         )
+        decoded.require_some()
     except PayloadTooLargeError as exc:
         return _otlp_error(413, code_pb2.INVALID_ARGUMENT, str(exc), content_type)
     except UnsupportedMediaTypeError as exc:
         return _otlp_error(415, code_pb2.INVALID_ARGUMENT, str(exc), content_type)
     except DataValidationError as exc:
         return _otlp_error(400, code_pb2.INVALID_ARGUMENT, str(exc), content_type)
-    _add(service, spans)
-    reply, reply_type = export_response(content_type)
+    _add(service, decoded.spans)
+    reply, reply_type = export_response(content_type, decoded)
     return Response(reply, media_type=reply_type)
 
 
@@ -175,7 +187,10 @@ _SPAN_LIST_OPENAPI: Final[dict[str, Any]] = {
     responses={
         413: {"description": "the body exceeds service.max_body_bytes"},
         415: {"description": "the body is not application/json"},
-        422: {"description": "not a JSON array of valid spans; the message names the field"},
+        422: {
+            "description": "not a JSON array, or no valid span in it; the message names "
+            "the index and field"
+        },
     },
     openapi_extra=_SPAN_LIST_OPENAPI,
     summary="Push spans as a simple JSON list",
@@ -184,7 +199,8 @@ async def push_spans(request: Request, service: ServiceDep) -> Response:
     """Add spans ``{trace_id, span_id, parent_span_id?, service, start, end | duration_ms}``.
 
     For senders without an OpenTelemetry exporter; the spans join those from
-    ``/v1/traces`` in the call-chain analysis.
+    ``/v1/traces`` in the call-chain analysis. Invalid spans are left out and counted
+    in ``rejected`` (with the first reasons) while the valid ones are stored.
     """
     content_type = request.headers.get("content-type")
     if content_type is not None and media_type(content_type) != JSON:
@@ -194,6 +210,8 @@ async def push_spans(request: Request, service: ServiceDep) -> Response:
         )
         return Response(json.dumps(body), status_code=415, media_type=JSON)
     raw = await read_body(request, body_limit(request.app))
-    spans = await run_in_threadpool(decode_span_list, raw)
-    done = _add(service, spans)
+    decoded = await run_in_threadpool(decode_span_list_batch, raw)
+    done = _add(service, decoded.spans)
+    done.rejected = len(decoded.rejected)
+    done.rejected_reasons = decoded.rejected[:10]
     return Response(done.model_dump_json(), media_type=JSON)

@@ -119,10 +119,26 @@ class SignalSource(_Strict):
 
 
 class ServiceConfig(_Strict):
-    """A service of the call chain that runs on the pool, with its latency SLO."""
+    """A service of the call chain, with its latency SLO.
+
+    Listed under a pool, the service runs on that pool's GPU nodes and a bottleneck in
+    it may buy nodes there; listed under the file's top-level ``services``, it runs on
+    no GPU pool (a CPU service): a bottleneck in it is reported and never buys GPUs.
+    """
 
     name: str = Field(min_length=1, description="the service name as it appears in traces")
-    slo_p95_ms: float = Field(gt=0, description="the p95 latency SLO in milliseconds, > 0")
+    slo_p95_ms: float | None = Field(
+        default=None,
+        gt=0,
+        description="the p95 latency SLO in milliseconds, > 0 (unset: judged against its "
+        "own baseline)",
+    )
+    baseline_factor: float | None = Field(
+        default=None,
+        gt=1,
+        description="a number > 1: without an SLO, the service is slow above this times its "
+        "own baseline p95 (unset: the deployment's callchain.baseline_factor)",
+    )
 
 
 class ScaleDownConfig(_Strict):
@@ -211,6 +227,13 @@ class PoolConfig(_Strict):
     scale_down: ScaleDownConfig = Field(
         default_factory=ScaleDownConfig, description="a mapping {window, max_step_nodes}"
     )
+    gpu_idle_below: float | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="GPU utilisation (0-100) under which a slow service of the pool is not "
+        "GPU-bound (unset: the deployment's callchain.gpu_idle_below)",
+    )
 
     @field_validator("lead_time", mode="before")
     @classmethod
@@ -291,6 +314,11 @@ class PoolsConfig(_Strict):
         "to check each node_group_id has the form it reports; unset: only obvious "
         "mistakes are reported",
     )
+    services: list[ServiceConfig] = Field(
+        default_factory=list,
+        description="a list of {name, slo_p95_ms} of call-chain services that run on no GPU "
+        "pool (CPU services); their bottlenecks are reported and never buy GPU nodes",
+    )
 
     @model_validator(mode="after")
     def _check_unique(self) -> PoolsConfig:
@@ -301,10 +329,18 @@ class PoolsConfig(_Strict):
             if duplicates:
                 problems.append(f"{attribute} {duplicates} is used by more than one pool")
         if problems:
+            problems.append("give each pool its own name and node_group_id")
+        listed = [s.name for pool in self.pools for s in pool.services]
+        listed += [s.name for s in self.services]
+        twice = sorted({name for name in listed if listed.count(name) > 1})
+        if twice:
+            problems.append(
+                f"services {twice} are listed more than once (under two pools, or under a "
+                "pool and the top-level services); list each service once, where it runs"
+            )
+        if problems:
             raise PydanticCustomError(
-                "duplicate_pool",
-                "{problems}; give each pool its own name and node_group_id",
-                {"problems": "; ".join(problems)},
+                "duplicate_pool", "{problems}", {"problems": "; ".join(problems)}
             )
         return self
 

@@ -172,3 +172,32 @@ class PublishSettings(_Section):
         description="seconds a gRPC expander call may wait for fresh recommendations before "
         "answering from the last ranking (cluster-autoscaler's deadline is 5 s)",
     )
+
+
+class CallChainSettings(_Section):
+    """How call-chain spans are windowed and judged (per service and pool in the pools file)."""
+
+    window_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description="seconds a span counts after it arrives (the analysis window), positive",
+    )
+    settle_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description="seconds after arrival a span is folded into the statistics, so its "
+        "parent and children have arrived (an SDK's batch delay), >= 0",
+    )
+    baseline_factor: float = Field(
+        default=2.0,
+        gt=1,
+        description="a service without an SLO is slow above this times its own baseline p95; "
+        "a service's baseline_factor in the pools file overrides it",
+    )
+    gpu_idle_below: float = Field(
+        default=40.0,
+        ge=0,
+        le=100,
+        description="GPU utilisation (0-100) under which a pool gets no nodes for latency "
+        "(not GPU-bound when its own service is blamed); a pool's gpu_idle_below overrides it",
+    )

@@ -36,6 +36,7 @@ from pydantic_settings import (
 )
 
 from forecaster.config.sections import (
+    CallChainSettings,
     PrometheusSettings,
     PublishSettings,
     SchedulerSettings,
@@ -180,6 +181,9 @@ class Settings(BaseSettings):
     )
     publish: PublishSettings = Field(
         default_factory=PublishSettings, description="Kubernetes objects and webhooks"
+    )
+    callchain: CallChainSettings = Field(
+        default_factory=CallChainSettings, description="the call-chain latency analysis"
     )
 
     @classmethod

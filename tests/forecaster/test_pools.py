@@ -251,3 +251,21 @@ def test_get_unknown_pool_lists_known_ones() -> None:
     config = PoolsConfig(pools=[PoolConfig(name="a", node_group_id="g")])
     with pytest.raises(KeyError, match="known pools: a"):
         config.get("b")
+
+
+def test_services_outside_pools_are_listed_once(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(
+        "pools:\n  - {name: a, node_group_id: g, services: [{name: llm, slo_p95_ms: 500}]}\n"
+        "services:\n  - {name: preprocess, slo_p95_ms: 200, baseline_factor: 3}\n"
+    )
+    loaded = load_pools(good)
+    assert [s.name for s in loaded.services] == ["preprocess"]
+    assert loaded.services[0].baseline_factor == 3
+
+    message = load_error(
+        tmp_path,
+        "pools:\n  - {name: a, node_group_id: g, services: [{name: llm, slo_p95_ms: 500}]}\n"
+        "services:\n  - {name: llm, slo_p95_ms: 200}\n",
+    )
+    assert "services ['llm'] are listed more than once" in message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,3 +55,43 @@ def test_dashboard_marks_an_unknown_route_as_an_error(base_url: str, tmp_path: P
         page.evaluate("fetch('no-such-route').catch(() => null)")
         page.wait_for_timeout(500)
     assert any("404" in error for error in console.errors), console.errors
+
+
+def test_dashboard_draws_the_call_chain_and_marks_the_bottleneck(base_url: str) -> None:
+    # gateway (no SLO) -> embedder (SLO 80 ms, takes 300 ms itself) -> generator (fast).
+    now = time.time_ns()
+    spans = []
+    for i in range(40):
+        start = now - (60 - i) * 1_000_000_000
+        spans += [
+            {"trace_id": f"b{i}", "span_id": "g", "service": "gateway", "start": start,
+             "duration_ms": 420},
+            {"trace_id": f"b{i}", "span_id": "e", "parent_span_id": "g", "service": "embedder",
+             "start": start + 10_000_000, "duration_ms": 400},
+            {"trace_id": f"b{i}", "span_id": "n", "parent_span_id": "e",
+             "service": "generator", "start": start + 20_000_000, "duration_ms": 100},
+        ]  # fmt: skip
+    pushed = httpx.post(f"{base_url}/signals/spans", json=spans, timeout=30)
+    assert pushed.status_code == 200, pushed.text
+    # Spans settle 5 s after arrival and are analysed every 2 s.
+    deadline = time.monotonic() + 30
+    while httpx.get(f"{base_url}/signals/chain", timeout=30).json()["bottlenecks"] != ["embedder"]:
+        assert time.monotonic() < deadline, "the analysis never blamed the embedder"
+        time.sleep(0.5)
+
+    with browser_page() as (page, console):
+        page.goto(f"{base_url}/", wait_until="domcontentloaded")
+        page.locator('body[data-state="ready"]').wait_for(timeout=30_000)
+        chain = page.locator("#bottlenecks svg.chain")
+        chain.wait_for(timeout=10_000)
+        assert chain.locator("g.service").count() == 3
+        assert chain.locator("line.edge").count() == 2
+        marked = chain.locator("g.service.bottleneck")
+        assert marked.count() == 1
+        assert marked.get_attribute("data-service") == "embedder"
+        assert marked.get_attribute("data-verdict") == "bottleneck"
+        assert "BOTTLENECK" in (marked.text_content() or "")
+        assert "bottleneck: embedder" in page.locator("#bottlenecks .summary").inner_text()
+        screenshot(page, "dashboard_chain.png")
+
+    assert console.errors == []

@@ -232,14 +232,90 @@
     section.dataset.state = "ready";
   }
 
+  // The call chain from /signals/chain: services in columns by depth from the roots,
+  // an arrow per caller -> callee edge, each box with p95 and own (exclusive) p95, the
+  // blamed services outlined and labelled with their verdict.
+  function drawChain(data) {
+    const services = data.services.filter((s) => (s.call_count || 0) > 0 || s.culprit);
+    if (!services.length) return el("p", { class: "muted" }, "no spans in the window yet");
+    const byName = new Map(services.map((s) => [s.service, s]));
+    const depth = new Map();
+    const roots = services.filter((s) => !(s.callers || []).some((c) => byName.has(c)));
+    const queue = (roots.length ? roots : services.slice(0, 1)).map((s) => [s.service, 0]);
+    while (queue.length) {
+      const [name, d] = queue.shift();
+      if (depth.has(name) || d > services.length) continue;
+      depth.set(name, d);
+      for (const callee of byName.get(name)?.callees || []) {
+        if (byName.has(callee)) queue.push([callee, d + 1]);
+      }
+    }
+    for (const s of services) if (!depth.has(s.service)) depth.set(s.service, 0);
+    const columns = [];
+    for (const s of services) {
+      const d = depth.get(s.service);
+      (columns[d] = columns[d] || []).push(s);
+    }
+    const W = 190, H = 74, GAP_X = 60, GAP_Y = 18;
+    const rows = Math.max(...columns.map((c) => (c ? c.length : 0)));
+    const width = columns.length * (W + GAP_X), height = rows * (H + GAP_Y) + 10;
+    const root = svg("svg", { class: "chain", viewBox: `0 0 ${width} ${height}`,
+      role: "img", "aria-label": "call chain" });
+    const defs = svg("defs");
+    const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5,
+      markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+    marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrowhead" }));
+    defs.append(marker);
+    root.append(defs);
+    const at = new Map();
+    columns.forEach((column, d) => (column || []).forEach((s, i) => {
+      at.set(s.service, { x: d * (W + GAP_X) + 5, y: i * (H + GAP_Y) + 5 });
+    }));
+    for (const edge of data.edges || []) {
+      const from = at.get(edge.caller), to = at.get(edge.callee);
+      if (!from || !to) continue;
+      root.append(svg("line", { class: "edge", x1: from.x + W, y1: from.y + H / 2,
+        x2: to.x, y2: to.y + H / 2, "marker-end": "url(#arrow)" }));
+    }
+    for (const s of services) {
+      const { x, y } = at.get(s.service);
+      const g = svg("g", { class: `service ${s.culprit ? "bottleneck" : ""} ${s.status || ""}`,
+        "data-service": s.service, "data-verdict": s.verdict || "" });
+      g.append(svg("rect", { x, y, width: W, height: H, rx: 6 }));
+      const lines = [
+        `${s.service}${s.pool ? ` · ${s.pool}` : " · no GPU pool"}`,
+        `p95 ${fmt(s.p95_ms)} ms · own ${fmt(s.own_p95_ms)} ms`,
+        `${s.threshold_ms ? `SLO ${fmt(s.threshold_ms)} ms · ` : ""}${s.call_count || 0} calls`,
+        s.culprit ? `BOTTLENECK: ${s.verdict.replaceAll("_", " ")}` : (s.verdict || "").replaceAll("_", " "),
+      ];
+      lines.forEach((text, i) => {
+        const t = svg("text", { x: x + 8, y: y + 17 + i * 16, class: i === 3 ? "verdict" : "" });
+        t.textContent = text;
+        g.append(t);
+      });
+      const title = svg("title");
+      title.textContent = s.note || s.service;
+      g.append(title);
+      root.append(g);
+    }
+    return root;
+  }
+
   async function renderBottlenecks() {
     if (!config.bottlenecks) return;
     const box = document.getElementById("bottlenecks");
     const body = box.querySelector(".body");
     try {
       const data = await getJSON(config.bottlenecks);
-      const pre = el("pre", {}, JSON.stringify(data, null, 2));
-      body.replaceChildren(pre);
+      if (Array.isArray(data.services) && Array.isArray(data.edges)) {
+        const names = data.bottlenecks.length ? data.bottlenecks.join(", ") : "none";
+        body.replaceChildren(
+          el("p", { class: "summary" }, `bottleneck: ${names} · analysed ${data.analysed_at || "not yet"}`),
+          drawChain(data),
+        );
+      } else {
+        body.replaceChildren(el("pre", {}, JSON.stringify(data, null, 2)));
+      }
     } catch (error) {
       body.replaceChildren(el("p", { class: "status error" }, String(error.message)));
     }

@@ -94,23 +94,12 @@ ROUTES: Final = (
     ("/v1/traces", PROTOBUF),
 )
 
-# Issue #13 item 2 (OTLP JSON bodies) is another engineer's: until it is merged these
-# may still 500 on /v1/traces with JSON; they pass (XPASS) once it is.
-ITEM_2 = {"nested_arrays", "nested_objects", "int_5000_digits", "otlp_int_5000_digits"}
-
 
 def _cases() -> list[object]:
     cases: list[object] = []
     for path, content_type in ROUTES:
         for name in BODIES:
-            marks = []
-            if path == "/v1/traces" and content_type == JSON and name in ITEM_2:
-                marks.append(pytest.mark.xfail(reason="#13 item 2, fixed on another branch"))
-            cases.append(
-                pytest.param(
-                    path, content_type, name, marks=marks, id=f"{path}-{content_type}-{name}"
-                )
-            )
+            cases.append(pytest.param(path, content_type, name, id=f"{path}-{content_type}-{name}"))
     return cases
 
 

@@ -7,6 +7,7 @@ import gzip
 import json
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
+from api.callchain.incremental import ChainWindow
 from api.main import create_app
 from api.service import Services
 from forecaster.config.pools import PoolsConfig
@@ -30,6 +32,12 @@ from forecaster.config.sections import ServiceSettings
 T0 = 1_714_564_800_000_000_000
 MS = 1_000_000
 PROTOBUF = "application/x-protobuf"
+
+
+@pytest.fixture
+def services(make_services: Callable[..., Services], clock: Any) -> Services:
+    """Services whose span window folds spans in at once (no settle delay)."""
+    return make_services(clock=clock, spans=ChainWindow(settle=timedelta(0)))
 
 
 @pytest.fixture
@@ -276,17 +284,26 @@ def test_span_list_push_reports_what_it_stored(client: TestClient) -> None:
     response = client.post("/signals/spans", json=chain(3, 50))
 
     assert response.status_code == 200
-    assert response.json() == {"accepted": 6, "evicted": 0, "window_spans": 6}
+    assert response.json() == {
+        "accepted": 6,
+        "evicted": 0,
+        "window_spans": 6,
+        "rejected": 0,
+        "rejected_reasons": [],
+    }
 
 
-def test_invalid_span_list_is_422_naming_index_and_field(client: TestClient) -> None:
+def test_a_span_list_without_a_valid_span_is_422_naming_index_and_field(
+    client: TestClient,
+) -> None:
     spans = chain(1, 50)
+    spans[0]["start"] = "yesterday"
     spans[1]["duration"] = 5
 
     response = client.post("/signals/spans", json=spans)
 
     assert response.status_code == 422
-    assert "1.duration" in response.json()["message"]
+    assert "span [1]: duration" in response.json()["message"]
 
 
 def test_span_list_of_other_content_type_is_415(client: TestClient) -> None:

@@ -87,11 +87,14 @@ def test_a_slow_leaf_is_the_culprit_and_its_callers_are_not_blamed() -> None:
 
     embedder, ranker, gateway = (result.services[n] for n in ("embedder", "ranker", "gateway"))
     assert (embedder.culprit, embedder.status, embedder.own_p95_ms) == (True, "slow", 150)
+    assert embedder.verdict == "bottleneck"
     # ceil(10 nodes x (150 / 100 - 1) x gain 0.5) = 3
     assert result.adjustments["h100-embed"].extra_nodes == 3
     assert "embedder p95 150 ms vs SLO 100 ms" in result.adjustments["h100-embed"].reason
     assert (ranker.status, ranker.culprit) == ("slow", False)
-    assert ranker.own_p95_ms == pytest.approx(120)  # 170 - embedder's 50 ms excess
+    assert ranker.residual_p95_ms == pytest.approx(120)  # 170 - embedder's 50 ms excess
+    assert ranker.own_p95_ms == pytest.approx(20)  # exclusive time, not callee-inflated
+    assert ranker.verdict == "waiting_on_callee"
     assert (gateway.status, gateway.culprit) == ("slow", False)
     assert result.adjustments["a100-rank"].extra_nodes == 0
     assert result.adjustments["cpu-gw"].extra_nodes == 0
@@ -112,7 +115,7 @@ def test_a_slow_middle_service_scales_its_slow_downstream_with_it() -> None:
     adjustments = result.adjustments
     # own = max(120, 270 - 50) = 220 > 150: ranker is a culprit too.
     assert services["ranker"].culprit
-    assert services["ranker"].own_p95_ms == pytest.approx(220)
+    assert services["ranker"].residual_p95_ms == pytest.approx(220)
     # ceil(6 x (220 / 150 - 1) x 0.5) = ceil(1.4) = 2
     assert adjustments["a100-rank"].extra_nodes == 2
     # embedder: its own 0.5 excess beats ranker's 0.47: ceil(10 x 0.5 x 0.5) = 3
@@ -186,9 +189,14 @@ def test_without_an_slo_a_service_is_judged_against_its_baseline() -> None:
     )
     assert search.culprit
     assert search.pool is None
-    assert "no pool lists it" in search.note
-    # ranker (130 of 150 ms, near) is downstream: ceil(6 x (250 / 200 - 1) x 0.5) = 1
-    assert result.adjustments["a100-rank"].extra_nodes == 1
+    assert search.verdict == "outside_gpu_pools"
+    assert "bottleneck outside every GPU pool" in search.note
+    assert search.slows_pools == ("a100-rank",)
+    # ranker (130 of 150 ms, near) is downstream, but a CPU bottleneck never buys GPUs:
+    # its pool is told why instead.
+    rank = result.adjustments["a100-rank"]
+    assert rank.extra_nodes == 0
+    assert "search p95 250 ms" in rank.reason
     # The baseline is frozen while the service is slow against it.
     assert result.baselines.get("search") == ready.get("search")
 
@@ -261,3 +269,91 @@ def test_from_spans_to_adjustment_blames_the_slow_leaf() -> None:
     assert result.adjustments["h100-embed"].extra_nodes == 2  # ceil(10 x 0.4 x 0.5)
     assert result.adjustments["a100-rank"].extra_nodes == 0
     assert json.loads(json.dumps(result.to_dict()))["pools"]["h100-embed"]["extra_nodes"] == 2
+
+
+def test_an_idle_pool_slow_only_waiting_downstream_is_not_called_not_gpu_bound() -> None:
+    # The case: embedder slow with busy GPUs, ranker's pool idle at 15 %.
+    stats = [st("ranker", 170, 20, ("embedder",)), st("embedder", 150, 150)]
+
+    result = run(stats, gpu_util={**BUSY, "a100-rank": 15.0})
+
+    rank = result.adjustments["a100-rank"]
+    assert not rank.not_gpu_bound
+    assert rank.extra_nodes == 0
+    assert "not blamed" in rank.reason
+    assert "not GPU-bound" not in rank.reason
+    assert result.services["ranker"].verdict == "waiting_on_callee"
+    assert result.adjustments["h100-embed"].extra_nodes == 3
+    assert result.services["embedder"].verdict == "bottleneck"
+
+
+def test_a_blamed_service_on_idle_gpus_is_not_gpu_bound() -> None:
+    result = run([st("embedder", 150, 150)], gpu_util={**BUSY, "h100-embed": 15.0})
+
+    assert result.services["embedder"].verdict == "not_gpu_bound"
+    assert result.adjustments["h100-embed"].not_gpu_bound
+
+
+def test_a_cpu_service_with_its_own_slo_is_a_bottleneck_outside_gpu_pools() -> None:
+    # gateway -> preprocess (CPU, no pool) -> ranker -> embedder; preprocess is slow.
+    stats = [
+        st("gateway", 900, 20, ("preprocess",)),
+        st("preprocess", 800, 600, ("ranker",)),
+        st("ranker", 120, 20, ("embedder",)),
+        st("embedder", 90, 90),
+    ]
+    pools = [pool("a100-rank", ("ranker", 150)), pool("h100-embed", ("embedder", 100))]
+
+    result = analyse(
+        {s.service: s for s in stats},
+        pools,
+        current_nodes=NODES,
+        gpu_util=BUSY,
+        baselines=BaselineState(),
+        now=NOW,
+        services=[ServiceConfig(name="preprocess", slo_p95_ms=300)],
+    )
+
+    pre = result.services["preprocess"]
+    assert (pre.pool, pre.threshold_source, pre.culprit) == (None, "slo", True)
+    assert pre.verdict == "outside_gpu_pools"
+    assert pre.own_p95_ms == 600
+    assert pre.slows_pools == ("a100-rank", "h100-embed")
+    for name in ("a100-rank", "h100-embed"):
+        adjustment = result.adjustments[name]
+        assert adjustment.extra_nodes == 0
+        assert "preprocess p95 800 ms vs SLO 300 ms" in adjustment.reason
+        assert "buying GPU nodes will not help" in adjustment.reason
+
+
+def test_per_service_baseline_factor_and_per_pool_idle_threshold() -> None:
+    ready = BaselineState({"embedder": Baseline(50.0, NOW - timedelta(minutes=1), updates=10)})
+    pools = [
+        PoolConfig(
+            name="h100-embed",
+            node_group_id="asg-embed",
+            gpu_idle_below=10,
+            services=[ServiceConfig(name="embedder", baseline_factor=4)],
+        )
+    ]
+    # 170 ms is slow by the default factor 2 (> 100 ms), only near by this service's 4.
+    calm = analyse(
+        {"embedder": st("embedder", 170, 170)},
+        pools,
+        current_nodes=NODES,
+        gpu_util={"h100-embed": 90.0},
+        baselines=ready,
+        now=NOW,
+    )
+    assert calm.services["embedder"].threshold_ms == 200
+    assert calm.services["embedder"].status == "near"
+    result = analyse(
+        {"embedder": st("embedder", 1500, 1500)},
+        pools,
+        current_nodes=NODES,
+        gpu_util={"h100-embed": 15.0},  # idle by the default 40 %, busy by this pool's 10 %
+        baselines=ready,
+        now=NOW,
+    )
+    assert result.adjustments["h100-embed"].extra_nodes > 0
+    assert not result.adjustments["h100-embed"].not_gpu_bound

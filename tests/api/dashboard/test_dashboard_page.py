@@ -69,7 +69,7 @@ def test_page_lists_every_pool_and_links_json_routes(client: TestClient) -> None
         assert href in page.hrefs
     config = json.loads(page.config_text)
     assert config["pool_names"] == ["alpha", "beta"]
-    assert config["bottlenecks"] is None
+    assert config["bottlenecks"] == "signals/chain"  # the app's call-chain route
     # Every link and route of the page resolves against the page's URL ("/").
     local = [href for href in page.hrefs if not href.startswith("data:")]
     for path in [*local, *page.scripts, config["recommendation"], config["pools"]]:
@@ -138,11 +138,11 @@ def test_render_escapes_names_and_script_end() -> None:
     assert config["bottlenecks"] == "callchain/bottlenecks"
 
 
-def test_page_links_bottlenecks_when_the_app_has_that_route(client: TestClient) -> None:
-    app = client.app
-    app.add_api_route("/callchain/bottlenecks", lambda: {"bottlenecks": []})  # type: ignore[attr-defined]
+def test_page_links_the_call_chain_route(client: TestClient) -> None:
     config = json.loads(parse(client.get("/").text).config_text)
-    assert config["bottlenecks"] == "callchain/bottlenecks"
+    assert config["bottlenecks"] == "signals/chain"
+    chain = client.get(f"/{config['bottlenecks']}").json()
+    assert {"services", "edges", "bottlenecks"} <= set(chain)
 
 
 def test_history_window_is_bounded_by_hours(client: TestClient) -> None:

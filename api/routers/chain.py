@@ -1,0 +1,55 @@
+"""``GET /signals/chain``: the call chain as the latest analysis sees it.
+
+Read from the background analysis (:mod:`api.latency`), never computed on the request:
+the route costs a copy of the latest result whatever the span rate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from api.deps import ServiceDep
+from api.latency import LatencyTracker
+
+router = APIRouter(tags=["signals"])
+
+_SERVICE_FIELDS = (
+    "service, pool, span_count, call_count, p50_ms, p95_ms, self_p50_ms, self_p95_ms, "
+    "own_p95_ms (= self_p95_ms: exclusive time, duration minus time in callees), "
+    "residual_p95_ms, callers, callees, error_count, threshold_ms, threshold_source, "
+    "status, culprit, verdict, scaled_with, slows_pools, extra_nodes, note"
+)
+
+
+@router.get(
+    "/signals/chain",
+    summary="The call chain: per-service latency, callers and callees, blame and verdict",
+    responses={
+        200: {
+            "description": "analysed_at, window_seconds, services (each: "
+            + _SERVICE_FIELDS
+            + "), edges [{caller, callee}], bottlenecks (blamed services), pools "
+            "{extra_nodes, reason, not_gpu_bound}"
+        }
+    },
+)
+async def get_chain(request: Request, service: ServiceDep) -> JSONResponse:
+    """Return every service seen in the span window or configured with an SLO.
+
+    ``verdict`` is one of ``bottleneck`` (blamed, on a GPU-bound pool),
+    ``not_gpu_bound`` (blamed, its pool's GPUs idle), ``outside_gpu_pools`` (blamed, on
+    no GPU pool: buying GPUs will not help), ``waiting_on_callee`` (slow only because a
+    callee is), ``scaled_with_upstream``, ``ok``, ``near``, ``insufficient_data`` or
+    ``unjudged``.
+    """
+    tracker: LatencyTracker | None = getattr(request.app.state, "latency", None)
+    body: dict[str, Any] = (
+        tracker.chain()
+        if tracker is not None
+        else {"analysed_at": None, "services": [], "edges": [], "bottlenecks": [], "pools": {}}
+    )
+    body["spans_in_window"] = len(service.services.spans)
+    return JSONResponse(body)

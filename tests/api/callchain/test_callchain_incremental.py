@@ -1,0 +1,91 @@
+"""ChainWindow: incremental sketches agree with the exact statistics of the same spans."""
+
+from __future__ import annotations
+
+import math
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from api.callchain import Span, service_stats
+from api.callchain.incremental import ChainWindow
+
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+T0 = 1_714_564_800_000_000_000
+MS = 1_000_000
+
+
+def _trace(i: int, rng: random.Random) -> list[Span]:
+    """gateway -> ranker -> llm, with random durations; ranker also calls cache twice."""
+    start = T0 + i * 50 * MS
+    llm = rng.randint(100, 400) * MS
+    rank_own = rng.randint(5, 30) * MS
+    return [
+        Span(f"t{i}", "g", None, "gateway", "GET", start, start + rank_own + llm + 40 * MS),
+        Span(f"t{i}", "r", "g", "ranker", "rank", start + 10 * MS, start + 10 * MS + rank_own + llm),  # noqa: E501
+        Span(f"t{i}", "c1", "r", "cache", "get", start + 11 * MS, start + 12 * MS),
+        Span(f"t{i}", "l", "r", "llm", "gen", start + 12 * MS, start + 12 * MS + llm,
+             status="error" if i % 10 == 0 else "unset"),
+    ]  # fmt: skip
+
+
+def test_sketched_statistics_match_the_exact_ones_within_the_sketch_accuracy() -> None:
+    rng = random.Random(7)
+    spans = [s for i in range(2000) for s in _trace(i, rng)]
+    window = ChainWindow(settle=timedelta(seconds=1))
+    # Children and parents arrive in separate batches, children first, as an SDK sends.
+    for n in range(0, len(spans), 64):
+        batch = spans[n : n + 64]
+        window.add([s for s in batch if s.parent_span_id], NOW)
+        window.add([s for s in batch if not s.parent_span_id], NOW + timedelta(milliseconds=500))
+
+    before = window.stats(NOW + timedelta(milliseconds=900))
+    got = window.stats(NOW + timedelta(seconds=2))
+    want = service_stats(spans)
+
+    assert before == {}  # nothing has settled yet
+    assert set(got) == set(want)
+    for name, exact in want.items():
+        sketched = got[name]
+        assert (sketched.span_count, sketched.call_count, sketched.error_count) == (
+            exact.span_count,
+            exact.call_count,
+            exact.error_count,
+        )
+        assert (sketched.callers, sketched.callees) == (exact.callers, exact.callees)
+        for attr in ("p50_ms", "p95_ms", "self_p50_ms", "self_p95_ms"):
+            # 0.1 % sketch accuracy plus the gap between neighbouring order statistics.
+            assert getattr(sketched, attr) == pytest.approx(getattr(exact, attr), rel=0.01), (
+                name,
+                attr,
+            )
+    assert len(window) == len(spans)
+
+
+def test_window_expires_by_arrival_and_counts_a_resent_span_once() -> None:
+    window = ChainWindow(max_age=timedelta(minutes=1), settle=timedelta(0))
+    span = Span("t", "a", None, "svc", "op", T0, T0 + 100 * MS)
+    window.add([span], NOW)
+    window.stats(NOW)
+    window.add([span], NOW + timedelta(seconds=1))  # a retry after it settled
+
+    assert window.stats(NOW + timedelta(seconds=2))["svc"].call_count == 1
+    assert window.stats(NOW + timedelta(seconds=71)) == {}
+    assert len(window) == 0
+
+
+def test_self_time_is_exclusive_of_parallel_callees() -> None:
+    window = ChainWindow(settle=timedelta(0))
+    window.add(
+        [
+            Span("t", "p", None, "api", "op", T0, T0 + 110 * MS),
+            Span("t", "a", "p", "db", "q", T0 + 5 * MS, T0 + 105 * MS),
+            Span("t", "b", "p", "db2", "q", T0 + 5 * MS, T0 + 105 * MS),
+        ],
+        NOW,
+    )
+    api = window.stats(NOW)["api"]
+    assert api.self_p95_ms == pytest.approx(10, rel=0.002)
+    assert api.p95_ms == pytest.approx(110, rel=0.002)
+    assert math.isnan(window.stats(NOW)["db"].self_p50_ms) is False
