@@ -442,7 +442,8 @@ def combine(paths: Sequence[Path], output: Path | None) -> int:
     runs = [json.loads(p.read_text()) for p in paths]
     payload: dict[str, Any] = {
         "params": [r["params"] for r in runs],
-        "fit_seconds": {k: v for r in runs for k, v in r["fit_seconds"].items()},
+        "combination": [r.get("combination") for r in runs],
+        "fit_seconds": {k: v for r in runs for k, v in r.get("fit_seconds", {}).items()},
         "windows": {},
         "protocol": __doc__,
     }
