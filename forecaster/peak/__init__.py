@@ -5,10 +5,12 @@ trains one global gradient-boosted quantile model per lead and quantile on every
 ``<pool>/demand_gpus`` series (each in its own volatility scale, with the pool's
 queue depth, arrivals and utilisation as covariates); ``predict_peak(frame)`` returns
 ``unique_id, ds, lead, last, scale, q<level>...``. :class:`AdaptiveConformal`
-calibrates each series' quantiles online from realised peaks.
+calibrates each series' quantiles online from realised peaks; :func:`combine_bounds`
+mixes them online with a reference bound by realised pinball loss.
 """
 
 from forecaster.peak.calibration import AdaptiveConformal, aci_offsets, calibrate
+from forecaster.peak.combine import combine_bounds, expert_weights
 from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.peak.scale import recent_scale
 from forecaster.peak.target import lead_headroom, lead_peak
@@ -22,6 +24,8 @@ __all__ = [
     "PeakQuantileForecaster",
     "aci_offsets",
     "calibrate",
+    "combine_bounds",
+    "expert_weights",
     "lead_headroom",
     "lead_peak",
     "recent_scale",

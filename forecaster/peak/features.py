@@ -15,6 +15,11 @@ For a target series ``y`` with scale ``s`` (``scale.py``), at origin ``t``:
   changes over ``s``, and its share of the target); arrivals, pending jobs and GPU
   utilisation relative to their own trailing-day mean (level, 1- and 3-step changes).
 
+With ``flat=True``, three features for pools whose demand is unchanged on most
+steps (the headroom is exactly 0 there, a point mass the quantile must see):
+steps since the last change of any size, the 2-hour share of unchanged steps, and
+the trailing-day share of realised 1-step headrooms that were <= 0.
+
 Every statistic is trailing, so a feature at ``t`` never reads ``y[t+1:]``.
 """
 
@@ -34,7 +39,10 @@ SHORT_WINDOW = 12
 """Steps of the short volatility window (2 hours at 10 min)."""
 
 
-def feature_names(leads: Sequence[int]) -> list[str]:
+FLAT_FEATURES: tuple[str, ...] = ("since_change", "flat_share_short", "no_rise_share")
+
+
+def feature_names(leads: Sequence[int], flat: bool = False) -> list[str]:
     """Return the feature columns, in order, for the given leads."""
     names = [f"change_{k}" for k in CHANGE_STEPS]
     names += ["vol_short", *(f"vol_lead_{lead}" for lead in leads)]
@@ -43,6 +51,8 @@ def feature_names(leads: Sequence[int]) -> list[str]:
     names += ["queue", "queue_change_1", "queue_change_3", "queue_share"]
     for role in ROLES[1:]:
         names += [f"{role}", f"{role}_change_1", f"{role}_change_3"]
+    if flat:
+        names += list(FLAT_FEATURES)
     return names
 
 
@@ -61,7 +71,7 @@ def _steps_since(event: np.ndarray, cap: int) -> FloatArray:
 
 
 def series_features(
-    item: SeriesInput, leads: Sequence[int], day: int
+    item: SeriesInput, leads: Sequence[int], day: int, flat: bool = False
 ) -> tuple[FloatArray, FloatArray]:
     """Return ``(X, scale)`` for every origin of one series.
 
@@ -69,9 +79,10 @@ def series_features(
         item: the target series and its covariates.
         leads: the lead times (steps) the model forecasts.
         day: steps in a day.
+        flat: add the point-mass features (``FLAT_FEATURES``).
 
     Returns:
-        ``X`` of shape ``(n, len(feature_names(leads)))`` and the scale per origin.
+        ``X`` of shape ``(n, len(feature_names(leads, flat)))`` and the scale per origin.
     """
     y = item.y
     s = recent_scale(y, day)
@@ -96,7 +107,19 @@ def series_features(
     cols += _queue_features(item.covariates.get("queue"), y, s)
     for role in ROLES[1:]:
         cols += _relative_features(item.covariates.get(role), len(y), day)
+    if flat:
+        cols += _flat_features(y, change, day)
     return np.column_stack(cols).astype(np.float64), s
+
+
+def _flat_features(y: FloatArray, change: pd.Series, day: int) -> list[FloatArray]:
+    """Steps since any change, 2-hour unchanged share, day share of no-rise next steps."""
+    since = _steps_since((change.fillna(0.0) != 0.0).to_numpy(), day)
+    flat_short = (change == 0).astype(float).rolling(SHORT_WINDOW, min_periods=1).mean()
+    # The 1-step headroom of origin t - 1 is realised at t: y[t] - y[t-1] = change[t].
+    no_rise = (change <= 0).astype(float).where(change.notna())
+    share = no_rise.rolling(day, min_periods=1).mean().to_numpy()
+    return [since, flat_short.to_numpy(), share]
 
 
 def _queue_features(queue: FloatArray | None, y: FloatArray, s: FloatArray) -> list[FloatArray]:
