@@ -47,7 +47,11 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/cli_startup.py
 	$(BIN)/python benchmarks/forecast_accuracy.py
 	$(BIN)/python benchmarks/decision_quality.py
+	$(BIN)/python benchmarks/peak_quantile.py
 	$(BIN)/python benchmarks/api_load.py
+	$(BIN)/python benchmarks/api_load.py --scenario mixed
+	$(BIN)/python benchmarks/api_load.py --scenario traces
+	$(BIN)/python benchmarks/grpc_expander.py
 	$(BIN)/python benchmarks/training_scale.py --sizes 10 100 1000 --budget-s 900
 
 clean:
