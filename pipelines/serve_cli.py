@@ -9,6 +9,7 @@ of the local store.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import ipaddress
 from collections.abc import Iterator
@@ -113,7 +114,13 @@ def serve_command(
             gc.collect()
             gc.freeze()
             server_settings = settings.service
-            uvicorn.Server(server_config(application, server_settings, host=host, port=port)).run()
+            server = uvicorn.Server(
+                server_config(application, server_settings, host=host, port=port)
+            )
+            # uvicorn re-raises the Ctrl-C / SIGINT it shut down on; that is a clean stop
+            # (as uvicorn.run treats it), not an abort with exit code 130.
+            with contextlib.suppress(KeyboardInterrupt):
+                server.run()
 
 
 def is_loopback(host: str) -> bool:

@@ -154,6 +154,7 @@ def topology(pg_admin: URL, tmp_path: Path) -> Iterator[Topology]:
                     "mlflow_tracking_uri": mlflow_uri,
                     "horizon": 12,
                     "backtest_windows": 2,
+                    "heldout_windows": 1,
                     "horizons": ["10min", "1h"],
                     "selection_horizon": "1h",
                     "model_set": "fast",
