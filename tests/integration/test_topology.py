@@ -247,7 +247,7 @@ def test_retrained_models_reach_every_replica(topology: Topology) -> None:
     assert len(executed) == 2, executed
     assert sum(executed.values()) > 0, f"no task ran on the Dask workers: {executed}"
     trained = (topology.root / "train.log").read_text()
-    assert f"open {topology.mlflow_uri}/#/experiments" in trained
+    assert f"Review it at {topology.mlflow_uri}/#/experiments/" in trained
     assert "--backend-store-uri http" not in trained
     experiment = client.get_experiment_by_name("foresight")
     assert experiment is not None
