@@ -31,7 +31,10 @@ from forecaster.config.pools import PoolConfig
 
 
 def _settings(pool: PoolConfig) -> dict[str, float]:
-    return {
+    rule = {}
+    if pool.waiting_cost_ratio is not None and pool.quantile_rule == "newsvendor":
+        rule["waiting_cost_ratio"] = pool.waiting_cost_ratio
+    return rule | {
         "gpus_per_node": pool.gpus_per_node,
         "min_nodes": pool.min_nodes,
         "max_nodes": pool.max_nodes,

@@ -174,8 +174,14 @@ def summarise(
     if stages.mode == "reactive":
         parts.append(f"reactive mode: {health_detail}")
     elif peak_gpus is not None and level is not None:
+        rule = ""
+        if "waiting_cost_ratio" in settings:
+            rule = (
+                f" (the newsvendor quantile: a waiting GPU-hour costs "
+                f"{settings['waiting_cost_ratio']:g}x an idle one)"
+            )
         parts.append(
-            f"the q{level:g} demand forecast peaks at {peak_gpus:.4g} GPUs within the lead "
+            f"the q{level:g} demand forecast{rule} peaks at {peak_gpus:.4g} GPUs within the lead "
             "time plus one step; "
             f"at {gpn} GPUs per node and {settings['target_utilisation']:.0%} target "
             f"utilisation that is {stages.forecast_nodes} nodes"

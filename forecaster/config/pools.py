@@ -11,6 +11,7 @@ provider reports: :mod:`forecaster.config.node_groups`); see
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -98,6 +99,23 @@ def parse_duration(value: Any) -> Any:
             raise ValueError(f"unknown unit {unit!r} in duration {value!r}; use s, m, min, h or d")
         total += float(amount) * _UNITS[unit]
     return sign * total
+
+
+NEWSVENDOR_MAX = 0.999
+"""The highest quantile the cost rule gives (a huge ratio would otherwise round to 1)."""
+
+
+def newsvendor_quantile(waiting_cost_ratio: float) -> float:
+    """Return ``c_wait / (c_wait + c_idle)`` for ``c_wait / c_idle = waiting_cost_ratio``.
+
+    Provisioning ``b`` GPUs for a peak ``D`` costs ``c_idle`` per GPU of ``b - D`` left
+    idle and ``c_wait`` per GPU of ``D - b`` left waiting; the expected cost is least at
+    the ``c_wait / (c_wait + c_idle)`` quantile of ``D`` (the newsvendor rule), capped
+    at :data:`NEWSVENDOR_MAX`.
+    """
+    if not waiting_cost_ratio > 0:
+        raise ValueError(f"waiting_cost_ratio must be > 0, got {waiting_cost_ratio}")
+    return min(NEWSVENDOR_MAX, waiting_cost_ratio / (1.0 + waiting_cost_ratio))
 
 
 class _Strict(BaseModel):
@@ -214,7 +232,14 @@ class PoolConfig(_Strict):
         gt=0,
         lt=1,
         description="the demand forecast quantile the policy provisions for, in (0, 1); "
-        "higher means fewer waits and more cost",
+        "higher means fewer waits and more cost; set, it overrides waiting_cost_ratio",
+    )
+    waiting_cost_ratio: float | None = Field(
+        default=None,
+        gt=0,
+        description="what one GPU-hour of waiting work costs relative to one idle GPU-hour, "
+        "a number > 0; unless quantile is set, the policy provisions at the newsvendor "
+        "quantile ratio / (1 + ratio)",
     )
     signals: dict[str, SignalSource] = Field(
         default_factory=_default_signals,
@@ -234,6 +259,29 @@ class PoolConfig(_Strict):
         description="GPU utilisation (0-100) under which a slow service of the pool is not "
         "GPU-bound (unset: the deployment's callchain.gpu_idle_below)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _newsvendor_quantile(cls, data: Any) -> Any:
+        # The cost rule fills the quantile only where none is given: quantile overrides.
+        if not isinstance(data, Mapping) or "quantile" in data:
+            return data
+        raw = data.get("waiting_cost_ratio")
+        try:
+            ratio = float(raw) if raw is not None and not isinstance(raw, bool) else math.nan
+        except (TypeError, ValueError):
+            return data  # the field's own validation names the bad value
+        if math.isfinite(ratio) and ratio > 0:
+            return {**data, "quantile": newsvendor_quantile(ratio)}
+        return data
+
+    @property
+    def quantile_rule(self) -> str:
+        """Where the quantile comes from: ``newsvendor`` (the cost ratio) or ``quantile``."""
+        ratio = self.waiting_cost_ratio
+        if ratio is not None and self.quantile == newsvendor_quantile(ratio):
+            return "newsvendor"
+        return "quantile"
 
     @field_validator("lead_time", mode="before")
     @classmethod

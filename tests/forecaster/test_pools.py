@@ -269,3 +269,17 @@ def test_services_outside_pools_are_listed_once(tmp_path: Path) -> None:
         "services:\n  - {name: llm, slo_p95_ms: 200}\n",
     )
     assert "services ['llm'] are listed more than once" in message
+
+
+def test_the_newsvendor_quantile_follows_the_cost_ratio() -> None:
+    from forecaster.config.pools import NEWSVENDOR_MAX, PoolConfig, newsvendor_quantile
+
+    base = {"name": "a100", "node_group_id": "a100-asg"}
+    assert PoolConfig.model_validate(base | {"waiting_cost_ratio": 4}).quantile == 0.8
+    assert PoolConfig.model_validate(base | {"waiting_cost_ratio": "1"}).quantile == 0.5
+    assert PoolConfig.model_validate(base | {"waiting_cost_ratio": 1e6}).quantile == NEWSVENDOR_MAX
+    assert PoolConfig.model_validate(base).quantile_rule == "quantile"
+    with pytest.raises(ValueError, match="> 0"):
+        newsvendor_quantile(0.0)
+    with pytest.raises(ValueError, match="waiting_cost_ratio"):
+        PoolConfig.model_validate(base | {"waiting_cost_ratio": -2})
