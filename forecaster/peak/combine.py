@@ -29,6 +29,48 @@ def pinball(peak: FloatArray, bound: FloatArray, level: float) -> FloatArray:
     return np.asarray(np.maximum(level * diff, (level - 1.0) * diff))
 
 
+TUNED_ETA = 100.0
+"""Combination sharpness chosen on the tune window of ``benchmarks/peak_quantile.py``."""
+TUNED_HALFLIFE = 144.0
+"""Loss half-life in steps chosen with :data:`TUNED_ETA` on the same tune window."""
+
+
+class DiscountedExperts:
+    """The model's weight, fed one realised pair of losses at a time.
+
+    ``weight()`` is ``1 / (1 + exp(-eta * (R - M)))`` of the discounted mean losses seen
+    so far (1/2 before any). Feed :meth:`observe` only with losses of forecasts whose
+    peak is realised: the caller owns the lead-time discipline.
+
+    Args:
+        eta: how sharply the weight follows the loss difference (0: always 1/2).
+        halflife: observations after which a loss counts half.
+    """
+
+    def __init__(self, eta: float, halflife: float) -> None:
+        if eta < 0.0 or halflife <= 0.0:
+            raise ValueError(f"need eta >= 0 and halflife > 0; got {eta}, {halflife}")
+        self.eta = eta
+        self.decay = 0.5 ** (1.0 / halflife)
+        self._seen = 0.0
+        self._model = 0.0
+        self._reference = 0.0
+
+    def observe(self, loss_model: float, loss_reference: float) -> None:
+        """Fold one realised pair of losses in; a pair with a NaN is skipped."""
+        if not (np.isfinite(loss_model) and np.isfinite(loss_reference)):
+            return
+        self._seen = self.decay * self._seen + 1.0
+        self._model += (loss_model - self._model) / self._seen
+        self._reference += (loss_reference - self._reference) / self._seen
+
+    def weight(self) -> float:
+        """Return the model's weight now."""
+        if self._seen == 0.0:
+            return 0.5
+        return float(1.0 / (1.0 + np.exp(-self.eta * (self._reference - self._model))))
+
+
 def expert_weights(
     loss_model: FloatArray, loss_reference: FloatArray, lead: int, eta: float, halflife: float
 ) -> FloatArray:
@@ -44,22 +86,17 @@ def expert_weights(
         eta: how sharply the weight follows the loss difference (0: always 1/2).
         halflife: steps after which a realised loss counts half.
     """
-    if lead < 1 or eta < 0.0 or halflife <= 0.0:
-        raise ValueError(f"need lead >= 1, eta >= 0, halflife > 0; got {lead}, {eta}, {halflife}")
-    decay = 0.5 ** (1.0 / halflife)
+    if lead < 1:
+        raise ValueError(f"need lead >= 1; got {lead}")
+    experts = DiscountedExperts(eta, halflife)
     lm = np.asarray(loss_model, dtype=np.float64)
     lr = np.asarray(loss_reference, dtype=np.float64)
     out = np.full(len(lm), 0.5)
-    mean_m = mean_r = 0.0
-    seen = 0.0
     for t in range(len(lm)):
         s = t - lead  # the newest origin whose peak is realised by t
-        if s >= 0 and np.isfinite(lm[s]) and np.isfinite(lr[s]):
-            seen = decay * seen + 1.0
-            mean_m += (lm[s] - mean_m) / seen
-            mean_r += (lr[s] - mean_r) / seen
-        if seen > 0.0:
-            out[t] = 1.0 / (1.0 + np.exp(-eta * (mean_r - mean_m)))
+        if s >= 0:
+            experts.observe(float(lm[s]), float(lr[s]))
+        out[t] = experts.weight()
     return out
 
 
@@ -70,8 +107,8 @@ def combine_bounds(
     scale: FloatArray,
     level: float,
     lead: int,
-    eta: float = 10.0,
-    halflife: float = 288.0,
+    eta: float = TUNED_ETA,
+    halflife: float = TUNED_HALFLIFE,
 ) -> FloatArray:
     """Return the online combination of two bounds of consecutive origins of one series.
 

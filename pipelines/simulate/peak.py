@@ -1,0 +1,281 @@
+"""The peak-quantile forecaster replayed: quantiles of the lead-time peak, from the past only.
+
+:class:`PeakReplayForecaster` is a :class:`~pipelines.simulate.replay_forecast.ReplayForecaster`
+built on :class:`forecaster.peak.PeakQuantileForecaster`. For a replayed series it holds
+the series' *fleet*: a long frame ``unique_id, ds, y`` with the replayed demand
+(``target``), its pool's covariates (queue depth, pending jobs, arrivals) and the
+other pools the global model learns from, on the replay's step. Then:
+
+- **Fit** (daily, at midnight ``D``): one global model per quantile level of the
+  sweep, trained on the fleet's rows before ``D``; it forecasts every origin of the
+  day ``[D, D + 1 day)`` from rows up to each origin (the features are trailing).
+- **Calibrate** (every step): per level, adaptive conformal inference
+  (:class:`forecaster.peak.AdaptiveConformal`) learns from each forecast once its
+  peak is realised, ``L`` steps later.
+- **Combine** (every step): per level, the calibrated bound is mixed with the
+  trailing-day empirical quantile of realised headroom (what persistence + k sd
+  provisions) by their discounted realised pinball losses
+  (:class:`forecaster.peak.combine.DiscountedExperts`), so a pool where the model is
+  worse falls back to the reference.
+
+The quantity is the one a decision needs: the ``q`` quantile of the peak over the
+lead time, ``max(y[t+1 .. t+L])`` with ``L`` the pool's lead time in steps (capacity
+asked for now arrives at ``t + L``; what it must cover until then is the peak; the
+next step's decision covers the step after). Every point of the returned path carries
+that bound, so the policy's window peak is exactly it.
+
+No look-ahead: the fleet rows read at step ``t`` are those up to ``t`` (training:
+before the day's midnight); a peak is learnt from only once all of it is observed.
+The forecaster checks at every step that the fleet's target equals the replayed
+demand, so it cannot silently forecast a different series. Fits and the day's raw
+forecasts are cached, so the replays of a quantile sweep pay for them once; the online
+state (calibration, combination) restarts with every replay, warmed up on the
+``warmup`` before the replay's first step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from forecaster.exceptions import DataValidationError, InsufficientHistoryError
+from forecaster.peak import AdaptiveConformal, PeakQuantileForecaster
+from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE, DiscountedExperts, pinball
+from forecaster.peak.types import SCALE
+from forecaster.types import DS, UID, Y, quantile_column
+from pipelines.simulate.replay_forecast import PointForecast
+from pipelines.simulate.types import FloatArray, History
+
+DAY = pd.Timedelta(days=1)
+ModelCache = dict[tuple[int, pd.Timestamp], PeakQuantileForecaster | None]
+"""Daily fits by ``(horizon, midnight)``; None where there was too little history."""
+_TOLERANCE = 1e-6
+
+
+class _Online:
+    """Calibration and combination state of one replay, for every level at once."""
+
+    def __init__(self, levels: Sequence[float], horizon: int, day: int, eta: float, hl: float):
+        self.levels = list(levels)
+        self.horizon = horizon
+        self.aci = [AdaptiveConformal(q, horizon) for q in self.levels]
+        self.experts = [DiscountedExperts(eta, hl) for _ in self.levels]
+        self.headroom: deque[float] = deque(maxlen=day)
+        self.issued: deque[tuple[FloatArray, FloatArray, FloatArray, float]] = deque()
+        self.position = -1
+        self.bounds: FloatArray = np.empty(0)
+
+
+class PeakReplayForecaster:
+    """Lead-time peak quantiles of one replayed series from a global model of its fleet.
+
+    Args:
+        fleet: long frame ``unique_id, ds, y`` (UTC, one regular step equal to the
+            replay's) holding ``target`` and whatever the model learns from; rows after
+            the replay's current step are never read.
+        target: the replayed series' id, ``<pool>/<signal>``, whose values must equal
+            the replayed demand.
+        levels: the quantile levels a replay may ask for (one model per level is fitted).
+        params: keyword arguments of :class:`forecaster.peak.PeakQuantileForecaster`.
+        calibrate: adapt each level online by ACI.
+        combine: mix with the trailing-day empirical quantile by realised loss.
+        warmup: history before the replay the online state learns on.
+        eta: combination sharpness.
+        halflife: combination loss half-life, in steps.
+        models: a cache of daily fits to share between forecasters of the same fleet
+            (the pools of one fleet share one global model per day).
+    """
+
+    def __init__(
+        self,
+        fleet: pd.DataFrame,
+        target: str,
+        levels: Sequence[float],
+        *,
+        params: Mapping[str, Any] | None = None,
+        calibrate: bool = True,
+        combine: bool = True,
+        warmup: timedelta = timedelta(days=1),
+        eta: float = TUNED_ETA,
+        halflife: float = TUNED_HALFLIFE,
+        models: ModelCache | None = None,
+    ) -> None:
+        missing = [c for c in (UID, DS, Y) if c not in fleet.columns]
+        if missing:
+            raise DataValidationError(f"the fleet frame lacks columns {missing}")
+        rows = fleet[fleet[UID] == target].sort_values(DS)
+        if rows.empty:
+            raise DataValidationError(
+                f"the fleet frame has no series {target!r}; pass the replayed series' id"
+            )
+        self.levels = sorted({float(q) for q in levels})
+        if not self.levels or not all(0.0 < q < 1.0 for q in self.levels):
+            raise ValueError(f"levels must be in (0, 1), got {levels}")
+        self.fleet = fleet
+        self.target = target
+        self.params = dict(params or {})
+        self.calibrate = calibrate
+        self.combine = combine
+        self.warmup = pd.Timedelta(warmup)
+        self.eta = eta
+        self.halflife = halflife
+        self._ds = pd.DatetimeIndex(rows[DS])
+        self._y = rows[Y].to_numpy(dtype=np.float64)
+        self._step = pd.Timedelta(self._ds[1] - self._ds[0])
+        self._day = max(1, int(DAY / self._step))
+        self._raw: dict[tuple[int, pd.Timestamp], tuple[FloatArray, FloatArray]] = {}
+        self._models: ModelCache = {} if models is None else models
+        self._online: _Online | None = None
+        self.fit_log: list[pd.Timestamp] = []
+
+    @property
+    def name(self) -> str:
+        """A label for tables: ``peak`` plus what is on."""
+        parts = ["peak", *(["aci"] if self.calibrate else []), *(["comb"] if self.combine else [])]
+        return "+".join(parts)
+
+    def forecast(self, history: History, horizon: int, levels: Sequence[float]) -> PointForecast:
+        """Return the ``levels`` quantiles of the lead-time peak as a flat ``horizon``-step path."""
+        if horizon < 1:
+            raise ValueError(f"horizon must be >= 1, got {horizon}")
+        unknown = sorted({float(q) for q in levels} - set(self.levels))
+        if unknown:
+            raise ValueError(f"levels {unknown} were not fitted; construct with them")
+        now = history.now
+        position = self._position(now)
+        observed = float(history.demand[-1])
+        if abs(self._y[position] - observed) > _TOLERANCE * max(1.0, abs(observed)):
+            raise DataValidationError(
+                f"the fleet's {self.target!r} is {self._y[position]} at {now}, the replay's "
+                f"demand {observed}: give the forecaster the replayed series' own fleet"
+            )
+        lead = max(1, min(horizon, history.pool.lead_steps))
+        state = self._online
+        if history.t == 0 or state is None or state.horizon != lead:
+            state = self._start(position, lead)
+        while state.position < position:
+            self._advance(state, state.position + 1)
+        values = dict(zip(self.levels, state.bounds, strict=True))
+        origin = now.to_pydatetime()
+        return PointForecast(
+            origin=origin,
+            timestamps=tuple(origin + self._step * j for j in range(1, horizon + 1)),
+            quantiles={float(q): np.full(horizon, values[float(q)]) for q in levels},
+            fitted_at=self._cutoff(now) if self.fit_log else None,
+        )
+
+    # -- online state ----------------------------------------------------------------
+
+    def _start(self, position: int, horizon: int) -> _Online:
+        state = _Online(self.levels, horizon, self._day, self.eta, self.halflife)
+        first = max(0, position - int(self.warmup / self._step))
+        state.position = first - 1
+        self._online = state
+        return state
+
+    def _advance(self, state: _Online, p: int) -> None:
+        """Learn from the origin realised at position ``p``, then issue ``p``'s bounds."""
+        h = state.horizon
+        s = p - h
+        if len(state.issued) >= h:  # the oldest pending origin, s, is realised at p
+            was_raw, was_calibrated, was_reference, was_scale = state.issued.popleft()
+            peak = float(np.max(self._y[s + 1 : p + 1]))
+            for k, q in enumerate(self.levels):
+                if self.calibrate:
+                    state.aci[k].observe((peak - was_raw[k]) / was_scale)
+                loss_m = pinball(np.array([peak]), was_calibrated[k : k + 1], q) / was_scale
+                loss_r = pinball(np.array([peak]), was_reference[k : k + 1], q) / was_scale
+                state.experts[k].observe(float(loss_m[0]), float(loss_r[0]))
+            if math.isfinite(peak - self._y[s]):
+                state.headroom.append(peak - self._y[s])
+        level = self._y[p]
+        raw, scale = self._raw_bounds(p, h)
+        if self.calibrate:
+            offsets = np.array([a.issue() for a in state.aci])
+            calibrated = raw + offsets * scale
+        else:
+            calibrated = raw.copy()
+        reference = self._reference(state, level)
+        if self.combine and np.isfinite(reference).all():
+            weights = np.array([e.weight() for e in state.experts])
+            bounds = np.where(
+                np.isfinite(calibrated), weights * calibrated + (1 - weights) * reference, reference
+            )
+        else:
+            bounds = np.where(np.isfinite(calibrated), calibrated, reference)
+        bounds = np.where(np.isfinite(bounds), bounds, level)  # nothing known yet: persistence
+        bounds = np.maximum.accumulate(np.maximum(bounds, 0.0))  # levels never cross
+        state.issued.append((raw, calibrated, reference, scale))
+        state.bounds = bounds
+        state.position = p
+
+    def _reference(self, state: _Online, level: float) -> FloatArray:
+        if len(state.headroom) < max(1, self._day // 2):
+            return np.full(len(self.levels), np.nan)
+        seen = np.fromiter(state.headroom, dtype=np.float64)
+        return np.asarray(level + np.quantile(seen, self.levels), dtype=np.float64)
+
+    # -- daily fits --------------------------------------------------------------------
+
+    def _raw_bounds(self, p: int, horizon: int) -> tuple[FloatArray, float]:
+        """The model's raw bounds and scale at position ``p`` (NaN before any fit)."""
+        ts = self._ds[p]
+        cutoff = self._cutoff(ts)
+        key = (horizon, cutoff)
+        if key not in self._raw:
+            self._raw[key] = self._fit_day(cutoff, horizon)
+        bounds, scales = self._raw[key]
+        row = int((ts - cutoff) / self._step)
+        if row >= len(scales):
+            return np.full(len(self.levels), np.nan), 1.0
+        return bounds[row], float(scales[row])
+
+    def _cutoff(self, ts: pd.Timestamp) -> pd.Timestamp:
+        return pd.Timestamp(ts).floor("D")
+
+    def _fit_day(self, cutoff: pd.Timestamp, horizon: int) -> tuple[FloatArray, FloatArray]:
+        """Forecast the target's origins of the day starting at ``cutoff``."""
+        model = self._model(cutoff, horizon)
+        if model is None:
+            return np.empty((0, len(self.levels))), np.empty(0)
+        frame = self.fleet
+        pool = self.target.rpartition("/")[0]
+        upto = frame[(frame[DS] < cutoff + DAY) & (frame[UID].str.rpartition("/")[0] == pool)]
+        pred = model.predict_peak(upto, since=cutoff)
+        pred = pred[pred[UID] == self.target].sort_values(DS)
+        expected = self._ds[(self._ds >= cutoff) & (self._ds < cutoff + DAY)]
+        pred = pred.set_index(DS).reindex(expected)
+        columns = [quantile_column(q) for q in self.levels]
+        return pred[columns].to_numpy(dtype=np.float64), pred[SCALE].to_numpy(dtype=np.float64)
+
+    def _model(self, cutoff: pd.Timestamp, horizon: int) -> PeakQuantileForecaster | None:
+        """The fleet's model fitted on rows before ``cutoff`` (shared through the cache)."""
+        key = (horizon, cutoff)
+        if key not in self._models:
+            model = PeakQuantileForecaster(
+                lead_steps=(horizon,), quantiles=self.levels, **self.params
+            )
+            past = self.fleet[self.fleet[DS] < cutoff]
+            target_rows = int((past[UID] == self.target).sum())
+            try:
+                self._models[key] = model.fit(past) if target_rows > horizon else None
+            except InsufficientHistoryError:
+                self._models[key] = None
+        if self._models[key] is not None:
+            self.fit_log.append(cutoff)
+        return self._models[key]
+
+    def _position(self, now: pd.Timestamp) -> int:
+        position = int(self._ds.searchsorted(now))
+        if position >= len(self._ds) or self._ds[position] != now:
+            raise DataValidationError(
+                f"the fleet's {self.target!r} has no value at {now}: put the fleet on the "
+                "replay's step and span"
+            )
+        return position
