@@ -13,7 +13,8 @@ to the oracle, in hindsight), the oracle, Foresight and the two references.
 - Foresight: the champion ``foresight train`` builds with the default settings (model
   set, training plan, nested selection), refitted daily on the demand seen so far and
   nothing later; each step its forecast goes through ``api.policy.decide``. Its
-  quantile is swept from 0.05 to 0.99, so it reaches as low a cost as the references.
+  quantile is swept from 0.05 to 0.999, so it reaches as low and as high a cost as the
+  references.
   ``--model FAMILY`` pins one family instead, for diagnosis.
 - References (persistence / seasonal naive + k standard deviations, k swept 0 to 4):
   the same policy chain (target utilisation, reactive floor, bounds, stabilisation),
@@ -40,6 +41,7 @@ import argparse
 import json
 import math
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -52,6 +54,8 @@ from rich.console import Console
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.decision_fleets import CaseFleet, default_fleets, file_fleets  # noqa: E402
+from benchmarks.decision_fleets import on_step as fleet_on_step  # noqa: E402
 from benchmarks.decision_report import (  # noqa: E402
     minutes,
     report,
@@ -59,7 +63,7 @@ from benchmarks.decision_report import (  # noqa: E402
 )
 from benchmarks.inputs import add_input_options, data_dir, keep_series, load_files  # noqa: E402
 from forecaster.backtest import Estimator  # noqa: E402
-from forecaster.config.pools import PoolConfig  # noqa: E402
+from forecaster.config.pools import PoolConfig, ScaleDownConfig  # noqa: E402
 from forecaster.config.settings import Settings, load_settings  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.loaders import load_trace  # noqa: E402
@@ -78,11 +82,13 @@ from pipelines.simulate.champion import CHAMPION, champion_forecaster  # noqa: E
 from pipelines.simulate.compare import REFERENCES  # noqa: E402
 from pipelines.simulate.foresight import ForesightPolicy  # noqa: E402
 from pipelines.simulate.frontier import cost_ratio, gap_closed, plot_frontier  # noqa: E402
+from pipelines.simulate.peak import ModelCache, PeakReplayForecaster  # noqa: E402
 from pipelines.simulate.reference import reference_policy  # noqa: E402
+from pipelines.simulate.replay_forecast import ReplayForecaster  # noqa: E402
 from pipelines.simulate.result import accounting, accounting_line  # noqa: E402
 
 LEADS_MIN = (5, 10, 20)
-QUANTILES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
+QUANTILES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
 KS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 VCS = ("vc6YE", "vcvlY", "vcLJZ", "vcpDC")
 LORA_PEAK_GPUS = 256.0
@@ -93,6 +99,8 @@ STATIC_GAP = 0.9
 RESULTS = ROOT / "benchmarks" / "results" / "decision_quality.json"
 FIGURES = ROOT / "benchmarks" / "results" / "decision_quality"
 REF_LABEL = {"reference": "ref-persistence", "reference-seasonal": "ref-seasonal_naive"}
+PEAK = "peak"
+"""``--model peak``: the peak-quantile forecaster of each case's fleet (``decision_fleets.py``)."""
 
 FitCache = dict[tuple[Any, ...], Estimator]
 
@@ -142,10 +150,13 @@ def on_step(series: pd.Series, lead: timedelta) -> pd.Series:
     return fine
 
 
-def pool_for(name: str, series: pd.Series, lead: timedelta) -> PoolConfig:
+def pool_for(
+    name: str, series: pd.Series, lead: timedelta, scale_down: ScaleDownConfig | None = None
+) -> PoolConfig:
     """The case's pool: 8 GPUs per node, room for twice the peak, plan for 100 % busy."""
     peak_nodes = math.ceil(float(series.max()) / GPUS_PER_NODE)
     return PoolConfig(
+        scale_down=scale_down or ScaleDownConfig(),
         name=name.replace("_", "-").lower()[:63].strip("-") or "pool",
         node_group_id=name,
         gpus_per_node=GPUS_PER_NODE,
@@ -166,6 +177,9 @@ def run_case(
     carry: bool,
     cache: FitCache,
     figures: Path,
+    fleet: CaseFleet | None = None,
+    peak_models: ModelCache | None = None,
+    scale_down: ScaleDownConfig | None = None,
 ) -> dict[str, Any]:
     """Replay every policy on one case at one lead time and return its figures."""
     series = on_step(series, lead)
@@ -173,7 +187,7 @@ def run_case(
     split = series.index[0] + PREHISTORY
     pre = series[series.index < split]
     replay = series[(series.index >= split) & (series.index < split + REPLAY_SPAN)]
-    pool = pool_for(name, series, lead)
+    pool = pool_for(name, series, lead, scale_down)
 
     def sim(policy: Any) -> SimResult:
         return simulate(replay, pool, policy, carry=carry)
@@ -189,9 +203,26 @@ def run_case(
         ("oracle", "", oracle),
         ("static", f"{static.nodes} nodes", static.result),
     ]
-    forecaster = champion_forecaster(
-        settings, step, family=model, retrain_every=timedelta(days=1), prehistory=pre, cache=cache
-    )
+    forecaster: ReplayForecaster
+    if fleet is not None:
+        peak = PeakReplayForecaster(
+            fleet_on_step(fleet.frame, step),
+            fleet.target,
+            QUANTILES,
+            params=fleet.params,
+            models=peak_models,
+        )
+        forecaster, fit_log = peak, peak.fit_log
+    else:
+        walk = champion_forecaster(
+            settings,
+            step,
+            family=model,
+            retrain_every=timedelta(days=1),
+            prehistory=pre,
+            cache=cache,
+        )
+        forecaster, fit_log = walk, walk.fit_log
     terms: dict[str, dict[str, int]] = {}
     for q in QUANTILES:
         policy = ForesightPolicy(pool.model_copy(update={"quantile": q}), forecaster)
@@ -219,10 +250,15 @@ def run_case(
         "accounting": accounting(step, carry=carry),
         "replay_steps": len(replay),
         "replay_start": str(replay.index[0]),
-        "pool": {"max_nodes": pool.max_nodes, "gpus_per_node": GPUS_PER_NODE},
+        "pool": {
+            "max_nodes": pool.max_nodes,
+            "gpus_per_node": GPUS_PER_NODE,
+            "scale_down_window_minutes": minutes(pool.scale_down.window),
+            "scale_down_max_step_nodes": pool.scale_down.max_step_nodes,
+        },
         "mean_demand_gpus": float(replay.mean()),
         "forecaster": model,
-        "fits": fitted_families(forecaster.fit_log, cache),
+        "fits": fitted_families(fit_log, cache) if fleet is None else peak_fits(fit_log),
         "decision_terms": terms,
         "runs": rows,
     }
@@ -238,6 +274,11 @@ def fitted_families(fit_log: Sequence[pd.Timestamp], cache: FitCache) -> list[di
         if isinstance(model, TrainedChampion):
             families[pd.Timestamp(key[2])] = sorted(set(model.selection_.values()))
     return [{"at": str(ts), "families": families.get(pd.Timestamp(ts), [])} for ts in fit_log]
+
+
+def peak_fits(fit_log: Sequence[pd.Timestamp]) -> list[dict[str, Any]]:
+    """Each daily fit of the peak forecaster."""
+    return [{"at": str(ts), "families": [PEAK]} for ts in sorted(set(fit_log))]
 
 
 def plot_case(case: dict[str, Any], figures: Path, note: str) -> Path:
@@ -257,7 +298,8 @@ def plot_case(case: dict[str, Any], figures: Path, note: str) -> Path:
         singles,
         xlabel="cost ratio (GPU-h provisioned / oracle GPU-h)",
         ylabel="gap closed (reactive packed = 0, oracle = 1)",
-        title=f"{case['case']}, lead {case['lead_minutes']} min ({case['forecaster']})\n{note}",
+        title=f"{case['case']}, lead {case['lead_minutes']} min ({case['forecaster']})\n"
+        + textwrap.fill(note, 100),
         labels=labels,
     )
     name = f"{case['case']}_lead{case['lead_minutes']}.png"
@@ -277,14 +319,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--model",
         default=CHAMPION,
-        help="Foresight's forecaster: champion (what `foresight train` builds) or one "
-        "family of the model set pinned (persistence, seasonal_naive, ets, mstl, gbm)",
+        help="Foresight's forecaster: champion (what `foresight train` builds), peak (the "
+        "peak-quantile forecaster of each case's fleet), or one family of the model set "
+        "pinned (persistence, seasonal_naive, ets, mstl, gbm)",
     )
     parser.add_argument(
         "--accounting",
         choices=("carry", "no-carry"),
         default="carry",
         help="unmet demand carried to the next step (default) or dropped after one",
+    )
+    parser.add_argument(
+        "--scale-down",
+        default=None,
+        metavar="WINDOW,MAX_STEP",
+        help="every policy's scale-down stabilisation, e.g. '0m,1000' for none; default the "
+        "pool default (10m, 1 node per step)",
     )
     parser.add_argument(
         "--rescore", action="store_true", help="recompute tables from the saved JSON, no replay"
@@ -297,8 +347,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         saved = json.loads(args.output.read_text())
         cases = [score(c) for c in saved["cases"]]
         return report(console, cases, saved["elapsed_seconds"], args.output, leads)
+    peak = args.model == PEAK
+    fleets: dict[str, CaseFleet] = {}
     if args.data:
         cases_in = file_cases(list(args.data), args.series)
+        if peak:
+            names = [str(s.name) for s in cases_in.values()]
+            fleets = file_fleets(load_files(list(args.data)), names)
     else:
         shared = data_dir(args, ROOT)
         if shared is None:
@@ -311,9 +366,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 console.print(f"[red]unknown cases {unknown}; known: {sorted(cases_in)}[/]")
                 return 2
             cases_in = {k: v for k, v in cases_in.items() if k in args.series}
+        if peak:
+            fleets = default_fleets(shared, VCS, LORA_PEAK_GPUS)
     if args.quick:
         cases_in = {k: v.iloc[: 10 * 144] for k, v in list(cases_in.items())[:2]}
+    peak_models: dict[tuple[str, pd.Timedelta], ModelCache] = {}
     settings = load_settings(root=ROOT)
+    scale_down = None
+    if args.scale_down:
+        window, _, step_nodes = str(args.scale_down).partition(",")
+        scale_down = ScaleDownConfig(window=window, max_step_nodes=int(step_nodes or 1))
     carry = args.accounting == "carry"
     started = time.perf_counter()
     results: list[dict[str, Any]] = []
@@ -333,6 +395,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     carry=carry,
                     cache=caches.setdefault(step, {}),
                     figures=args.figures,
+                    fleet=fleets.get(name),
+                    peak_models=peak_models.setdefault(
+                        (fleets[name].name if name in fleets else "", step), {}
+                    ),
+                    scale_down=scale_down,
                 )
             )
             console.print(
