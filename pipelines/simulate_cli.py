@@ -99,8 +99,9 @@ def simulate_command(
         typer.Option(
             "--model",
             help="Foresight's forecaster: champion (what `foresight train` builds from the "
-            "settings' model set) or one family pinned: persistence, seasonal_naive, ets, "
-            "mstl, gbm.",
+            "settings' model set), peak (lead-time peak quantiles from a global model of "
+            "every series of the data, docs/simulate.md) or one family pinned: "
+            "persistence, seasonal_naive, ets, mstl, gbm.",
         ),
     ] = CHAMPION,
     accounting_mode: Annotated[
@@ -168,6 +169,8 @@ def simulate_command(
                 retrain_every=_duration(retrain, "--retrain"),
                 carry=carry,
                 progress=report,
+                fleet=dataset.frame,
+                levels=_levels(sweep_levels) if sweep else (),
             )
             swept: dict[float, SimResult] = {}
             refs: dict[str, dict[float, SimResult]] = {}
@@ -336,7 +339,7 @@ def write_outputs(
         "replay_steps": len(replay.demand),
         "warmup_steps": len(replay.prehistory),
         "forecaster": model,
-        "fits": [str(ts) for ts in comparison.forecaster.fit_log],
+        "fits": [str(ts) for ts in comparison.fit_log],
         "runs": {label: run.summary() for label, run in comparison.runs.items()},
         "sweep": [{"quantile": q} | run.summary() for q, run in swept.items()],
         "reference_sweeps": {

@@ -29,6 +29,7 @@ from pipelines.simulate.champion import CHAMPION, champion_forecaster
 from pipelines.simulate.engine import simulate
 from pipelines.simulate.foresight import ForesightPolicy
 from pipelines.simulate.oracle import OraclePolicy
+from pipelines.simulate.peak import PEAK, PeakReplayForecaster
 from pipelines.simulate.reactive import ReactivePolicy
 from pipelines.simulate.reference import Base, reference_policy
 from pipelines.simulate.result import SimResult
@@ -120,14 +121,20 @@ class Comparison:
     Attributes:
         replay: the prehistory, the replayed demand and the pool.
         runs: policy label -> its replay.
-        forecaster: the walk-forward forecaster shared by Foresight replays.
+        forecaster: the forecaster shared by Foresight replays (walk-forward champion or
+            family, or the peak-quantile forecaster).
         carry: the accounting (unmet work carried to the next step, or dropped).
     """
 
     replay: Replay
     runs: dict[str, SimResult]
-    forecaster: WalkForwardForecaster
+    forecaster: WalkForwardForecaster | PeakReplayForecaster
     carry: bool = True
+
+    @property
+    def fit_log(self) -> list[pd.Timestamp]:
+        """When the forecaster was fitted (the last observation each fit saw)."""
+        return sorted(set(self.forecaster.fit_log))
 
 
 def compare(
@@ -140,6 +147,8 @@ def compare(
     reference_k: float = 2.0,
     carry: bool = True,
     progress: Progress | None = None,
+    fleet: pd.DataFrame | None = None,
+    levels: Sequence[float] = (),
 ) -> Comparison:
     """Replay each named policy on the replay's demand.
 
@@ -148,14 +157,18 @@ def compare(
         policies: names from :data:`POLICY_NAMES`; ``static`` also needs reactive and the
             oracle (replayed for its budget even if not listed).
         settings: the deployment's settings: Foresight's model set and training plan.
-        model: ``champion`` (what ``foresight train`` builds) or one family pinned.
+        model: ``champion`` (what ``foresight train`` builds), ``peak`` (the peak-quantile
+            forecaster learning from ``fleet``) or one family pinned.
         retrain_every: how often Foresight's forecaster is refitted.
         reference_k: the standard deviations of margin of the reference policies.
         carry: the accounting (see :func:`~pipelines.simulate.engine.simulate`).
         progress: an optional ``(stage, done, total)`` callback.
+        fleet: for ``peak``: the long frame it learns from, holding the replayed demand
+            (its series id is the demand's name) and the pools' covariates.
+        levels: for ``peak``: the quantiles a sweep will ask for (the pool's is added).
 
     Raises:
-        ConfigError: an unknown policy name.
+        ConfigError: an unknown policy name, or ``peak`` without a fleet.
     """
     unknown = sorted(set(policies) - set(POLICY_NAMES))
     if unknown:
@@ -165,14 +178,23 @@ def compare(
         )
     demand, pool = replay.demand, replay.pool
     step = demand.index[1] - demand.index[0]
-    forecaster = champion_forecaster(
-        settings,
-        step,
-        family=model,
-        retrain_every=retrain_every,
-        prehistory=replay.prehistory,
-        min_history=max(2, min(steps_in(pd.Timedelta(days=1), pd.Timedelta(step)), len(demand))),
-    )
+    forecaster: WalkForwardForecaster | PeakReplayForecaster
+    if model == PEAK:
+        if fleet is None:
+            raise ConfigError("--model peak needs the data the forecaster learns from (fleet)")
+        wanted = sorted({pool.quantile, *levels})
+        forecaster = PeakReplayForecaster(fleet, str(demand.name), wanted)
+    else:
+        forecaster = champion_forecaster(
+            settings,
+            step,
+            family=model,
+            retrain_every=retrain_every,
+            prehistory=replay.prehistory,
+            min_history=max(
+                2, min(steps_in(pd.Timedelta(days=1), pd.Timedelta(step)), len(demand))
+            ),
+        )
     builders: dict[str, Callable[[], Policy]] = {
         "reactive": lambda: ReactivePolicy("packed"),
         "reactive-spread": lambda: ReactivePolicy("spread"),

@@ -52,6 +52,8 @@ from forecaster.types import DS, UID, Y, quantile_column
 from pipelines.simulate.replay_forecast import PointForecast
 from pipelines.simulate.types import FloatArray, History
 
+PEAK = "peak"
+"""The replay's name for this forecaster (``--model peak``)."""
 DAY = pd.Timedelta(days=1)
 ModelCache = dict[tuple[int, pd.Timestamp], PeakQuantileForecaster | None]
 """Daily fits by ``(horizon, midnight)``; None where there was too little history."""

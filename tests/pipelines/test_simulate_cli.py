@@ -156,3 +156,19 @@ def test_mistakes_get_a_clear_message(workdir: Path, args: list[str], message: s
     result = CliRunner().invoke(app, ["simulate", "--data", str(SAMPLE), *args, *FAST[2:]])
     assert result.exit_code == 2, result.output
     assert message in result.output.replace("\n", " ")
+
+
+def test_simulate_with_the_peak_forecaster_sweeps_its_levels(workdir: Path) -> None:
+    out = workdir / "sim"
+    args = ["--data", str(SAMPLE), "--pool", "a100-train", "--model", "peak"]
+    args += ["--warmup", "3d", "--span", "1d", "--sweep", "--sweep-levels", "0.5,0.95"]
+    args += ["--policies", "reactive,foresight,oracle,reference", "--output-dir", str(out)]
+    result = CliRunner().invoke(app, ["simulate", *args])
+    assert result.exit_code == 0, result.output
+    payload = json.loads((out / "a100-train.json").read_text())
+    assert payload["forecaster"] == "peak"
+    assert payload["fits"]  # the daily fits of the global model, before each replayed day
+    sweep = sorted(payload["sweep"], key=lambda row: row["quantile"])
+    assert [row["quantile"] for row in sweep] == [0.5, 0.95]
+    assert sweep[0]["waiting_gpu_hours"] >= sweep[1]["waiting_gpu_hours"]
+    assert sweep[0]["gpu_hours_provisioned"] < sweep[1]["gpu_hours_provisioned"]
