@@ -498,4 +498,5 @@ def _pool_adjustment(
     cap = max(1, ceil_nodes(cfg.max_fraction * base))
     if wanted > cap:
         reason += f"; capped at {cap} nodes ({cfg.max_fraction:g} x {base} current)"
-    return LatencyAdjustment(extra_nodes=min(wanted, cap), reason=reason)
+    asking = tuple(sorted(r.service for r in members if r.extra_nodes > 0))
+    return LatencyAdjustment(extra_nodes=min(wanted, cap), reason=reason, services=asking)
