@@ -90,6 +90,7 @@ def test_a_slow_leaf_is_the_culprit_and_its_callers_are_not_blamed() -> None:
     assert embedder.verdict == "bottleneck"
     # ceil(10 nodes x (150 / 100 - 1) x gain 0.5) = 3
     assert result.adjustments["h100-embed"].extra_nodes == 3
+    assert result.adjustments["h100-embed"].services == ("embedder",)
     assert "embedder p95 150 ms vs SLO 100 ms" in result.adjustments["h100-embed"].reason
     assert (ranker.status, ranker.culprit) == ("slow", False)
     assert ranker.residual_p95_ms == pytest.approx(120)  # 170 - embedder's 50 ms excess
@@ -121,6 +122,8 @@ def test_a_slow_middle_service_scales_its_slow_downstream_with_it() -> None:
     # embedder: its own 0.5 excess beats ranker's 0.47: ceil(10 x 0.5 x 0.5) = 3
     assert adjustments["h100-embed"].extra_nodes == 3
     assert services["embedder"].scaled_with == ("ranker",)
+    # The pool names its own service that asks, scaled with the culprit upstream.
+    assert adjustments["h100-embed"].services == ("embedder",)
     assert "downstream of ranker" in adjustments["h100-embed"].reason
     assert not services["gateway"].culprit
 
