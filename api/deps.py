@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Query, Request, status
 
+from api.callchain.feed import SpanFeed
 from api.service import RecommendationService
 
 
@@ -31,6 +32,26 @@ async def get_service(request: Request) -> RecommendationService:
 
 ServiceDep = Annotated[RecommendationService, Depends(get_service)]
 """The recommendation service of the running app."""
+
+
+async def get_span_feed(request: Request) -> SpanFeed:
+    """Return the app's span ingestion (async: no I/O, so no thread hop).
+
+    Raises:
+        HTTPException: 503 while the app is starting or stopping.
+    """
+    feed: SpanFeed | None = getattr(request.app.state, "span_feed", None)
+    if feed is None:
+        raise HTTPException(
+            status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+            detail="the service is starting; retry shortly",
+            headers={"Retry-After": "5"},
+        )
+    return feed
+
+
+SpanFeedDep = Annotated[SpanFeed, Depends(get_span_feed)]
+"""The span ingestion of the running app (adds spans off the event loop)."""
 
 PoolFilter = Annotated[
     list[str] | None,

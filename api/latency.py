@@ -18,6 +18,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
+from typing import NamedTuple
 
 from api.callchain import (
     BaselineState,
@@ -70,22 +71,21 @@ class LatencyTracker:
         self._clock = clock
         self._settings = settings
         self._baselines = BaselineState()
-        self._analysis: LatencyAnalysis | None = None
-        self._stats: Mapping[str, ServiceStats] = MappingProxyType({})
-        self._analysed_at: datetime | None = None
+        self._latest = _Latest(None, MappingProxyType({}), None)
         self._adjustments: Mapping[str, LatencyAdjustment] = MappingProxyType({})
-        # Serialises analyses: each continues the baselines of the one before.
+        # Serialises analyses: each continues the baselines of the one before. Readers
+        # never take it: they read the latest result, replaced whole by each analysis.
         self._lock = threading.Lock()
 
     @property
     def analysis(self) -> LatencyAnalysis | None:
         """The latest analysis, None before the first."""
-        return self._analysis
+        return self._latest.analysis
 
     @property
     def stats(self) -> Mapping[str, ServiceStats]:
         """The per-service statistics the latest analysis used (empty before the first)."""
-        return self._stats
+        return self._latest.stats
 
     def chain(self) -> dict[str, object]:
         """Return the latest analysis as the call chain: services, edges, blame, verdicts.
@@ -95,8 +95,7 @@ class LatencyTracker:
         report (threshold, status, blame, verdict, nodes asked, note). ``bottlenecks``
         lists the blamed services; ``pools`` what latency asks of each pool.
         """
-        with self._lock:
-            analysis, stats, at = self._analysis, self._stats, self._analysed_at
+        analysis, stats, at = self._latest
         services: list[dict[str, object]] = []
         edges: list[dict[str, str]] = []
         reports = analysis.services if analysis is not None else {}
@@ -160,8 +159,14 @@ class LatencyTracker:
                 != before.get(pool.name, NO_LATENCY)
             }
             self._baselines = result.baselines
-            self._analysis = result
-            self._stats = stats
-            self._analysed_at = now
+            self._latest = _Latest(result, stats, now)
             self._adjustments = result.adjustments
         return changed
+
+
+class _Latest(NamedTuple):
+    """One analysis and what it read, replaced as a whole so readers need no lock."""
+
+    analysis: LatencyAnalysis | None
+    stats: Mapping[str, ServiceStats]
+    analysed_at: datetime | None

@@ -25,6 +25,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
 
 from api.auth import AUTH_RESPONSES, TokenGuard, authorize, install_auth_handlers, warn_if_open
+from api.callchain.feed import SpanFeed
 from api.callchain.incremental import ChainWindow
 from api.champion import ChampionFollower, RegistryChampion
 from api.clock import ClockMode, ReplayClock, system_clock
@@ -225,6 +226,24 @@ def _wire_live_error(built: Services) -> bool:
     return True
 
 
+def _wire_latency(built: Services) -> tuple[LatencyTracker, bool]:
+    """Return the tracker of the span window, and whether it became the latency source.
+
+    A latency source given by the caller (tests, a replay) wins over the spans.
+    """
+    tracker = LatencyTracker(
+        built.spans,
+        built.pools.pools,
+        clock=built.span_clock,
+        services=built.pools.services,
+        settings=bottleneck_settings(built.settings),
+    )
+    wired = built.latency is no_latency
+    if wired:
+        built.latency = tracker.adjustment
+    return tracker, wired
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -275,26 +294,19 @@ def create_app(
             ahead = timedelta(seconds=built.settings.service.max_sample_future_seconds)
             built.clock = ReplayClock(service.live.newest, fallback=system_clock, ahead=ahead)
         error_wired = _wire_live_error(built)
-        tracker = LatencyTracker(
-            built.spans,
-            built.pools.pools,
-            clock=built.span_clock,
-            services=built.pools.services,
-            settings=bottleneck_settings(built.settings),
-        )
-        # A latency source given by the caller (tests, a replay) wins over the spans.
-        wired = built.latency is no_latency
-        if wired:
-            built.latency = tracker.adjustment
+        tracker, wired = _wire_latency(built)
+        feed = SpanFeed(built.spans)
         try:
             guard = TokenGuard.from_settings(built.settings.service)
             warn_if_open(guard)
             await run_in_threadpool(service.start)
+            feed.start()
             expander = start_configured_expander(built.settings.publish, service)
             app.state.auth = guard
             app.state.max_body_bytes = built.settings.service.max_body_bytes
             app.state.services = built
             app.state.latency = tracker
+            app.state.span_feed = feed
             app.state.service = service
             app.state.grpc_expander = expander
             tasks = _start_background(
@@ -314,6 +326,9 @@ def create_app(
                 app.state.service = None
                 service.store_probe.close()
         finally:
+            # Spans already queued are added before the window is left behind.
+            app.state.span_feed = None
+            await run_in_threadpool(feed.stop)
             if wired:
                 built.latency = no_latency
             if error_wired:

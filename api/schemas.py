@@ -50,6 +50,16 @@ class LatencyOut(_Out):
     applied_nodes: int
     not_gpu_bound: bool
     reason: str
+    services: list[str] = Field(description="the pool's services that asked for the nodes")
+
+
+class HeldLatencyOut(_Out):
+    """Nodes added for call-chain latency that the scale-down window still holds."""
+
+    nodes: int = Field(description="nodes of the held value there only for latency")
+    services: list[str] = Field(description="the services whose latency asked for them")
+    until: datetime = Field(description="the decision that first no longer wanted them")
+    released_at: datetime = Field(description="when the held value leaves the scale-down window")
 
 
 class ExplanationOut(_Out):
@@ -65,6 +75,7 @@ class ExplanationOut(_Out):
     forecast_peak_at: datetime | None
     latency: LatencyOut
     stabilisation_limit: StabilisationLimit | None
+    held_latency: HeldLatencyOut | None
     settings: dict[str, float]
 
 

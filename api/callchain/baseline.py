@@ -1,6 +1,9 @@
 """Each service's usual p95 latency: an exponentially weighted moving average over time.
 
-Services without an SLO are judged against their own history. The average weighs an
+Two per service: of its call duration (services without an SLO are judged against
+it) and of its exclusive time, duration minus the time in its callees (a caller waiting
+on a slow callee is blamed only when its own work is unusual, see
+:mod:`api.callchain.bottleneck`). The average weighs an
 update by the time since the previous one (``weight = 1 - 0.5 ** (elapsed / half_life)``),
 so the baseline means the same whether the analysis runs every ten seconds or every
 minute. While a service is slow against its baseline the baseline is frozen: otherwise
@@ -47,27 +50,35 @@ class Baseline:
 
 @dataclass(frozen=True)
 class BaselineState:
-    """Baselines by service name; the empty state knows nothing yet."""
+    """Baselines by service name; the empty state knows nothing yet.
+
+    Attributes:
+        services: the usual p95 call duration of each service.
+        exclusive: the usual p95 exclusive (self) time of each service.
+    """
 
     services: Mapping[str, Baseline] = field(default_factory=dict)
+    exclusive: Mapping[str, Baseline] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "services", MappingProxyType(dict(self.services)))
+        object.__setattr__(self, "exclusive", MappingProxyType(dict(self.exclusive)))
 
     def get(self, service: str) -> Baseline | None:
-        """Return the baseline of ``service``, None when it has none."""
+        """Return the call-duration baseline of ``service``, None when it has none."""
         return self.services.get(service)
 
+    def get_exclusive(self, service: str) -> Baseline | None:
+        """Return the exclusive-time baseline of ``service``, None when it has none."""
+        return self.exclusive.get(service)
+
     def to_dict(self) -> dict[str, object]:
-        """Return a JSON-ready form (ISO 8601 UTC timestamps) for the store."""
-        return {
-            name: {
-                "p95_ms": baseline.p95_ms,
-                "updated_at": iso_utc(baseline.updated_at),
-                "updates": baseline.updates,
-            }
-            for name, baseline in sorted(self.services.items())
-        }
+        """Return a JSON-ready form (ISO 8601 UTC timestamps) for the store.
+
+        ``{"p95": {service: entry}, "exclusive": {service: entry}}``, each entry
+        ``{p95_ms, updated_at, updates}``.
+        """
+        return {"p95": _entries(self.services), "exclusive": _entries(self.exclusive)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BaselineState:
@@ -76,17 +87,32 @@ class BaselineState:
         Raises:
             DataValidationError: an entry is missing a field or holds a bad value.
         """
-        services = {}
-        for name, entry in data.items():
-            try:
-                services[str(name)] = Baseline(
-                    p95_ms=float(entry["p95_ms"]),
-                    updated_at=datetime.fromisoformat(str(entry["updated_at"])),
-                    updates=int(entry["updates"]),
-                )
-            except (KeyError, TypeError, ValueError) as exc:
-                raise DataValidationError(f"baseline of {name!r} is invalid: {exc!r}") from exc
-        return cls(services)
+        return cls(_parse(data.get("p95") or {}), _parse(data.get("exclusive") or {}))
+
+
+def _entries(baselines: Mapping[str, Baseline]) -> dict[str, object]:
+    return {
+        name: {
+            "p95_ms": baseline.p95_ms,
+            "updated_at": iso_utc(baseline.updated_at),
+            "updates": baseline.updates,
+        }
+        for name, baseline in sorted(baselines.items())
+    }
+
+
+def _parse(data: Mapping[str, Any]) -> dict[str, Baseline]:
+    baselines = {}
+    for name, entry in data.items():
+        try:
+            baselines[str(name)] = Baseline(
+                p95_ms=float(entry["p95_ms"]),
+                updated_at=datetime.fromisoformat(str(entry["updated_at"])),
+                updates=int(entry["updates"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataValidationError(f"baseline of {name!r} is invalid: {exc!r}") from exc
+    return baselines
 
 
 def update_baselines(
@@ -99,7 +125,10 @@ def update_baselines(
     freeze_above: float = 2.0,
     min_updates: int = 5,
 ) -> BaselineState:
-    """Fold the window's p95 of every service into its baseline.
+    """Fold the window's p95 of every service into its baselines.
+
+    The call-duration and the exclusive-time baselines are updated alike, each frozen
+    on its own while its value is past ``freeze_above`` times it.
 
     Args:
         state: the baselines so far.
@@ -119,21 +148,34 @@ def update_baselines(
     if half_life <= timedelta(0):
         raise ValueError(f"half_life must be positive, got {half_life}")
     services = dict(state.services)
+    exclusive = dict(state.exclusive)
     for name, stat in stats.items():
-        if stat.call_count < min_calls or not math.isfinite(stat.p95_ms):
+        if stat.call_count < min_calls:
             continue
-        old = services.get(name)
-        if old is None:
-            services[name] = Baseline(stat.p95_ms, now, 1)
-            continue
-        if is_ready(old, min_updates) and stat.p95_ms > freeze_above * old.p95_ms:
-            continue
-        elapsed = max(timedelta(0), now - old.updated_at)
-        weight = 1.0 - 0.5 ** (elapsed / half_life)
-        services[name] = Baseline(
-            old.p95_ms + weight * (stat.p95_ms - old.p95_ms), now, old.updates + 1
-        )
-    return BaselineState(services)
+        for into, value in ((services, stat.p95_ms), (exclusive, stat.self_p95_ms)):
+            if math.isfinite(value):
+                _fold(into, name, value, now, half_life, freeze_above, min_updates)
+    return BaselineState(services, exclusive)
+
+
+def _fold(
+    baselines: dict[str, Baseline],
+    name: str,
+    value: float,
+    now: datetime,
+    half_life: timedelta,
+    freeze_above: float,
+    min_updates: int,
+) -> None:
+    old = baselines.get(name)
+    if old is None:
+        baselines[name] = Baseline(value, now, 1)
+        return
+    if is_ready(old, min_updates) and value > freeze_above * old.p95_ms:
+        return
+    elapsed = max(timedelta(0), now - old.updated_at)
+    weight = 1.0 - 0.5 ** (elapsed / half_life)
+    baselines[name] = Baseline(old.p95_ms + weight * (value - old.p95_ms), now, old.updates + 1)
 
 
 def is_ready(baseline: Baseline | None, min_updates: int = 5) -> bool:

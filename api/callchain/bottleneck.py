@@ -11,10 +11,17 @@ The rules, in the order they apply:
 2. **Blame.** A slow service may only be waiting on a slow callee. What remains of its
    p95 with its slow direct callees brought back to their thresholds is its *residual*:
    ``residual = max(self_p95, p95 - sum of the slow callees' excess)``. It is blamed
-   (a culprit) only when the residual is still over its threshold. A slow leaf is
-   always blamed (residual = p95); its caller, slow only because of it, is not. Its
-   *own* p95 (reported) is the p95 of its exclusive time: duration minus the time in
-   its callees.
+   (a culprit) only when the residual is still over its threshold and, when one of
+   its direct callees is slow, its own work is not healthy. Its *own* p95 (reported)
+   is the p95 of its exclusive time: duration minus the time in its callees; that is
+   *healthy* when it is within its threshold and within k times its own usual
+   exclusive p95 (a baseline kept like the duration's, ready after
+   ``baseline_min_updates`` analyses). The residual alone over-blames a caller whose
+   own work has not changed: when its callees' thresholds leave its own threshold
+   little room (a caller's SLO tighter than its callee's), or when it calls a slow
+   callee several times per call (the excess is subtracted once). Until a caller's
+   exclusive baseline is ready, the residual alone decides. A slow leaf is always
+   blamed (residual = p95); its caller, slow only because of it, is not.
 3. **Proportional nodes.** A culprit on a pool asks it for
    ``ceil(current_nodes x (residual / threshold - 1) x gain)`` nodes (``current_nodes``
    counted as at least 1, so an empty pool can still grow). A culprit on no GPU pool
@@ -36,9 +43,10 @@ The rules, in the order they apply:
    another pool's service is not the one to fix. An unknown utilisation is assumed
    GPU-bound.
 
-Percentiles do not add up exactly, so rule 2 is an estimate; summing the callees'
-excess assumes sequential calls and, with parallel calls, errs towards blaming the
-callee, which then gets scaled anyway.
+Percentiles do not add up exactly, so the residual of rule 2 is an estimate; summing
+the callees' excess assumes sequential calls and, with parallel calls, errs towards
+blaming the callee, which then gets scaled anyway. The exclusive-time check needs no
+such arithmetic: it compares the caller's own work with its own history.
 """
 
 from __future__ import annotations
@@ -49,13 +57,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Literal
+from typing import Final, Literal
 
 from api.callchain.baseline import BaselineState, is_ready, update_baselines
 from api.callchain.types import ServiceStats, finite_or_none
 from api.policy import LatencyAdjustment, ceil_nodes
 from forecaster.config.pools import PoolConfig, ServiceConfig
 from forecaster.exceptions import ConfigError
+
+_MIN_USUAL_MS: Final = 1.0
 
 ServiceStatus = Literal["ok", "near", "slow", "insufficient_data", "unjudged"]
 """How a service stands against its threshold (``unjudged``: no SLO nor ready baseline)."""
@@ -133,6 +143,7 @@ class ServiceReport:
             without calls.
         residual_p95_ms: p95 with its slow callees' excess removed (rule 2); None
             unless slow.
+        own_baseline_p95_ms: its usual exclusive p95 (rule 2); None until ready.
         culprit: its own work makes it slow (it is blamed).
         scaled_with: the culprits upstream of it that it is scaled with (rule 4).
         extra_nodes: the nodes it asks of its pool before the cap and GPU check.
@@ -152,6 +163,7 @@ class ServiceReport:
     threshold_source: ThresholdSource
     own_p95_ms: float | None = None
     residual_p95_ms: float | None = None
+    own_baseline_p95_ms: float | None = None
     culprit: bool = False
     scaled_with: tuple[str, ...] = ()
     extra_nodes: int = 0
@@ -172,6 +184,7 @@ class ServiceReport:
             "threshold_source": self.threshold_source,
             "own_p95_ms": self.own_p95_ms,
             "residual_p95_ms": self.residual_p95_ms,
+            "own_baseline_p95_ms": self.own_baseline_p95_ms,
             "culprit": self.culprit,
             "verdict": self.verdict,
             "scaled_with": list(self.scaled_with),
@@ -273,14 +286,18 @@ def analyse(
     for name, report in reports.items():
         if report.status != "slow" or report.threshold_ms is None:
             continue
+        slow_callees = [
+            c for c in stats[name].callees if c in reports and reports[c].status == "slow"
+        ]
         callee_excess = sum(
-            reports[c].p95_ms - (reports[c].threshold_ms or 0.0)
-            for c in stats[name].callees
-            if c in reports and reports[c].status == "slow"
+            reports[c].p95_ms - (reports[c].threshold_ms or 0.0) for c in slow_callees
         )
         residual = max(report.self_p95_ms, report.p95_ms - callee_excess)
         reports[name] = replace(report, residual_p95_ms=residual)
-        if residual > report.threshold_ms:
+        healthy = bool(slow_callees) and _own_work_healthy(
+            report, _factor(configured.get(name), cfg)
+        )
+        if residual > report.threshold_ms and not healthy:
             culprit_ratio[name] = residual / report.threshold_ms - 1.0
 
     ratios: dict[str, float] = dict(culprit_ratio)
@@ -345,17 +362,14 @@ def _judge(
     baselines: BaselineState,
     cfg: BottleneckSettings,
 ) -> ServiceReport:
-    """Apply rule 1: the threshold and the status of one service."""
-    baseline = baselines.get(name)
+    """Apply rule 1: the threshold and the status of one service (and its usual own time)."""
+    baseline, usual = baselines.get(name), baselines.get_exclusive(name)
     threshold: float | None = None
     source: ThresholdSource = "none"
-    factor = cfg.baseline_factor
-    if config is not None and config.baseline_factor is not None:
-        factor = config.baseline_factor
     if config is not None and config.slo_p95_ms is not None:
         threshold, source = config.slo_p95_ms, "slo"
     elif baseline is not None and is_ready(baseline, cfg.baseline_min_updates):
-        threshold, source = factor * baseline.p95_ms, "baseline"
+        threshold, source = _factor(config, cfg) * baseline.p95_ms, "baseline"
     calls = stat.call_count if stat is not None else 0
     p95 = stat.p95_ms if stat is not None else math.nan
     status: ServiceStatus
@@ -379,7 +393,32 @@ def _judge(
         threshold_ms=threshold,
         threshold_source=source,
         own_p95_ms=finite_or_none(stat.self_p95_ms) if stat is not None else None,
+        own_baseline_p95_ms=(
+            usual.p95_ms
+            if usual is not None and is_ready(usual, cfg.baseline_min_updates)
+            else None
+        ),
     )
+
+
+def _factor(config: ServiceConfig | None, cfg: BottleneckSettings) -> float:
+    """Return k: the service's own ``baseline_factor`` if set, else the default."""
+    if config is not None and config.baseline_factor is not None:
+        return config.baseline_factor
+    return cfg.baseline_factor
+
+
+def _own_work_healthy(report: ServiceReport, factor: float) -> bool:
+    """Return whether a service's exclusive p95 is within its threshold and its usual.
+
+    Unknown (no ready exclusive baseline, or no threshold) counts as not healthy, so
+    the residual alone decides, as it did before exclusive baselines existed.
+    """
+    usual, own, threshold = report.own_baseline_p95_ms, report.own_p95_ms, report.threshold_ms
+    if usual is None or own is None or threshold is None:
+        return False
+    # A floor of 1 ms: a thin proxy's usual 0 ms must not make every microsecond unusual.
+    return own <= threshold and own <= factor * max(usual, _MIN_USUAL_MS)
 
 
 def _downstream(service: str, stats: Mapping[str, ServiceStats]) -> list[str]:
@@ -440,15 +479,18 @@ def _note(report: ServiceReport) -> str:
     if report.status == "unjudged":
         return f"{report.service}: no SLO and no baseline yet, not judged"
     parts = [_label(report)]
+    usual = report.own_baseline_p95_ms
+    as_usual = "" if usual is None else f", usual {usual:.0f} ms"
     if report.culprit:
         parts.append(
             f"slow in its own work (own p95 {report.own_p95_ms or 0.0:.0f} ms exclusive of "
-            f"callees, {report.residual_p95_ms or 0.0:.0f} ms without slow callees' excess)"
+            f"callees{as_usual}, {report.residual_p95_ms or 0.0:.0f} ms without slow "
+            "callees' excess)"
         )
     elif report.status == "slow":
         parts.append(
             f"slow only waiting on slow callees (own p95 {report.own_p95_ms or 0.0:.0f} ms "
-            "exclusive of callees), not blamed"
+            f"exclusive of callees{as_usual}), not blamed"
         )
     if report.scaled_with:
         parts.append(
@@ -498,4 +540,5 @@ def _pool_adjustment(
     cap = max(1, ceil_nodes(cfg.max_fraction * base))
     if wanted > cap:
         reason += f"; capped at {cap} nodes ({cfg.max_fraction:g} x {base} current)"
-    return LatencyAdjustment(extra_nodes=min(wanted, cap), reason=reason)
+    asking = tuple(sorted(r.service for r in members if r.extra_nodes > 0))
+    return LatencyAdjustment(extra_nodes=min(wanted, cap), reason=reason, services=asking)

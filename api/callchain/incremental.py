@@ -114,12 +114,20 @@ class ChainWindow:
         self._buckets: deque[_Bucket] = deque()
         self._version = 0
         self._cache: tuple[int, datetime, Mapping[str, ServiceStats]] | None = None
+        self._size = 0
 
     def __len__(self) -> int:
-        """Spans counted in the window: settled in its buckets, or waiting to settle."""
-        with self._lock:
-            settled = sum(s.spans for b in self._buckets for s in b.services.values())
-            return settled + len(self._pending)
+        """Spans counted in the window: settled in its buckets, or waiting to settle.
+
+        As of the latest change, read without the lock: a request handler asking
+        must not wait while the analysis settles a backlog.
+        """
+        return self._size
+
+    def _count(self) -> None:
+        """Recount the window's spans for :meth:`__len__`; the caller holds the lock."""
+        settled = sum(s.spans for b in self._buckets for s in b.services.values())
+        self._size = settled + len(self._pending)
 
     def add(self, spans: Iterable[Span], now: datetime) -> AddResult:
         """Take in a batch of spans that arrived at ``now``.
@@ -153,6 +161,7 @@ class ChainWindow:
                 evicted += self._drop_oldest()
             if evicted:
                 self._version += 1
+            self._count()
         return AddResult(added=added, evicted=evicted)
 
     def spans(self, now: datetime) -> list[Span]:
@@ -180,6 +189,7 @@ class ChainWindow:
             pass
         with self._lock:
             self._expire(now)
+            self._count()
             cache = self._cache
             if cache is not None and cache[0] == self._version:
                 return cache[2]
@@ -198,6 +208,7 @@ class ChainWindow:
             self._pending.clear()
             self._buckets.clear()
             self._version += 1
+            self._count()
 
     def _settle_some(self, now: datetime) -> bool:
         """Fold up to a chunk of due spans in; return whether more may be due."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final, Literal, NamedTuple
 
-from forecaster.exceptions import DataValidationError
+from forecaster.exceptions import DataValidationError, ForesightError
 
 SpanKind = Literal["unspecified", "internal", "server", "client", "producer", "consumer"]
 """The OTLP span kind, lower case (``SPAN_KIND_SERVER`` is ``"server"``)."""
@@ -47,6 +47,10 @@ class PayloadTooLargeError(DataValidationError):
 
 class UnsupportedMediaTypeError(DataValidationError):
     """A request body's content type or encoding is not one we decode (the API answers 415)."""
+
+
+class SpanQueueFullError(ForesightError):
+    """Span ingestion is behind: a batch was refused whole, to send again (the API answers 503)."""
 
 
 def finite_or_none(value: float) -> float | None:

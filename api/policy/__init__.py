@@ -8,7 +8,7 @@ forecast -> :func:`peak_demand` / :func:`nodes_for_gpus` -> :func:`add_latency` 
 
 from api.policy.bounds import clamp
 from api.policy.decide import decide
-from api.policy.explain import Explanation, InputReading, Stages, term_that_set
+from api.policy.explain import Explanation, HeldLatency, InputReading, Stages, term_that_set
 from api.policy.floor import apply_floor, reactive_floor
 from api.policy.health import HealthVerdict, assess_health, covers_window
 from api.policy.need import PeakDemand, add_latency, ceil_nodes, nodes_for_gpus, peak_demand
@@ -23,6 +23,7 @@ from api.policy.types import (
     ForecastHealth,
     HealthReason,
     LatencyAdjustment,
+    LatencyCause,
     LiveSignals,
     Mode,
     Sample,
@@ -40,8 +41,10 @@ __all__ = [
     "ForecastHealth",
     "HealthReason",
     "HealthVerdict",
+    "HeldLatency",
     "InputReading",
     "LatencyAdjustment",
+    "LatencyCause",
     "LiveSignals",
     "Mode",
     "PeakDemand",

@@ -12,7 +12,14 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from api.policy.bounds import clamp
-from api.policy.explain import Explanation, InputReading, Stages, summarise, term_that_set
+from api.policy.explain import (
+    Explanation,
+    HeldLatency,
+    InputReading,
+    Stages,
+    summarise,
+    term_that_set,
+)
 from api.policy.floor import apply_floor, reactive_floor
 from api.policy.health import assess_health
 from api.policy.need import add_latency, nodes_for_gpus, peak_demand
@@ -23,6 +30,7 @@ from api.policy.types import (
     DemandForecast,
     ForecastHealth,
     LatencyAdjustment,
+    LatencyCause,
     LiveSignals,
     StabilisationState,
     require_aware,
@@ -85,6 +93,7 @@ def decide(
     forecast_nodes: int | None = None
     latency_nodes: int | None = None
     applied = 0
+    cause: LatencyCause | None = None
     if verdict.mode == "predictive" and peak is not None:
         forecast_nodes = nodes_for_gpus(peak.value, pool.gpus_per_node, pool.target_utilisation)
         latency_nodes, applied = add_latency(forecast_nodes, latency)
@@ -93,8 +102,13 @@ def decide(
         # Reactive mode is cluster-autoscaler's semantics: capacity for the work there is.
         need = floor
     bounded = clamp(need, pool.min_nodes, pool.max_nodes)
+    if forecast_nodes is not None and applied:
+        # Only the nodes the floor and the bounds left to latency are latency's.
+        without = clamp(apply_floor(forecast_nodes, floor), pool.min_nodes, pool.max_nodes)
+        if bounded > without:
+            cause = LatencyCause(bounded - without, latency.services)
     current = live.current_nodes
-    stable = stabilise(bounded, current, state, pool.scale_down, now)
+    stable = stabilise(bounded, current, state, pool.scale_down, now, latency=cause)
     final = clamp(stable.nodes, pool.min_nodes, pool.max_nodes)
 
     stages = Stages(
@@ -109,6 +123,7 @@ def decide(
         final=final,
     )
     term = term_that_set(stages)
+    held_latency = HeldLatency.of(stable.held, pool.scale_down.window)
     settings = _settings(pool)
     generated = None if forecast is None else forecast.generated_at
     inputs = {
@@ -133,6 +148,7 @@ def decide(
             latency=latency,
             latency_applied=applied,
             limit=stable.limited_by,
+            held_latency=held_latency,
             settings=settings,
         ),
         health_reasons=verdict.reasons,
@@ -143,6 +159,7 @@ def decide(
         latency=latency,
         latency_applied=applied,
         stabilisation_limit=stable.limited_by,
+        held_latency=held_latency,
         settings=MappingProxyType(settings),
     )
     headroom_nodes, headroom_pods = headroom(final, floor, pool.gpus_per_node)

@@ -11,11 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from api.policy.need import nodes_for_gpus
 from api.policy.stabilise import StabilisationLimit
-from api.policy.types import HealthReason, LatencyAdjustment, Mode, Sample, Term, iso_utc
+from api.policy.types import (
+    DesiredSpan,
+    HealthReason,
+    LatencyAdjustment,
+    Mode,
+    Sample,
+    Term,
+    iso_utc,
+)
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,60 @@ class InputReading:
 
 
 @dataclass(frozen=True)
+class HeldLatency:
+    """Nodes added for call-chain latency that stabilisation still holds.
+
+    Attributes:
+        nodes: the nodes of the held value that were there only for latency.
+        services: the services whose latency asked for them.
+        until: the decision that first no longer wanted them (the latency had ended
+            or asked for less by then).
+        released_at: when the held value leaves the scale-down window, if no later
+            decision wants as many nodes.
+    """
+
+    nodes: int
+    services: tuple[str, ...]
+    until: datetime
+    released_at: datetime
+
+    @classmethod
+    def of(cls, held: DesiredSpan | None, window: timedelta) -> HeldLatency | None:
+        """Return what latency added to the value holding a scale-down, None if nothing."""
+        if held is None or held.latency is None:
+            return None
+        return cls(held.latency.nodes, held.latency.services, held.end, held.end + window)
+
+    def to_dict(self) -> dict[str, object]:
+        """Return a JSON-ready form (ISO 8601 UTC times)."""
+        return {
+            "nodes": self.nodes,
+            "services": list(self.services),
+            "until": iso_utc(self.until),
+            "released_at": iso_utc(self.released_at),
+        }
+
+    def describe(self, latency_now: LatencyAdjustment) -> str:
+        """Say, for the summary, which nodes latency added and how long they are held.
+
+        Args:
+            latency_now: this decision's adjustment: the latency has ended when it asks
+                for no nodes.
+        """
+        cause = "call-chain latency"
+        if self.services:
+            cause += " of " + ", ".join(self.services)
+        if latency_now.extra_nodes:
+            ended = f"until {iso_utc(self.until)} (it now asks for {latency_now.extra_nodes})"
+        else:
+            ended = f"which ended by {iso_utc(self.until)}"
+        return (
+            f"{self.nodes} of them were added for {cause}, {ended}; stabilisation holds "
+            f"them until {iso_utc(self.released_at)}"
+        )
+
+
+@dataclass(frozen=True)
 class Explanation:
     """Why the recommendation says what it says.
 
@@ -106,6 +168,8 @@ class Explanation:
         latency: the call-chain adjustment as received.
         latency_applied: the latency nodes actually added.
         stabilisation_limit: what held a scale-down back, None when nothing did.
+        held_latency: when the window holds a value that call-chain latency raised,
+            those nodes and their cause; else None.
         settings: the pool settings the decision used, as plain numbers.
     """
 
@@ -120,6 +184,7 @@ class Explanation:
     latency: LatencyAdjustment
     latency_applied: int
     stabilisation_limit: StabilisationLimit | None
+    held_latency: HeldLatency | None
     settings: Mapping[str, float]
 
     def to_dict(self) -> dict[str, object]:
@@ -148,8 +213,10 @@ class Explanation:
                 "applied_nodes": self.latency_applied,
                 "not_gpu_bound": self.latency.not_gpu_bound,
                 "reason": self.latency.reason,
+                "services": list(self.latency.services),
             },
             "stabilisation_limit": self.stabilisation_limit,
+            "held_latency": None if self.held_latency is None else self.held_latency.to_dict(),
             "settings": dict(self.settings),
         }
 
@@ -166,6 +233,7 @@ def summarise(
     latency: LatencyAdjustment,
     latency_applied: int,
     limit: StabilisationLimit | None,
+    held_latency: HeldLatency | None = None,
     settings: Mapping[str, float],
 ) -> str:
     """Return the reasoning as one line of prose, ending with the term that set the number."""
@@ -201,10 +269,13 @@ def summarise(
     if stages.bounded != stages.need or stages.final != stages.stabilised:
         parts.append(f"the bounds [{settings['min_nodes']:g}, {settings['max_nodes']:g}] apply")
     if limit == "window":
-        parts.append(
+        held = (
             f"scale-down held at {stages.window_max} nodes, the highest desired value of the "
             f"last {settings['scale_down_window_seconds'] / 60:g} min"
         )
+        if held_latency is not None:
+            held += "; " + held_latency.describe(latency)
+        parts.append(held)
     elif limit == "step":
         parts.append(
             f"scale-down limited to {settings['max_step_nodes']:g} node(s) below the "

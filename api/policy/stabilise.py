@@ -19,6 +19,12 @@ The state keeps only spans that can still be a window maximum: an earlier value 
 larger than a later one never can (the later one stays in the window longer), so the
 spans strictly decrease from oldest to newest and number at most
 ``max_nodes - min_nodes + 1``.
+
+A span also remembers the nodes of its value that were there only for call-chain
+latency (:class:`~api.policy.types.LatencyCause`). A change of cause starts a new span
+even at the same value, so the span that holds a scale-down is the *latest* time that
+value was wanted, with the cause it had then: if the value outlived the latency (the
+forecast rose to it), latency is no longer what holds it.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
-from api.policy.types import DesiredSpan, StabilisationState, require_aware
+from api.policy.types import DesiredSpan, LatencyCause, StabilisationState, require_aware
 from forecaster.config.pools import ScaleDownConfig
 
 StabilisationLimit = Literal["window", "step", "warming_up"]
@@ -43,16 +49,23 @@ class Stabilised:
         window_max: the largest desired value in force during the window (this one included).
         limited_by: what held the number above ``raw``, None when nothing did.
         state: the state to keep for the next decision.
+        held: when the window held a scale-down (``limited_by == "window"``), the
+            earlier desired value that held it, with its latency cause; else None.
     """
 
     nodes: int
     window_max: int
     limited_by: StabilisationLimit | None
     state: StabilisationState
+    held: DesiredSpan | None = None
 
 
 def record(
-    state: StabilisationState, raw: int, now: datetime, window: timedelta
+    state: StabilisationState,
+    raw: int,
+    now: datetime,
+    window: timedelta,
+    latency: LatencyCause | None = None,
 ) -> StabilisationState:
     """Return the state with the decision ``raw`` at ``now`` added and expired spans dropped.
 
@@ -61,15 +74,16 @@ def record(
         raw: this decision's desired nodes before stabilisation.
         now: the decision time (timezone-aware).
         window: the scale-down stabilisation window.
+        latency: the nodes of ``raw`` there only for call-chain latency, None if none.
     """
     require_aware(now, "now")
     spans = list(state.spans)
     if spans:
         # The previous value held until it was replaced now (never shrink under skew).
         latest = spans[-1]
-        spans[-1] = DesiredSpan(latest.nodes, latest.start, max(latest.end, now))
-    if not spans or spans[-1].nodes != raw:
-        spans.append(DesiredSpan(raw, now, now))
+        spans[-1] = replace(latest, end=max(latest.end, now))
+    if not spans or spans[-1].nodes != raw or spans[-1].latency != latency:
+        spans.append(DesiredSpan(raw, now, now, latency))
     kept: list[DesiredSpan] = []
     for span in reversed(spans):
         # Newest first: keep a span only if it beats everything after it.
@@ -92,6 +106,8 @@ def stabilise(
     state: StabilisationState,
     scale_down: ScaleDownConfig,
     now: datetime,
+    *,
+    latency: LatencyCause | None = None,
 ) -> Stabilised:
     """Apply the scale-down window and step to a desired node count.
 
@@ -101,13 +117,17 @@ def stabilise(
         state: what earlier decisions left (empty for the first one).
         scale_down: the pool's window and largest step.
         now: the decision time (timezone-aware).
+        latency: the nodes of ``raw`` there only for call-chain latency, remembered
+            with the value so a later hold can name the cause.
 
     Returns:
-        The stabilised count, what limited it, and the new state. A scale-up (``raw``
-        above the ready nodes) is never delayed.
+        The stabilised count, what limited it, the span that held it, and the new
+        state. A scale-up (``raw`` above the ready nodes) is never delayed.
     """
-    updated = record(state, raw, now, scale_down.window)
-    window_max = max(span.nodes for span in updated.spans)
+    updated = record(state, raw, now, scale_down.window, latency)
+    # Spans strictly decrease, so the oldest kept one is the window's maximum.
+    top = updated.spans[0]
+    window_max = top.nodes
     limited_by: StabilisationLimit | None = None
     if window_max >= current_nodes:
         nodes = window_max
@@ -124,4 +144,5 @@ def stabilise(
             limited_by = "window"
     if nodes > current_nodes:
         updated = replace(updated, last_scale_up_at=now)
-    return Stabilised(nodes, window_max, limited_by, updated)
+    held = top if limited_by == "window" else None
+    return Stabilised(nodes, window_max, limited_by, updated, held)

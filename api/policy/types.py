@@ -243,11 +243,14 @@ class LatencyAdjustment:
         reason: why, in words (the bottleneck services and their excess).
         not_gpu_bound: the pool's GPUs idle while its services are slow; more GPU nodes
             would not help, so ``extra_nodes`` is not applied.
+        services: the pool's services that asked for the nodes, for the explanation
+            (it keeps naming them while stabilisation holds the nodes they added).
     """
 
     extra_nodes: int = 0
     reason: str = ""
     not_gpu_bound: bool = False
+    services: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.extra_nodes < 0:
@@ -259,16 +262,41 @@ NO_LATENCY: Final = LatencyAdjustment()
 
 
 @dataclass(frozen=True)
+class LatencyCause:
+    """The part of a desired value that was there only for call-chain latency.
+
+    Attributes:
+        nodes: nodes the value would not have had without the latency adjustment, >= 1.
+        services: the services whose latency asked for them (may be empty when the
+            adjustment did not name them).
+    """
+
+    nodes: int
+    services: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1:
+            raise ValueError(f"LatencyCause.nodes must be >= 1, got {self.nodes}")
+
+    def to_dict(self) -> dict[str, object]:
+        """Return a JSON-ready form for the store."""
+        return {"nodes": self.nodes, "services": list(self.services)}
+
+
+@dataclass(frozen=True)
 class DesiredSpan:
     """A pre-stabilisation desired value and the time it was in force.
 
     ``end`` is the last moment the value is known to have held: the time of the decision
-    that replaced it, or of the latest decision for the newest span.
+    that replaced it, or of the latest decision for the newest span. ``latency`` is set
+    when part of the value was there only for call-chain latency, so that while
+    stabilisation holds the value the explanation can still name that cause.
     """
 
     nodes: int
     start: datetime
     end: datetime
+    latency: LatencyCause | None = None
 
     def __post_init__(self) -> None:
         require_aware(self.start, "DesiredSpan.start")
@@ -304,7 +332,12 @@ class StabilisationState:
         """Return a JSON-ready form (ISO 8601 UTC timestamps) for the store."""
         return {
             "spans": [
-                {"nodes": s.nodes, "start": iso_utc(s.start), "end": iso_utc(s.end)}
+                {
+                    "nodes": s.nodes,
+                    "start": iso_utc(s.start),
+                    "end": iso_utc(s.end),
+                    "latency": None if s.latency is None else s.latency.to_dict(),
+                }
                 for s in self.spans
             ],
             "tracked_since": iso_utc(self.tracked_since),
@@ -324,7 +357,12 @@ class StabilisationState:
             if not isinstance(raw_spans, Sequence):
                 raise TypeError("spans must be a list")
             spans = tuple(
-                DesiredSpan(int(s["nodes"]), _parse_iso(s["start"]), _parse_iso(s["end"]))
+                DesiredSpan(
+                    int(s["nodes"]),
+                    _parse_iso(s["start"]),
+                    _parse_iso(s["end"]),
+                    _parse_cause(s.get("latency")),
+                )
                 for s in raw_spans
             )
             return cls(
@@ -354,3 +392,15 @@ def _parse_iso(value: object) -> datetime:
 
 def _parse_optional_iso(value: object) -> datetime | None:
     return None if value is None else _parse_iso(value)
+
+
+def _parse_cause(value: object) -> LatencyCause | None:
+    # States stored before causes were recorded have no "latency" key: no cause.
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"a span's latency must be an object, got {value!r}")
+    services = value.get("services") or []
+    if not isinstance(services, Sequence) or isinstance(services, str):
+        raise TypeError(f"a span's latency services must be a list, got {services!r}")
+    return LatencyCause(int(value["nodes"]), tuple(str(name) for name in services))

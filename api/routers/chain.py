@@ -19,7 +19,8 @@ router = APIRouter(tags=["signals"])
 _SERVICE_FIELDS = (
     "service, pool, span_count, call_count, p50_ms, p95_ms, self_p50_ms, self_p95_ms, "
     "own_p95_ms (= self_p95_ms: exclusive time, duration minus time in callees), "
-    "residual_p95_ms, callers, callees, error_count, threshold_ms, threshold_source, "
+    "residual_p95_ms, own_baseline_p95_ms (its usual exclusive p95, null until learnt), "
+    "callers, callees, error_count, threshold_ms, threshold_source, "
     "status, culprit, verdict, scaled_with, slows_pools, extra_nodes, note"
 )
 

@@ -1,7 +1,12 @@
 """``POST /v1/traces`` (OTLP/HTTP) and ``POST /signals/spans`` (the simple span list).
 
-Both add spans to the service's window and return at once; the analysis that turns the
-window into extra nodes runs in the background (:mod:`api.latency`), never here.
+Both decode in a worker thread and hand the spans to the app's
+:class:`~api.callchain.feed.SpanFeed`, which adds them to the window from its own
+thread; the route awaits that without holding the event loop, so reads are answered
+meanwhile. The analysis that turns the window into extra nodes runs in the background
+(:mod:`api.latency`), never here. When ingestion is behind (its queue full) a batch is
+refused whole with 503 and ``Retry-After``, which OTLP exporters retry: never dropped
+silently.
 
 ``/v1/traces`` follows OTLP/HTTP: protobuf (``application/x-protobuf``) or JSON
 (``application/json``), optionally gzip or deflate; success is an
@@ -16,6 +21,7 @@ spans of a list and reports the rejected ones.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, Final
 
@@ -28,14 +34,17 @@ from api.callchain import (
     JSON,
     PROTOBUF,
     PayloadTooLargeError,
+    Span,
     SpanIn,
     UnsupportedMediaTypeError,
     decode_export,
     decode_span_list_batch,
     export_response,
 )
+from api.callchain.feed import SpanFeed
 from api.callchain.otlp import media_type
-from api.deps import ServiceDep
+from api.callchain.types import SpanQueueFullError
+from api.deps import ServiceDep, SpanFeedDep
 from api.errors import error_body
 from api.limits import BodyTooLargeError, body_limit, read_body
 from api.service import RecommendationService
@@ -105,6 +114,9 @@ _TRACES_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
     400: _error_content(
         "a malformed export request, or one without a valid span (google.rpc.Status)"
     ),
+    503: _error_content(
+        "span ingestion is behind: nothing of the batch was taken; retry after Retry-After"
+    ),
     413: _error_content("the body exceeds service.max_body_bytes, compressed or not"),
     415: _error_content("not application/x-protobuf or application/json, or an unknown encoding"),
 }
@@ -122,10 +134,17 @@ def _otlp_error(code: int, rpc_code: int, message: str, content_type: str | None
     )
 
 
-def _add(service: RecommendationService, spans: list[Any]) -> SpansOut:
-    services = service.services
-    done = services.spans.add(spans, services.span_clock())
-    return SpansOut(accepted=done.added, evicted=done.evicted, window_spans=len(services.spans))
+_RETRY_AFTER_S: Final = 1
+
+
+async def _add(service: RecommendationService, feed: SpanFeed, spans: list[Span]) -> SpansOut:
+    """Add the spans through the feed; the event loop is free while they are added.
+
+    Raises:
+        SpanQueueFullError: ingestion is behind; nothing of the batch was taken.
+    """
+    fed = await asyncio.wrap_future(feed.submit(spans, service.services.span_clock()))
+    return SpansOut(accepted=fed.added, evicted=fed.evicted, window_spans=fed.window_spans)
 
 
 @router.post(
@@ -135,7 +154,7 @@ def _add(service: RecommendationService, spans: list[Any]) -> SpansOut:
     openapi_extra=_TRACES_OPENAPI,
     summary="OTLP/HTTP trace export (protobuf or JSON)",
 )
-async def export_traces(request: Request, service: ServiceDep) -> Response:
+async def export_traces(request: Request, service: ServiceDep, feed: SpanFeedDep) -> Response:
     """Receive spans from an OpenTelemetry SDK's OTLP/HTTP exporter or a Collector.
 
     Point the exporter at ``http://<host>:<port>/v1/traces``. Spans count towards the
@@ -167,7 +186,12 @@ async def export_traces(request: Request, service: ServiceDep) -> Response:
         return _otlp_error(415, code_pb2.INVALID_ARGUMENT, str(exc), content_type)
     except DataValidationError as exc:
         return _otlp_error(400, code_pb2.INVALID_ARGUMENT, str(exc), content_type)
-    _add(service, decoded.spans)
+    try:
+        await _add(service, feed, decoded.spans)
+    except SpanQueueFullError as exc:
+        answer = _otlp_error(503, code_pb2.UNAVAILABLE, str(exc), content_type)
+        answer.headers["Retry-After"] = str(_RETRY_AFTER_S)
+        return answer
     reply, reply_type = export_response(content_type, decoded)
     return Response(reply, media_type=reply_type)
 
@@ -187,6 +211,10 @@ _SPAN_LIST_OPENAPI: Final[dict[str, Any]] = {
     responses={
         413: {"description": "the body exceeds service.max_body_bytes"},
         415: {"description": "the body is not application/json"},
+        503: {
+            "description": "span ingestion is behind: nothing of the list was taken; retry "
+            "after Retry-After"
+        },
         422: {
             "description": "not a JSON array, or no valid span in it; the message names "
             "the index and field"
@@ -195,7 +223,7 @@ _SPAN_LIST_OPENAPI: Final[dict[str, Any]] = {
     openapi_extra=_SPAN_LIST_OPENAPI,
     summary="Push spans as a simple JSON list",
 )
-async def push_spans(request: Request, service: ServiceDep) -> Response:
+async def push_spans(request: Request, service: ServiceDep, feed: SpanFeedDep) -> Response:
     """Add spans ``{trace_id, span_id, parent_span_id?, service, start, end | duration_ms}``.
 
     For senders without an OpenTelemetry exporter; the spans join those from
@@ -211,7 +239,16 @@ async def push_spans(request: Request, service: ServiceDep) -> Response:
         return Response(json.dumps(body), status_code=415, media_type=JSON)
     raw = await read_body(request, body_limit(request.app))
     decoded = await run_in_threadpool(decode_span_list_batch, raw)
-    done = _add(service, decoded.spans)
+    try:
+        done = await _add(service, feed, decoded.spans)
+    except SpanQueueFullError as exc:
+        body = error_body("ingestion_behind", str(exc))
+        return Response(
+            json.dumps(body),
+            status_code=503,
+            media_type=JSON,
+            headers={"Retry-After": str(_RETRY_AFTER_S)},
+        )
     done.rejected = len(decoded.rejected)
     done.rejected_reasons = decoded.rejected[:10]
     return Response(done.model_dump_json(), media_type=JSON)

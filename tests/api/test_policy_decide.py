@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -219,3 +220,93 @@ def test_other_timezones_serialise_as_utc() -> None:
 def test_naive_now_is_rejected() -> None:
     with pytest.raises(ValueError, match="now must be timezone-aware"):
         decide(POOL, forecast(), live(), HEALTH, NO_LATENCY, EMPTY, datetime(2024, 5, 1, 12))
+
+
+def _at(at: datetime, latency: LatencyAdjustment, state: StabilisationState) -> Recommendation:
+    """Decide at ``at`` with the same 37-GPU forecast peak and 8 ready nodes."""
+    shift = at - NOW
+    f = forecast()
+    moved = DemandForecast(
+        timestamps=tuple(ts + shift for ts in f.timestamps),
+        quantiles=f.quantiles,
+        level=f.level,
+        model_version=f.model_version,
+        generated_at=f.generated_at + shift,
+        step=f.step,
+    )
+    signals = LiveSignals(
+        Sample(10.0, at - 30 * timedelta(seconds=1)), Sample(8.0, at - 20 * timedelta(seconds=1))
+    )
+    health = ForecastHealth(0.8, 1.5, 5 * MIN, 30 * MIN, error_at=at - 5 * MIN)
+    rec = decide(POOL, moved, signals, health, latency, state, at)
+    # The state goes through the store between decisions, as in the service.
+    return replace(rec, state=StabilisationState.from_dict(rec.state.to_dict()))
+
+
+def test_held_latency_nodes_keep_naming_their_cause_until_the_window_lets_go() -> None:
+    slow = LatencyAdjustment(2, "llm p95 800 ms vs SLO 400 ms: +2 nodes", services=("llm",))
+    # The forecast needs 6 nodes; latency of llm adds 2 for four minutes.
+    first = _at(NOW, slow, EMPTY)
+    second = _at(NOW + 2 * MIN, slow, first.state)
+    assert (first.desired_nodes, second.desired_nodes) == (8, 8)
+    assert second.explanation.term == "latency"
+    assert second.explanation.held_latency is None
+
+    # llm recovers at +4 min: the forecast alone asks for 6, the window holds the 8.
+    held = []
+    state = second.state
+    for minutes in (4, 6, 10, 13):
+        rec = _at(NOW + minutes * MIN, NO_LATENCY, state)
+        held.append(rec)
+        state = rec.state
+    for rec in held:
+        assert (rec.desired_nodes, rec.explanation.term) == (8, "stabilisation")
+        assert rec.explanation.stabilisation_limit == "window"
+        cause = rec.explanation.held_latency
+        assert cause is not None
+        assert (cause.nodes, cause.services) == (2, ("llm",))
+        assert cause.until == NOW + 4 * MIN  # the first decision without the latency
+        assert cause.released_at == NOW + 14 * MIN
+        assert (
+            "2 of them were added for call-chain latency of llm, which ended by "
+            "2024-05-01T12:04:00Z; stabilisation holds them until 2024-05-01T12:14:00Z"
+        ) in rec.explanation.summary
+    as_json = held[-1].to_dict()["explanation"]
+    assert as_json["held_latency"] == {  # type: ignore[index]
+        "nodes": 2,
+        "services": ["llm"],
+        "until": "2024-05-01T12:04:00Z",
+        "released_at": "2024-05-01T12:14:00Z",
+    }
+
+    # At +14 min the 8 has left the window: one step down, and latency is not named.
+    after = _at(NOW + 14 * MIN, NO_LATENCY, state)
+    assert (after.desired_nodes, after.explanation.stabilisation_limit) == (7, "step")
+    assert after.explanation.held_latency is None
+    assert "latency of llm" not in after.explanation.summary
+    assert after.to_dict()["explanation"]["held_latency"] is None  # type: ignore[index]
+
+
+def test_a_held_value_the_forecast_also_reached_is_not_blamed_on_latency() -> None:
+    slow = LatencyAdjustment(2, "llm slow", services=("llm",))
+    first = _at(NOW, slow, EMPTY)
+    # Latency ends, but the floor alone now asks for the same 8 nodes (60 GPUs live).
+    signals = LiveSignals(
+        Sample(60.0, NOW + 2 * MIN - timedelta(seconds=30)), Sample(8.0, NOW + 2 * MIN)
+    )
+    health = ForecastHealth(0.8, 1.5, 5 * MIN, 30 * MIN, error_at=NOW)
+    second = decide(POOL, forecast(), signals, health, NO_LATENCY, first.state, NOW + 2 * MIN)
+    assert second.desired_nodes == 8
+    third = _at(NOW + 4 * MIN, NO_LATENCY, second.state)
+    assert (third.desired_nodes, third.explanation.stabilisation_limit) == (8, "window")
+    assert third.explanation.held_latency is None
+    assert "latency" not in third.explanation.summary.split("scale-down held")[1]
+
+
+def test_latency_still_asking_for_less_is_not_called_ended() -> None:
+    first = _at(NOW, LatencyAdjustment(3, "llm slow", services=("llm",)), EMPTY)
+    second = _at(NOW + 2 * MIN, LatencyAdjustment(1, "llm slow", services=("llm",)), first.state)
+    assert (first.desired_nodes, second.desired_nodes) == (9, 9)
+    assert second.explanation.held_latency is not None
+    assert second.explanation.held_latency.nodes == 3
+    assert "until 2024-05-01T12:02:00Z (it now asks for 1)" in second.explanation.summary

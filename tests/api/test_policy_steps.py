@@ -13,6 +13,7 @@ from api.policy import (
     DesiredSpan,
     ForecastHealth,
     LatencyAdjustment,
+    LatencyCause,
     LiveSignals,
     Sample,
     StabilisationState,
@@ -272,6 +273,39 @@ def test_state_round_trips_through_its_dict_form() -> None:
     assert StabilisationState.from_dict(data) == state
     with pytest.raises(DataValidationError, match="malformed"):
         StabilisationState.from_dict({"spans": [{"nodes": 1}]})
+
+
+def test_a_latency_cause_round_trips_and_older_states_have_none() -> None:
+    cause = LatencyCause(2, ("llm", "ranker"))
+    state = record(StabilisationState(), 8, NOW, CALM.window, cause)
+    data = state.to_dict()
+    assert data["spans"] == [
+        {
+            "nodes": 8,
+            "start": "2024-05-01T12:00:00Z",
+            "end": "2024-05-01T12:00:00Z",
+            "latency": {"nodes": 2, "services": ["llm", "ranker"]},
+        }
+    ]
+    assert StabilisationState.from_dict(data) == state
+    # A state stored before causes were recorded has spans without "latency".
+    old = {"spans": [{"nodes": 8, "start": "2024-05-01T12:00:00Z", "end": "2024-05-01T12:00:00Z"}]}
+    assert StabilisationState.from_dict(old).spans[0].latency is None
+    with pytest.raises(DataValidationError, match="malformed"):
+        StabilisationState.from_dict(
+            {"spans": [{**old["spans"][0], "latency": {"nodes": 0, "services": []}}]}
+        )
+
+
+def test_a_change_of_cause_at_the_same_value_starts_a_span_that_outlives_the_old() -> None:
+    state = record(StabilisationState(), 8, NOW, CALM.window, LatencyCause(2, ("llm",)))
+    state = record(state, 8, NOW + MIN, CALM.window, None)
+    # The value is the same but latency no longer explains it: only the newer span stays.
+    assert [(s.nodes, s.start, s.latency) for s in state.spans] == [(8, NOW + MIN, None)]
+    held = stabilise(6, 8, state, CALM, NOW + 2 * MIN)
+    assert held.limited_by == "window"
+    assert held.held is not None
+    assert held.held.latency is None
 
 
 # -- explanation term, action, headroom -----------------------------------------

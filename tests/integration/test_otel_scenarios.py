@@ -105,9 +105,9 @@ class App:
         return {s["service"]: s["verdict"] for s in body["services"]}
 
 
-def _serve(tmp_path: Path, utils: dict[str, float]) -> Iterator[App]:
+def _serve(tmp_path: Path, utils: dict[str, float], pools_yaml: str = POOLS_YAML) -> Iterator[App]:
     pools_file = tmp_path / "pools.yaml"
-    pools_file.write_text(POOLS_YAML)
+    pools_file.write_text(pools_yaml)
     settings = load_settings(root=tmp_path, pools_file=pools_file, horizon=12, max_train_days=1)
     store = open_store(f"sqlite:///{tmp_path / 'store.db'}")
     store.samples.upsert(pd.concat([_history(pool, util) for pool, util in utils.items()]))
@@ -153,6 +153,16 @@ def app(tmp_path: Path) -> Iterator[App]:
 def idle_rank_app(tmp_path: Path) -> Iterator[App]:
     """The issue's case: llm's GPUs at 95 %, the ranker's pool idle at 15 %."""
     yield from _serve(tmp_path, {"rank": 15.0, "llm": 95.0})
+
+
+@pytest.fixture
+def tight_ranker_app(tmp_path: Path) -> Iterator[App]:
+    """ranker's SLO (300 ms) is tighter than its callee llm's (400 ms)."""
+    yield from _serve(
+        tmp_path,
+        {"rank": 90.0, "llm": 95.0},
+        POOLS_YAML.replace("slo_p95_ms: 500", "slo_p95_ms: 300"),
+    )
 
 
 class Counting(SpanExporter):
@@ -316,3 +326,44 @@ def test_partial_success_keeps_the_valid_spans_of_an_sdk_batch(app: App) -> None
     )
     llm = next(s for s in body["services"] if s["service"] == "llm")
     assert llm["span_count"] == 30
+
+
+def test_a_caller_with_healthy_own_time_is_not_blamed_for_a_callee_over_its_slo(
+    tight_ranker_app: App,
+) -> None:
+    app = tight_ranker_app
+    # Healthy traffic first, long enough for every service's usual exclusive time to be
+    # learnt (5 analyses with at least 20 calls each; the analysis runs every 0.2 s).
+    export(app, 30, HEALTHY)
+    body = app.wait_for(lambda b: all(s.get("call_count") == 30 for s in b["services"]))
+    seen = {body["analysed_at"]}
+    while len(seen) < 8:
+        time.sleep(0.1)
+        seen.add(app.get("/signals/chain")["analysed_at"])
+    assert app.verdicts(app.get("/signals/chain"))["ranker"] == "ok"  # 232 of 300 ms
+
+    # llm slows to 800 ms. ranker now lasts 832 ms; even with llm back at its 400 ms SLO
+    # it would last 432 ms, over its own 300 ms, so subtracting llm's excess used to
+    # blame ranker (and gateway, judged by its baseline) although their own work is
+    # unchanged: 31 and 6 ms.
+    export(app, 30, {**HEALTHY, "llm": 800})
+    body = app.wait_for(
+        lambda b: (
+            all(s.get("call_count") == 60 for s in b["services"]) and "llm" in b["bottlenecks"]
+        )
+    )
+
+    assert body["bottlenecks"] == ["llm"]
+    ranker = next(s for s in body["services"] if s["service"] == "ranker")
+    assert (ranker["status"], ranker["culprit"]) == ("slow", False)
+    assert ranker["verdict"] == "waiting_on_callee"
+    assert body["pools"]["rank"]["extra_nodes"] == 0
+    assert body["pools"]["llm"]["extra_nodes"] > 0
+    assert ranker["own_p95_ms"] == pytest.approx(31, rel=0.01)
+    assert ranker["own_baseline_p95_ms"] == pytest.approx(31, rel=0.01)
+    assert "usual 31 ms" in ranker["note"]
+    gateway = next(s for s in body["services"] if s["service"] == "gateway")
+    assert gateway["threshold_source"] == "baseline"
+    assert gateway["culprit"] is False
+    recs = {r["pool"]: r for r in app.get("/recommendation")["pools"]}
+    assert recs["rank"]["explanation"]["latency"]["applied_nodes"] == 0

@@ -90,6 +90,7 @@ def test_a_slow_leaf_is_the_culprit_and_its_callers_are_not_blamed() -> None:
     assert embedder.verdict == "bottleneck"
     # ceil(10 nodes x (150 / 100 - 1) x gain 0.5) = 3
     assert result.adjustments["h100-embed"].extra_nodes == 3
+    assert result.adjustments["h100-embed"].services == ("embedder",)
     assert "embedder p95 150 ms vs SLO 100 ms" in result.adjustments["h100-embed"].reason
     assert (ranker.status, ranker.culprit) == ("slow", False)
     assert ranker.residual_p95_ms == pytest.approx(120)  # 170 - embedder's 50 ms excess
@@ -121,6 +122,8 @@ def test_a_slow_middle_service_scales_its_slow_downstream_with_it() -> None:
     # embedder: its own 0.5 excess beats ranker's 0.47: ceil(10 x 0.5 x 0.5) = 3
     assert adjustments["h100-embed"].extra_nodes == 3
     assert services["embedder"].scaled_with == ("ranker",)
+    # The pool names its own service that asks, scaled with the culprit upstream.
+    assert adjustments["h100-embed"].services == ("embedder",)
     assert "downstream of ranker" in adjustments["h100-embed"].reason
     assert not services["gateway"].culprit
 
@@ -229,6 +232,86 @@ def test_baselines_are_a_time_weighted_moving_average() -> None:
     assert BaselineState.from_dict(later.to_dict()) == later
     few = update_baselines(BaselineState(), {"svc": st("svc", 200, 200, calls=3)}, NOW)
     assert few.get("svc") is None
+
+
+def _usual(**exclusive_ms: float) -> BaselineState:
+    """Ready exclusive-time baselines (the usual own p95 of each service)."""
+    at = NOW - timedelta(minutes=1)
+    return BaselineState(
+        exclusive={n: Baseline(v, at, updates=10) for n, v in exclusive_ms.items()}
+    )
+
+
+def test_a_caller_with_usual_own_work_is_not_blamed_for_its_slow_callee() -> None:
+    # embedder's SLO (140 ms) leaves ranker's (150 ms) 10 ms for its usual 30 ms of own
+    # work: fine while embedder is well under its SLO, as usual. embedder slows to 300 ms
+    # and ranker lasts 330 ms, 30 of them its own. With embedder back at its SLO ranker
+    # would still last 170 ms, which the residual blamed on ranker.
+    pools = [
+        pool("a100-rank", ("ranker", 150)),
+        pool("h100-embed", ("embedder", 140)),
+    ]
+    stats = {
+        "ranker": st("ranker", 330, 30, ("embedder",)),
+        "embedder": st("embedder", 300, 300),
+    }
+
+    def blame(baselines: BaselineState) -> LatencyAnalysis:
+        return analyse(
+            stats, pools, current_nodes=NODES, gpu_util=BUSY, baselines=baselines, now=NOW
+        )
+
+    # Without a usual exclusive time the residual decides: 330 - 160 = 170 > 150.
+    unknown = blame(BaselineState())
+    assert unknown.services["ranker"].residual_p95_ms == pytest.approx(170)
+    assert unknown.services["ranker"].culprit
+    # With ranker's own work at its usual 30 ms it is only waiting on embedder.
+    known = blame(_usual(ranker=30))
+    ranker = known.services["ranker"]
+    assert (ranker.culprit, ranker.verdict) == (False, "waiting_on_callee")
+    assert ranker.own_baseline_p95_ms == 30
+    assert "usual 30 ms), not blamed" in ranker.note
+    assert known.adjustments["a100-rank"].extra_nodes == 0
+    assert known.services["embedder"].culprit
+    assert known.adjustments["h100-embed"].extra_nodes > 0
+    # Own work past twice its usual is unhealthy: blamed as before.
+    worse = blame(_usual(ranker=14))
+    assert worse.services["ranker"].culprit
+    assert "usual 14 ms" in worse.services["ranker"].note
+
+
+def test_a_caller_of_a_slow_callee_several_times_per_call_is_not_blamed_for_it() -> None:
+    # gateway (SLO 190) calls ranker (SLO 150) three times in a row and works 10 ms
+    # itself: 160 ms while ranker takes its usual 50. ranker slows to 180 ms, gateway to
+    # 550; the residual subtracts ranker's 30 ms excess once: 520 > 190.
+    stats = [st("gateway", 550, 10, ("ranker",)), st("ranker", 180, 180)]
+
+    unknown = run(stats)
+    assert unknown.services["gateway"].culprit  # what the residual alone concludes
+    known = run(stats, baselines=_usual(gateway=10))
+    assert not known.services["gateway"].culprit
+    assert known.services["ranker"].culprit
+    assert known.adjustments["cpu-gw"].extra_nodes == 0
+
+
+def test_own_work_over_its_own_threshold_is_blamed_however_usual() -> None:
+    # Usual or not, 200 ms of gateway's own work breaks its 190 ms SLO by itself.
+    stats = [st("gateway", 400, 200, ("ranker",)), st("ranker", 180, 180)]
+    result = run(stats, baselines=_usual(gateway=200))
+    assert result.services["gateway"].culprit
+
+
+def test_exclusive_baselines_are_kept_and_frozen_on_their_own() -> None:
+    start = update_baselines(BaselineState(), {"svc": st("svc", 200, 20)}, NOW)
+    assert start.get_exclusive("svc") == Baseline(20.0, NOW, 1)
+    ready = BaselineState({"svc": Baseline(200.0, NOW, 10)}, {"svc": Baseline(20.0, NOW, 10)})
+    # The call is slow (frozen), its own work as usual (still learnt).
+    later = update_baselines(
+        ready, {"svc": st("svc", 900, 22)}, NOW + timedelta(hours=1), half_life=timedelta(hours=1)
+    )
+    assert later.get("svc") == ready.get("svc")
+    assert later.exclusive["svc"].p95_ms == pytest.approx(21.0)
+    assert BaselineState.from_dict(later.to_dict()) == later
 
 
 def test_a_service_on_two_pools_is_a_config_error() -> None:

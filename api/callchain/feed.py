@@ -1,0 +1,145 @@
+"""Span batches added to the window by a thread of their own, never on the event loop.
+
+The trace routes decode a request in a worker thread and hand the spans to
+:class:`SpanFeed`, which adds them to the span window from one ingestion thread, in
+arrival order. The route awaits its batch's result, so the answer still says what was
+stored, while the event loop goes on serving other requests: no request handler ever
+waits for the window's lock, which ingestion and the background analysis (settling and
+folding spans into the statistics) hold in turn.
+
+The queue is bounded in spans. A batch that would overflow it is refused whole with
+:class:`~api.callchain.types.SpanQueueFullError` (the routes answer 503, which OTLP
+exporters retry with backoff): nothing is dropped silently. A batch larger than the
+bound is still taken when nothing else is queued, so no batch is refused forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future
+from datetime import datetime
+from typing import Final, NamedTuple, Protocol
+
+from api.callchain.types import Span, SpanQueueFullError
+from api.callchain.window import AddResult
+from api.policy.types import require_aware
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_QUEUED_SPANS: Final = 50_000
+"""Spans waiting to be added at most (25 s of 2,000 spans/s; a few tens of MB)."""
+
+
+class SpanSink(Protocol):
+    """Where spans go: :class:`~api.callchain.incremental.ChainWindow` in the service."""
+
+    def add(self, spans: Sequence[Span], now: datetime) -> AddResult:
+        """Take in a batch of spans that arrived at ``now``."""
+        ...
+
+    def __len__(self) -> int:
+        """Spans counted in the window now."""
+        ...
+
+
+class Fed(NamedTuple):
+    """What adding one batch did."""
+
+    added: int
+    """spans of the batch taken in."""
+    evicted: int
+    """older spans dropped to keep the window bounded."""
+    window_spans: int
+    """spans in the window right after the batch."""
+
+
+class _Batch(NamedTuple):
+    spans: Sequence[Span]
+    arrived: datetime
+    result: Future[Fed]
+
+
+class SpanFeed:
+    """Adds span batches to a sink from one thread, through a queue bounded in spans.
+
+    Args:
+        sink: the span window.
+        max_queued_spans: the most spans waiting at once, >= 1.
+    """
+
+    def __init__(self, sink: SpanSink, *, max_queued_spans: int = DEFAULT_MAX_QUEUED_SPANS) -> None:
+        if max_queued_spans < 1:
+            raise ValueError(f"max_queued_spans must be >= 1, got {max_queued_spans}")
+        self.sink = sink
+        self.max_queued_spans = max_queued_spans
+        self._queue: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._queued = 0
+        self._open = False
+        self._thread: threading.Thread | None = None
+
+    @property
+    def queued_spans(self) -> int:
+        """Spans submitted and not yet added."""
+        return self._queued
+
+    def start(self) -> None:
+        """Start the ingestion thread (once)."""
+        with self._lock:
+            if self._thread is not None:
+                raise RuntimeError("the span feed was already started")
+            self._thread = threading.Thread(target=self._run, name="span-feed", daemon=True)
+            self._open = True
+        self._thread.start()
+
+    def submit(self, spans: Sequence[Span], now: datetime) -> Future[Fed]:
+        """Queue a batch that arrived at ``now``; the future resolves once it is added.
+
+        Cancelling the future before the thread reaches the batch (the client went
+        away) skips it: the client had no answer, so it sends the batch again.
+
+        Raises:
+            SpanQueueFullError: the batch would overflow the queue, or the feed is not
+                running; nothing of it was taken.
+            ValueError: ``now`` is naive.
+        """
+        require_aware(now, "now")
+        result: Future[Fed] = Future()
+        with self._lock:
+            if not self._open:
+                raise SpanQueueFullError("span ingestion is not running; send the spans again")
+            if self._queued and self._queued + len(spans) > self.max_queued_spans:
+                raise SpanQueueFullError(
+                    f"span ingestion is behind ({self._queued} spans queued, at most "
+                    f"{self.max_queued_spans}); send the {len(spans)} spans again shortly"
+                )
+            self._queued += len(spans)
+            self._queue.put(_Batch(spans, now, result))
+        return result
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        """Refuse new batches, add those already queued, and end the thread."""
+        with self._lock:
+            thread, self._open = self._thread, False
+            if thread is None or not thread.is_alive():
+                return
+            self._queue.put(None)
+        thread.join(timeout)
+        if thread.is_alive():
+            logger.warning("span ingestion did not finish its queue within %s s", timeout)
+
+    def _run(self) -> None:
+        while (batch := self._queue.get()) is not None:
+            try:
+                if batch.result.set_running_or_notify_cancel():
+                    done = self.sink.add(batch.spans, batch.arrived)
+                    batch.result.set_result(Fed(done.added, done.evicted, len(self.sink)))
+            # One bad batch must not stop ingestion: its request answers with the error.
+            except Exception as exc:
+                batch.result.set_exception(exc)
+            finally:
+                with self._lock:
+                    self._queued -= len(batch.spans)
