@@ -6,12 +6,24 @@ before it (or after shutdown) gets a 503, never an attribute error.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Path, Query, Request, status
 
 from api.callchain.feed import SpanFeed
 from api.service import RecommendationService
+
+
+def _from_state(request: Request, name: str) -> Any:
+    """Return ``app.state.<name>``; a 503 while the app is starting or stopping."""
+    value = getattr(request.app.state, name, None)
+    if value is None:
+        raise HTTPException(
+            status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+            detail="the service is starting; retry shortly",
+            headers={"Retry-After": "5"},
+        )
+    return value
 
 
 async def get_service(request: Request) -> RecommendationService:
@@ -20,13 +32,7 @@ async def get_service(request: Request) -> RecommendationService:
     Raises:
         HTTPException: 503 while the app is starting or stopping.
     """
-    service: RecommendationService | None = getattr(request.app.state, "service", None)
-    if service is None:
-        raise HTTPException(
-            status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
-            detail="the service is starting; retry shortly",
-            headers={"Retry-After": "5"},
-        )
+    service: RecommendationService = _from_state(request, "service")
     return service
 
 
@@ -40,13 +46,7 @@ async def get_span_feed(request: Request) -> SpanFeed:
     Raises:
         HTTPException: 503 while the app is starting or stopping.
     """
-    feed: SpanFeed | None = getattr(request.app.state, "span_feed", None)
-    if feed is None:
-        raise HTTPException(
-            status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
-            detail="the service is starting; retry shortly",
-            headers={"Retry-After": "5"},
-        )
+    feed: SpanFeed = _from_state(request, "span_feed")
     return feed
 
 

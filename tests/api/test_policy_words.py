@@ -89,25 +89,23 @@ def test_a_forecast_rise_says_how_much_it_adds() -> None:
     assert "4 node(s) beyond the 2 live demand needs" in summary
 
 
+def _summary(pool: PoolConfig) -> str:
+    rec = decide(
+        pool, forecast((20.0, 37.0)), live(10.0), health(0.8), NO_LATENCY,
+        StabilisationState(), NOW,
+    )  # fmt: skip
+    return rec.explanation.summary
+
+
 def test_a_cost_ratio_sets_the_newsvendor_quantile_and_the_explanation_says_so() -> None:
     costly = PoolConfig.model_validate(
         POOL.model_dump(exclude={"quantile"}) | {"waiting_cost_ratio": 9.0}
     )
     assert costly.quantile == 0.9
     assert costly.quantile_rule == "newsvendor"
-    rec = decide(
-        costly, forecast((20.0, 37.0)), live(10.0), health(0.8), NO_LATENCY,
-        StabilisationState(), NOW,
-    )  # fmt: skip
-    assert "newsvendor quantile: a waiting GPU-hour costs 9x an idle one" in (
-        rec.explanation.summary
-    )
+    assert "newsvendor quantile: a waiting GPU-hour costs 9x an idle one" in _summary(costly)
     # A quantile given directly overrides the cost rule, and the words do not claim it.
     direct = PoolConfig.model_validate(POOL.model_dump() | {"waiting_cost_ratio": 3.0})
     assert direct.quantile == 0.9
     assert direct.quantile_rule == "quantile"
-    rec = decide(
-        direct, forecast((20.0, 37.0)), live(10.0), health(0.8), NO_LATENCY,
-        StabilisationState(), NOW,
-    )  # fmt: skip
-    assert "newsvendor" not in rec.explanation.summary
+    assert "newsvendor" not in _summary(direct)
