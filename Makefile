@@ -49,8 +49,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/decision_quality.py
 	$(BIN)/python benchmarks/peak_quantile.py
 	$(BIN)/python benchmarks/api_load.py
-	$(BIN)/python benchmarks/api_load.py --scenario mixed
-	$(BIN)/python benchmarks/api_load.py --scenario traces
+	$(BIN)/python benchmarks/api_load.py --scenario mixed --gc-freeze
+	$(BIN)/python benchmarks/api_load.py --scenario traces --gc-freeze
 	$(BIN)/python benchmarks/grpc_expander.py
 	$(BIN)/python benchmarks/training_scale.py --sizes 10 100 1000 --budget-s 900
 

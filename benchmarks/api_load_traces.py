@@ -135,7 +135,7 @@ def _get_json(port: int, path: str) -> Any:
 def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     """Start the server, run sender and reader together, then check what was counted."""
     # Imported here: api_load imports this module (it dispatches the scenario to it).
-    from api_load import cpu_seconds, free_port, load_average, wait_ready
+    from api_load import GC_FREEZE, cpu_seconds, free_port, load_average, wait_ready
 
     port = free_port()
     me = [sys.executable, str((ROOT / "benchmarks" / "api_load.py").resolve())]
@@ -144,6 +144,8 @@ def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     )
     try:
         wait_ready(port, timeout=120)
+        if args.gc_freeze:  # as `foresight serve` does once it is ready
+            wait_ready(port, timeout=30, path=GC_FREEZE)
         before = load_average()
         cpu_before = cpu_seconds(server.pid)
         sender = subprocess.Popen(
@@ -195,6 +197,7 @@ def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             for s in chain["services"]
         },
         "server_cpu_seconds": cpu_used,
+        "gc_freeze": bool(args.gc_freeze),
         "load_average_before": before,
         "load_average_during": during,
         "load_average_after": load_average(),

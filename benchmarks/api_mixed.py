@@ -190,6 +190,8 @@ def mixed(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     )
     try:
         api_load.wait_ready(port, timeout=180)
+        if args.gc_freeze:  # as `foresight serve` does once it is ready
+            api_load.wait_ready(port, timeout=30, path=api_load.GC_FREEZE)
         before = api_load.load_average()
         cpu_before = api_load.cpu_seconds(server.pid)
         started = time.monotonic()
@@ -245,12 +247,7 @@ def mixed(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 def reads_alone(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     """``GET /recommendation`` alone at ``args.alone_rate`` with api_load's measurement."""
     alone = argparse.Namespace(**vars(args))
-    alone.rate, alone.targets, alone.gc_freeze, alone.switch_ms = (
-        args.alone_rate,
-        ["/recommendation"],
-        False,
-        None,
-    )
+    alone.rate, alone.targets, alone.switch_ms = (args.alone_rate, ["/recommendation"], None)
     result: dict[str, Any] = api_load.measure(alone, workdir)["/recommendation"]
     return result
 
@@ -317,6 +314,7 @@ def report(
                 "connections",
                 "refresh",
                 "alone_rate",
+                "gc_freeze",
             )
         },
         "writers": WRITERS,
@@ -340,6 +338,11 @@ def run(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--refresh", type=float, default=5.0)
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="gc.freeze() in the server once ready, as serve does",
+    )
     parser.add_argument("--quick", action="store_true", help="10 s phases, 2 s warm-up")
     parser.add_argument("--no-write", action="store_true", help="do not write the JSON")
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
