@@ -140,7 +140,14 @@ def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     port = free_port()
     me = [sys.executable, str((ROOT / "benchmarks" / "api_load.py").resolve())]
     server = subprocess.Popen(
-        [*me, "serve", f"--dir={workdir}", f"--port={port}", f"--refresh={args.refresh}"]
+        [
+            *me,
+            "serve",
+            f"--dir={workdir}",
+            f"--port={port}",
+            f"--refresh={args.refresh}",
+            f"--switch-ms={args.switch_ms or 0}",
+        ]
     )
     try:
         wait_ready(port, timeout=120)
@@ -198,6 +205,7 @@ def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         },
         "server_cpu_seconds": cpu_used,
         "gc_freeze": bool(args.gc_freeze),
+        "switch_ms": args.switch_ms,
         "load_average_before": before,
         "load_average_during": during,
         "load_average_after": load_average(),
