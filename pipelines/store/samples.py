@@ -1,16 +1,22 @@
-"""Stored observations of every series: idempotent writes, incremental reads."""
+"""Stored observations of every series: idempotent writes, incremental reads.
+
+A pool's ``demand_gpus`` is derived from its stored ``allocated_gpus`` and
+``queue_gpus`` whenever either is written through :meth:`SampleRepository.upsert_with_demand`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 
+from forecaster.config.pools import ALLOCATED_GPUS, QUEUE_GPUS
 from forecaster.exceptions import DataValidationError
+from forecaster.loaders import DEMAND, derive_demand
 from forecaster.types import DS, SERIES_COLUMNS, UID, Y
 from pipelines.store.engine import Database
 from pipelines.store.schema import Sample, as_utc
@@ -53,6 +59,33 @@ class SampleRepository:
                 session, self._db.dialect, Sample, rows, keys=("series_id", "ts"), update=("value",)
             )
         return len(rows)
+
+    def upsert_with_demand(self, frame: pd.DataFrame) -> int:
+        """Write samples, then ``<pool>/demand_gpus`` = allocated + queued where a part moved.
+
+        Demand is derived only at the (pool, time) pairs where ``frame`` has an
+        ``allocated_gpus`` or ``queue_gpus`` sample, from the stored value of the other
+        part: one read of the parts (every pool at once, between the oldest and newest
+        written time) and one write, so a sample at an old time rewrites the one demand
+        row it changes, never every later row.
+
+        Args:
+            frame: long frame with tz-aware ``ds`` and finite ``y`` (validate it first).
+
+        Returns:
+            The rows written, derived demand included.
+
+        Raises:
+            DataValidationError: as :meth:`upsert`.
+            StoreError: the database failed.
+        """
+        rows = self.upsert(frame)
+        pushed = _parts(frame)
+        if pushed.empty:
+            return rows
+        raw = self.read(*_parts_window(pushed))
+        demand = _demand_at(raw, pushed)
+        return rows + (self.upsert(demand) if not demand.empty else 0)
 
     def last_timestamp(self, series_id: str) -> pd.Timestamp | None:
         """Return the newest stored timestamp of a series, or None if it has none."""
@@ -115,18 +148,52 @@ class SampleRepository:
             ``unique_id`` (str), ``ds`` (``datetime64[ns, UTC]``), ``y`` (float64);
             empty with those columns when nothing matches.
         """
-        statement = select(Sample.series_id, Sample.ts, Sample.value).order_by(
-            Sample.series_id, Sample.ts
-        )
-        if series_ids is not None:
-            statement = statement.where(Sample.series_id.in_(list(series_ids)))
-        if start is not None:
-            statement = statement.where(Sample.ts >= as_utc(start))
-        if end is not None:
-            statement = statement.where(Sample.ts < as_utc(end))
         with self._db.transaction("read samples") as session:
-            result = session.execute(statement).all()
+            result = session.execute(_read_statement(series_ids, start, end)).all()
         return _frame(result)
+
+
+def _read_statement(
+    series_ids: Sequence[str] | None, start: datetime | None, end: datetime | None
+) -> Select[str, datetime, float]:
+    statement = select(Sample.series_id, Sample.ts, Sample.value).order_by(
+        Sample.series_id, Sample.ts
+    )
+    if series_ids is not None:
+        statement = statement.where(Sample.series_id.in_(list(series_ids)))
+    if start is not None:
+        statement = statement.where(Sample.ts >= as_utc(start))
+    if end is not None:
+        statement = statement.where(Sample.ts < as_utc(end))
+    return statement
+
+
+def _parts(frame: pd.DataFrame) -> pd.DataFrame:
+    """The ``allocated_gpus`` and ``queue_gpus`` samples of a frame."""
+    signals = frame[UID].astype(str).str.rpartition("/")[2]
+    return frame[signals.isin([ALLOCATED_GPUS, QUEUE_GPUS])]
+
+
+def _owners(ids: pd.Series) -> pd.Series:
+    return ids.astype(str).str.rpartition("/")[0]
+
+
+def _parts_window(pushed: pd.DataFrame) -> tuple[list[str], datetime, datetime]:
+    """Both parts of every pool in ``pushed``, between its oldest and newest time."""
+    pools = sorted(set(_owners(pushed[UID])))
+    ids = [f"{pool}/{signal}" for pool in pools for signal in (ALLOCATED_GPUS, QUEUE_GPUS)]
+    # ``end`` is exclusive: one microsecond past the newest pushed time includes it.
+    end = pushed[DS].max().to_pydatetime() + timedelta(microseconds=1)
+    return ids, pushed[DS].min().to_pydatetime(), end
+
+
+def _demand_at(raw: pd.DataFrame, pushed: pd.DataFrame) -> pd.DataFrame:
+    """Demand from the stored parts ``raw`` at the (pool, time) pairs of ``pushed``."""
+    wanted = pd.MultiIndex.from_arrays([_owners(pushed[UID]).to_numpy(), pushed[DS].to_numpy()])
+    keys = pd.MultiIndex.from_arrays([_owners(raw[UID]).to_numpy(), raw[DS].to_numpy()])
+    derived = derive_demand(raw[keys.isin(wanted)], pending=QUEUE_GPUS)
+    demand = derived[derived[UID].astype(str).str.endswith(f"/{DEMAND}")]
+    return demand.dropna(subset=[Y])
 
 
 def _frame(result: Sequence[Any]) -> pd.DataFrame:

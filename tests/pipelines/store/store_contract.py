@@ -113,6 +113,23 @@ class SamplesContract:
         later = store.samples.latest(["a/q", "b/q"], start=T0 + 4 * STEP)
         assert later["unique_id"].tolist() == ["a/q"]
 
+    def test_demand_is_derived_where_a_part_is_written_from_the_stored_partner(
+        self, store: Store
+    ) -> None:
+        store.samples.upsert_with_demand(window("a/allocated_gpus", T0, 3, offset=10.0))
+        # Only allocated so far: no demand yet (a missing part never counts as zero).
+        assert store.samples.read(["a/demand_gpus"]).empty
+        written = store.samples.upsert_with_demand(
+            pd.concat([window("a/queue_gpus", T0 + STEP, 2, offset=1.0), window("a/nodes", T0, 1)])
+        )
+        assert written == 3 + 2
+        demand = store.samples.read(["a/demand_gpus"])
+        assert demand["ds"].tolist() == [pd.Timestamp(T0 + STEP), pd.Timestamp(T0 + 2 * STEP)]
+        assert demand["y"].tolist() == [11.0 + 1.0, 12.0 + 2.0]
+        # A rewritten part rewrites only its own timestamp's demand.
+        store.samples.upsert_with_demand(window("a/allocated_gpus", T0 + STEP, 1, offset=20.0))
+        assert store.samples.read(["a/demand_gpus"])["y"].tolist() == [21.0, 14.0]
+
     def test_an_empty_read_has_the_contract_columns(self, store: Store) -> None:
         got = store.samples.read(["nope"])
         assert got.empty
