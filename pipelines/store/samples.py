@@ -1,14 +1,17 @@
 """Stored observations of every series: idempotent writes, incremental reads.
 
-A pool's ``demand_gpus`` is derived from its stored ``allocated_gpus`` and
-``queue_gpus`` whenever either is written through :meth:`SampleRepository.upsert_with_demand`.
+A pool's ``demand_gpus`` is derived from its stored ``allocated_gpus`` and ``queue_gpus``
+whenever either is written through :meth:`SampleRepository.upsert_with_demand`, in the
+same transaction as the write, so concurrent writers of the two parts cannot leave a
+sum with a stale partner.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
@@ -21,6 +24,13 @@ from forecaster.types import DS, SERIES_COLUMNS, UID, Y
 from pipelines.store.engine import Database
 from pipelines.store.schema import Sample, as_utc
 from pipelines.store.upsert import upsert
+
+DEMAND_LOCK_CLASS: Final = 0x466F_7265
+"""First key of the two-key advisory locks that serialise a pool's demand parts ("Fore").
+
+The two-key form has a key space of its own, apart from the one-key locks of the
+migrations and the scheduler leader.
+"""
 
 
 class SampleRepository:
@@ -61,13 +71,20 @@ class SampleRepository:
         return len(rows)
 
     def upsert_with_demand(self, frame: pd.DataFrame) -> int:
-        """Write samples, then ``<pool>/demand_gpus`` = allocated + queued where a part moved.
+        """Write samples and ``<pool>/demand_gpus`` = allocated + queued where a part moved.
 
         Demand is derived only at the (pool, time) pairs where ``frame`` has an
         ``allocated_gpus`` or ``queue_gpus`` sample, from the stored value of the other
         part: one read of the parts (every pool at once, between the oldest and newest
         written time) and one write, so a sample at an old time rewrites the one demand
         row it changes, never every later row.
+
+        All of it is one transaction, and writers of the same pool's parts take turns
+        (PostgreSQL: a transaction advisory lock per pool, taken in a fixed order;
+        SQLite: its single writer, held from the first write), so the partner read is
+        the latest one committed: two writers pushing the two parts of one time at once
+        leave demand equal to the sum of both stored values, never a sum with a stale
+        partner.
 
         Args:
             frame: long frame with tz-aware ``ds`` and finite ``y`` (validate it first).
@@ -77,15 +94,36 @@ class SampleRepository:
 
         Raises:
             DataValidationError: as :meth:`upsert`.
-            StoreError: the database failed.
+            StoreError: the database failed; nothing was written.
         """
-        rows = self.upsert(frame)
+        rows = _sample_rows(frame)
+        if not rows:
+            return 0
         pushed = _parts(frame)
-        if pushed.empty:
-            return rows
-        raw = self.read(*_parts_window(pushed))
-        demand = _demand_at(raw, pushed)
-        return rows + (self.upsert(demand) if not demand.empty else 0)
+        derived = 0
+        with self._db.transaction("write samples") as session:
+            if self._db.dialect == "postgresql":
+                for key in sorted({_pool_key(pool) for pool in _owners(pushed[UID])}):
+                    session.execute(select(func.pg_advisory_xact_lock(DEMAND_LOCK_CLASS, key)))
+            # On SQLite this first write takes the database's write lock, so the read
+            # below sees every part committed before it.
+            upsert(
+                session, self._db.dialect, Sample, rows, keys=("series_id", "ts"), update=("value",)
+            )
+            if not pushed.empty:
+                raw = _frame(session.execute(_read_statement(*_parts_window(pushed))).all())
+                demand = _sample_rows(_demand_at(raw, pushed))
+                if demand:
+                    upsert(
+                        session,
+                        self._db.dialect,
+                        Sample,
+                        demand,
+                        keys=("series_id", "ts"),
+                        update=("value",),
+                    )
+                derived = len(demand)
+        return len(rows) + derived
 
     def last_timestamp(self, series_id: str) -> pd.Timestamp | None:
         """Return the newest stored timestamp of a series, or None if it has none."""
@@ -166,6 +204,15 @@ def _read_statement(
     if end is not None:
         statement = statement.where(Sample.ts < as_utc(end))
     return statement
+
+
+def _pool_key(pool: str) -> int:
+    """The pool's advisory lock key: a stable signed 32-bit hash of its name.
+
+    Two pools sharing a key only take turns more often than they need to.
+    """
+    unsigned = zlib.crc32(pool.encode())
+    return unsigned - (1 << 32) if unsigned >= 1 << 31 else unsigned
 
 
 def _parts(frame: pd.DataFrame) -> pd.DataFrame:

@@ -8,11 +8,15 @@ each providing a ``store`` fixture with an empty, migrated store.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from sqlalchemy import event
 
 from forecaster.exceptions import DataValidationError
 from pipelines.store import Backoff, Store
@@ -30,6 +34,70 @@ def window(uid: str, start: datetime, periods: int, offset: float = 0.0) -> pd.D
             "y": offset + np.arange(periods, dtype=np.float64),
         }
     )
+
+
+class Worker:
+    """A thread that runs one call and keeps its exception (threads swallow them)."""
+
+    def __init__(self, call: Callable[[], object]) -> None:
+        self.errors: list[BaseException] = []
+        self.finished = threading.Event()
+        self._call = call
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Worker:
+        self._thread.start()
+        return self
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the worker is stuck"
+        assert self.errors == [], self.errors
+
+    def _run(self) -> None:
+        try:
+            self._call()
+        except BaseException as exc:
+            self.errors.append(exc)
+        finally:
+            self.finished.set()
+
+
+def _mentions(parameters: object, suffix: str) -> bool:
+    if isinstance(parameters, str):
+        return parameters.endswith(suffix)
+    if isinstance(parameters, dict):
+        return any(_mentions(value, suffix) for value in parameters.values())
+    if isinstance(parameters, list | tuple):
+        return any(_mentions(value, suffix) for value in parameters)
+    return False
+
+
+@contextmanager
+def hold_first_write_of(
+    store: Store, series_id: str
+) -> Iterator[tuple[threading.Event, threading.Event]]:
+    """Hold the first statement that writes ``series_id`` until released.
+
+    Yields ``(reached, release)``: ``reached`` is set when the writer is held (its
+    thread waits on ``release``); later writes pass. A SQLAlchemy cursor event on the
+    store's engine, so the store's own code runs unchanged.
+    """
+    reached, release = threading.Event(), threading.Event()
+
+    def hold(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if reached.is_set() or not statement.lstrip().upper().startswith("INSERT"):
+            return
+        if _mentions(parameters, series_id):
+            reached.set()
+            release.wait(60)
+
+    event.listen(store.engine, "before_cursor_execute", hold)
+    try:
+        yield reached, release
+    finally:
+        release.set()
+        event.remove(store.engine, "before_cursor_execute", hold)
 
 
 def forecast_frame(uid: str, start: datetime, h: int, level: float = 10.0) -> pd.DataFrame:
@@ -129,6 +197,63 @@ class SamplesContract:
         # A rewritten part rewrites only its own timestamp's demand.
         store.samples.upsert_with_demand(window("a/allocated_gpus", T0 + STEP, 1, offset=20.0))
         assert store.samples.read(["a/demand_gpus"])["y"].tolist() == [21.0, 14.0]
+
+    def test_writers_of_the_two_parts_of_one_time_leave_demand_their_sum(
+        self, store: Store
+    ) -> None:
+        """Allocated and queued of the same time written at once: demand is their sum.
+
+        Writer A is held just before it writes demand, having read the parts; writer B
+        then writes the other part. Without one transaction under a per-pool lock, B
+        derives from A's allocated and finishes, and A, released, writes the sum with
+        the queued value it read before B's: demand misses B's part.
+        """
+        store.samples.upsert_with_demand(
+            pd.concat([window("a/allocated_gpus", T0, 1, 10.0), window("a/queue_gpus", T0, 1, 1.0)])
+        )
+        with hold_first_write_of(store, "a/demand_gpus") as (reached, release):
+            a = Worker(
+                lambda: store.samples.upsert_with_demand(window("a/allocated_gpus", T0, 1, 20.0))
+            ).start()
+            assert reached.wait(30), "writer A never wrote demand"
+            b = Worker(
+                lambda: store.samples.upsert_with_demand(window("a/queue_gpus", T0, 1, 2.0))
+            ).start()
+            # B would finish at once if nothing kept it out while A is held; the timeout
+            # only bounds how long it is given (held out, it finishes after A).
+            held_out = not b.finished.wait(1.0)
+            release.set()
+            a.join(30)
+            b.join(60)
+        stored = store.samples.read(["a/allocated_gpus", "a/queue_gpus", "a/demand_gpus"])
+        got = stored.set_index("unique_id")["y"].to_dict()
+        # (This module is loaded by path, so pytest does not rewrite its asserts.)
+        assert got == {"a/allocated_gpus": 20.0, "a/queue_gpus": 2.0, "a/demand_gpus": 22.0}, got
+        assert held_out, "writer B was not kept out while A held the pool"
+
+    def test_concurrent_writers_of_several_pools_leave_every_sum(self, store: Store) -> None:
+        # Each writer pushes one part of two pools, listed in opposite orders: locks
+        # taken in the frame's order would deadlock on PostgreSQL.
+        times = 12
+        barrier = threading.Barrier(2)
+
+        def writer(signal: str, pools: list[str], offset: float) -> None:
+            for i in range(times):
+                frame = pd.concat(
+                    [window(f"{pool}/{signal}", T0 + i * STEP, 1, offset) for pool in pools]
+                )
+                barrier.wait(30)
+                store.samples.upsert_with_demand(frame)
+
+        workers = [
+            Worker(lambda: writer("allocated_gpus", ["a", "b"], 10.0)).start(),
+            Worker(lambda: writer("queue_gpus", ["b", "a"], 1.0)).start(),
+        ]
+        for worker in workers:
+            worker.join(120)
+        demand = store.samples.read(["a/demand_gpus", "b/demand_gpus"])
+        assert len(demand) == 2 * times, demand
+        assert set(demand["y"]) == {11.0}, demand
 
     def test_an_empty_read_has_the_contract_columns(self, store: Store) -> None:
         got = store.samples.read(["nope"])
