@@ -370,6 +370,52 @@ class StateContract:
         assert store.state.get("a100") == {"high_water": 3}
         assert store.state.get("h100") is None
 
+    def test_a_state_changed_since_it_was_read_is_not_overwritten(self, store: Store) -> None:
+        store.state.put("a100", {"n": 1}, updated_at=T0)
+        mine = store.state.read(["a100", "h100"])
+        assert {pool: seen.state for pool, seen in mine.items()} == {"a100": {"n": 1}}
+        # Another replica reads and writes both pools first.
+        theirs = store.state.read(["a100", "h100"])
+        new = {"a100": {"n": 2}, "h100": {"n": 20}}
+        assert store.state.replace_if_unchanged(new, theirs, updated_at=T0 + STEP) == set()
+        # What this one computed from its older read is refused, pool by pool.
+        late = {"a100": {"n": 3}, "h100": {"n": 30}, "v100": {"n": 300}}
+        assert store.state.replace_if_unchanged(late, mine, updated_at=T0 + STEP) == {
+            "a100",
+            "h100",
+        }
+        got = {pool: store.state.get(pool) for pool in ("a100", "h100", "v100")}
+        assert got == {"a100": {"n": 2}, "h100": {"n": 20}, "v100": {"n": 300}}, got
+        # Read again, it writes; an unconditional put also moves the version on.
+        again = store.state.read(["a100"])
+        assert store.state.replace_if_unchanged({"a100": {"n": 3}}, again) == set()
+        assert store.state.get("a100") == {"n": 3}
+        before_put = store.state.read(["a100"])
+        store.state.put("a100", {"n": 4})
+        assert store.state.replace_if_unchanged({"a100": {"n": 5}}, before_put) == {"a100"}
+        assert store.state.get("a100") == {"n": 4}
+
+    def test_concurrent_read_modify_writes_lose_no_update(self, store: Store) -> None:
+        writers, increments = 4, 10
+        barrier = threading.Barrier(writers)
+
+        def add_one() -> None:
+            while True:
+                seen = store.state.read(["a100"])
+                count = seen["a100"].state["n"] if "a100" in seen else 0
+                if not store.state.replace_if_unchanged({"a100": {"n": count + 1}}, seen):
+                    return
+
+        def writer() -> None:
+            barrier.wait(30)
+            for _ in range(increments):
+                add_one()
+
+        workers = [Worker(writer).start() for _ in range(writers)]
+        for worker in workers:
+            worker.join(120)
+        assert store.state.get("a100") == {"n": writers * increments}
+
 
 class OutboxContract:
     def test_enqueue_is_idempotent_per_target_and_key(self, store: Store) -> None:
