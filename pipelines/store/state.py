@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from pipelines.store.engine import Database
 from pipelines.store.schema import PoolStateRow, as_utc
-from pipelines.store.upsert import insert, upsert
+from pipelines.store.upsert import insert
 
 
 @dataclass(frozen=True)
@@ -47,16 +47,6 @@ class PoolStateRepository:
         statement = select(PoolStateRow.state).where(PoolStateRow.pool == pool)
         with self._db.transaction("read pool state") as session:
             return session.execute(statement).scalar_one_or_none()
-
-    def get_many(self, pools: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Return the stored states of ``pools`` (those without one are left out), one read."""
-        if not pools:
-            return {}
-        statement = select(PoolStateRow.pool, PoolStateRow.state).where(
-            PoolStateRow.pool.in_(list(pools))
-        )
-        with self._db.transaction("read pool states") as session:
-            return {str(pool): dict(state) for pool, state in session.execute(statement).all()}
 
     def read(self, pools: Sequence[str]) -> dict[str, StoredState]:
         """Return the stored states of ``pools`` with their versions, in one read.
@@ -101,31 +91,6 @@ class PoolStateRepository:
         )
         with self._db.transaction("write pool state") as session:
             session.execute(statement)
-
-    def put_many(
-        self, states: Mapping[str, Mapping[str, Any]], *, updated_at: datetime | None = None
-    ) -> None:
-        """Replace the states of several pools in one transaction (one commit).
-
-        Args:
-            states: JSON-compatible data per pool name.
-            updated_at: when they changed (tz-aware); default now.
-        """
-        if not states:
-            return
-        at = as_utc(updated_at or datetime.now(UTC))
-        rows = [
-            {"pool": pool, "updated_at": at, "state": dict(state)} for pool, state in states.items()
-        ]
-        with self._db.transaction("write pool states") as session:
-            upsert(
-                session,
-                self._db.dialect,
-                PoolStateRow,
-                rows,
-                keys=("pool",),
-                update=("updated_at", "state"),
-            )
 
     def replace_if_unchanged(
         self,
