@@ -157,6 +157,10 @@ REFRESH_BATCH: Final = 8
 pool in the batch waits for the batch, so batches stay small."""
 
 
+class _BusyError(Exception):
+    """The service lock is taken and the caller chose not to wait (a read)."""
+
+
 def _audit_key(payload: dict[str, Any]) -> tuple[Any, ...]:
     term = payload.get("explanation", {}).get("term")
     return (*(payload.get(key) for key in _AUDIT_KEYS), term)
@@ -463,7 +467,9 @@ class RecommendationService:
 
         Args:
             pools: the pools to decide for.
-            wait: False to return None at once when one of them is being decided.
+            wait: False (a read, one pool) to return None at once rather than wait for
+                a decision in progress: of this pool, or of another one holding the
+                service lock.
             unless_fresh: keep an entry that became fresh while waiting (a read).
 
         Returns:
@@ -488,21 +494,30 @@ class RecommendationService:
             def decide_one(
                 name: str, state: StabilisationState
             ) -> tuple[Recommendation | str, StabilisationState | None]:
-                with self._lock:
+                if not self._lock.acquire(blocking=wait):
+                    # Clean for one pool: its state is written only after it is decided.
+                    raise _BusyError
+                try:
                     marks[name] = self._marks.get(name, 0)
                     made = self._decision(self._pools[name], now, state)
+                finally:
+                    self._lock.release()
                 return made, made.state if isinstance(made, Recommendation) else None
 
-            decided = update_states(
-                self.services.store.state,
-                [pool.name for pool in todo],
-                decide_one,
-                updated_at=now,
-            )
-            with self._lock:
-                published = {
-                    name: self._publish(name, made, marks[name]) for name, made in decided.items()
-                }
+            try:
+                decided = update_states(
+                    self.services.store.state,
+                    [pool.name for pool in todo],
+                    decide_one,
+                    updated_at=now,
+                )
+            except _BusyError:
+                return None
+            published: dict[str, PoolEntry | str] = {}
+            for name, made in decided.items():
+                # Pool by pool: a read waits for one audit write at most, not a batch's.
+                with self._lock:
+                    published[name] = self._publish(name, made, marks[name])
             return {**fresh, **published}
 
     def _decision(

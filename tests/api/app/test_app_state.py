@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from api.ingest import samples_frame
 from api.policy import NO_LATENCY, LatencyAdjustment, Recommendation
-from api.service import RecommendationService, Services
+from api.service import PoolEntry, RecommendationService, Services
 from forecaster.config.pools import PoolConfig
 from pipelines.store import Store
 
@@ -119,18 +119,20 @@ class Worker:
 
 @dataclass
 class HeldLatency:
-    """A latency source that holds the first decision of ``pool`` until released.
+    """A latency source that holds the next decision of ``pool`` until released, once.
 
     It is asked in the middle of a decision, after the pool's state was read and
     before the new one is written.
     """
 
     pool: str = "alpha"
+    armed: bool = True
     reached: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
 
     def __call__(self, pool: PoolConfig, now: datetime) -> LatencyAdjustment:
-        if pool.name == self.pool and not self.reached.is_set():
+        if pool.name == self.pool and self.armed:
+            self.armed = False
             self.reached.set()
             assert self.release.wait(60)
         return NO_LATENCY
@@ -236,3 +238,31 @@ def test_a_push_during_a_refresh_of_its_pool_decides_after_it(
     # stays in the window.
     assert pushed.state.spans[0] == refreshed.state.spans[-1]
     assert pushed.state.spans[-1].nodes < refreshed.state.spans[-1].nodes
+
+
+def test_reads_during_a_decision_serve_the_unexpired_answers(
+    make_services: Callable[..., Services],
+) -> None:
+    """A push of alpha is held mid-decision; reads of alpha (its pool being decided) and
+    of beta (the service lock taken) answer at once with their unexpired entries."""
+    held = HeldLatency(armed=False)
+    service = RecommendationService(make_services(clock=FakeClock(), model=None, latency=held))
+    service.start()
+    service.refresh()
+    before, _ = service.recommendations(service.select(None))
+    service.invalidate()
+
+    held.armed = True
+    push = Worker(lambda: service.ingest(_live("alpha", allocated=320, nodes=10)))
+    answers: list[PoolEntry] = []
+    try:
+        assert held.reached.wait(30), "the push never decided"
+        read = Worker(lambda: answers.extend(service.recommendations(service.select(None))[0]))
+        assert read.finished.wait(10), "a read waited for the decision in progress"
+        read.join(1)
+    finally:
+        held.release.set()
+        push.join(30)
+
+    assert answers == before
+    assert service.recommendation("alpha").recommendation.desired_nodes == 40
