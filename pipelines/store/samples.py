@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, select, text
 
 from forecaster.config.pools import ALLOCATED_GPUS, QUEUE_GPUS
 from forecaster.exceptions import DataValidationError
@@ -26,11 +26,14 @@ from pipelines.store.schema import Sample, as_utc
 from pipelines.store.upsert import upsert
 
 DEMAND_LOCK_CLASS: Final = 0x466F_7265
-"""First key of the two-key advisory locks that serialise a pool's demand parts ("Fore").
+"""First key of the two-key advisory locks that serialise a pool's sample writers ("Fore").
 
 The two-key form has a key space of its own, apart from the one-key locks of the
 migrations and the scheduler leader.
 """
+
+
+_LOCK_POOL: Final = text("SELECT pg_advisory_xact_lock(:c, :k)")
 
 
 class SampleRepository:
@@ -79,12 +82,13 @@ class SampleRepository:
         written time) and one write, so a sample at an old time rewrites the one demand
         row it changes, never every later row.
 
-        All of it is one transaction, and writers of the same pool's parts take turns
-        (PostgreSQL: a transaction advisory lock per pool, taken in a fixed order;
-        SQLite: its single writer, held from the first write), so the partner read is
-        the latest one committed: two writers pushing the two parts of one time at once
-        leave demand equal to the sum of both stored values, never a sum with a stale
-        partner.
+        All of it is one transaction, and writers of the same pool take turns
+        (PostgreSQL: a transaction advisory lock per pool of the frame, taken in a fixed
+        order; SQLite: its single writer, held from the first write), so the partner
+        read is the latest one committed: two writers pushing the two parts of one time
+        at once leave demand equal to the sum of both stored values, never a sum with a
+        stale partner. Taking turns per pool also keeps two writers of the same rows
+        from locking them in opposite orders (a deadlock on PostgreSQL).
 
         Args:
             frame: long frame with tz-aware ``ds`` and finite ``y`` (validate it first).
@@ -102,9 +106,10 @@ class SampleRepository:
         pushed = _parts(frame)
         derived = 0
         with self._db.transaction("write samples") as session:
-            if self._db.dialect == "postgresql":
-                for key in sorted({_pool_key(pool) for pool in _owners(pushed[UID])}):
-                    session.execute(select(func.pg_advisory_xact_lock(DEMAND_LOCK_CLASS, key)))
+            keys = sorted({_pool_key(pool) for pool in _owners(frame[UID])})
+            if self._db.dialect == "postgresql" and keys:
+                # One round trip: psycopg pipelines the executemany, in this order.
+                session.execute(_LOCK_POOL, [{"c": DEMAND_LOCK_CLASS, "k": key} for key in keys])
             # On SQLite this first write takes the database's write lock, so the read
             # below sees every part committed before it.
             upsert(
@@ -222,6 +227,10 @@ def _parts(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _owners(ids: pd.Series) -> pd.Series:
+    """The pool of each series id (``<pool>/<signal>``)."""
+    if ids.empty:
+        # rpartition of no strings has no columns at all.
+        return pd.Series([], dtype=object)
     return ids.astype(str).str.rpartition("/")[0]
 
 

@@ -119,14 +119,17 @@ class PoolStateRepository:
         if not states:
             return set()
         at = as_utc(updated_at or datetime.now(UTC))
+        # In name order: two writers lock rows in the same order (PostgreSQL would
+        # otherwise find them deadlocked).
+        ordered = sorted(states.items())
         new = [
             {"pool": pool, "updated_at": at, "state": dict(state), "version": 1}
-            for pool, state in states.items()
+            for pool, state in ordered
             if pool not in read
         ]
         known = [
             {"p": pool, "seen": read[pool].version, "s": dict(state), "at": at}
-            for pool, state in states.items()
+            for pool, state in ordered
             if pool in read
         ]
         try:

@@ -37,12 +37,19 @@ def window(uid: str, start: datetime, periods: int, offset: float = 0.0) -> pd.D
 
 
 class Worker:
-    """A thread that runs one call and keeps its exception (threads swallow them)."""
+    """A thread that runs one call and keeps its exception (threads swallow them).
 
-    def __init__(self, call: Callable[[], object]) -> None:
+    Given the barrier its call waits on, a failure breaks it, so the other workers stop
+    waiting for this one.
+    """
+
+    def __init__(
+        self, call: Callable[[], object], barrier: threading.Barrier | None = None
+    ) -> None:
         self.errors: list[BaseException] = []
         self.finished = threading.Event()
         self._call = call
+        self._barrier = barrier
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self) -> Worker:
@@ -50,17 +57,27 @@ class Worker:
         return self
 
     def join(self, timeout: float) -> None:
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), "the worker is stuck"
-        assert self.errors == [], self.errors
+        join_all([self], timeout)
 
     def _run(self) -> None:
         try:
             self._call()
         except BaseException as exc:
             self.errors.append(exc)
+            if self._barrier is not None:
+                self._barrier.abort()
         finally:
             self.finished.set()
+
+
+def join_all(workers: list[Worker], timeout: float) -> None:
+    """Wait for every worker; fail with their errors, the cause before broken barriers."""
+    for worker in workers:
+        worker._thread.join(timeout)
+    assert not any(worker._thread.is_alive() for worker in workers), "a worker is stuck"
+    errors = [error for worker in workers for error in worker.errors]
+    errors.sort(key=lambda error: isinstance(error, threading.BrokenBarrierError))
+    assert errors == [], errors
 
 
 def _mentions(parameters: object, suffix: str) -> bool:
@@ -198,6 +215,12 @@ class SamplesContract:
         store.samples.upsert_with_demand(window("a/allocated_gpus", T0 + STEP, 1, offset=20.0))
         assert store.samples.read(["a/demand_gpus"])["y"].tolist() == [21.0, 14.0]
 
+    def test_a_frame_without_parts_is_written_and_derives_nothing(self, store: Store) -> None:
+        frame = pd.concat([window("a/nodes", T0, 2), window("a/gpu_util", T0, 2, 50.0)])
+        assert store.samples.upsert_with_demand(frame) == 4
+        assert store.samples.upsert_with_demand(frame.iloc[:0]) == 0
+        assert store.samples.series_ids() == ["a/gpu_util", "a/nodes"]
+
     def test_writers_of_the_two_parts_of_one_time_leave_demand_their_sum(
         self, store: Store
     ) -> None:
@@ -246,14 +269,38 @@ class SamplesContract:
                 store.samples.upsert_with_demand(frame)
 
         workers = [
-            Worker(lambda: writer("allocated_gpus", ["a", "b"], 10.0)).start(),
-            Worker(lambda: writer("queue_gpus", ["b", "a"], 1.0)).start(),
+            Worker(lambda: writer("allocated_gpus", ["a", "b"], 10.0), barrier).start(),
+            Worker(lambda: writer("queue_gpus", ["b", "a"], 1.0), barrier).start(),
         ]
-        for worker in workers:
-            worker.join(120)
+        join_all(workers, 120)
         demand = store.samples.read(["a/demand_gpus", "b/demand_gpus"])
         assert len(demand) == 2 * times, demand
         assert set(demand["y"]) == {11.0}, demand
+
+    def test_writers_of_the_same_rows_in_opposite_orders_do_not_deadlock(
+        self, store: Store
+    ) -> None:
+        # One writer also writes a part of pool a, the other only ready nodes: unless
+        # both take turns on every pool they write, PostgreSQL finds them deadlocked.
+        rounds = 150
+        barrier = threading.Barrier(2)
+
+        def writer(frames: list[pd.DataFrame]) -> None:
+            for i in range(rounds):
+                frame = pd.concat(frames)
+                frame["y"] = float(i)
+                barrier.wait(30)
+                store.samples.upsert_with_demand(frame)
+
+        with_part = [window("a/allocated_gpus", T0, 1), window("a/nodes", T0, 1)]
+        workers = [
+            Worker(lambda: writer([*with_part, window("b/nodes", T0, 1)]), barrier).start(),
+            Worker(
+                lambda: writer([window("b/nodes", T0, 1), window("a/nodes", T0, 1)]), barrier
+            ).start(),
+        ]
+        join_all(workers, 120)
+        assert store.samples.read(["a/nodes", "b/nodes"])["y"].tolist() == [rounds - 1.0] * 2
 
     def test_an_empty_read_has_the_contract_columns(self, store: Store) -> None:
         got = store.samples.read(["nope"])
@@ -395,6 +442,26 @@ class StateContract:
         assert store.state.replace_if_unchanged({"a100": {"n": 5}}, before_put) == {"a100"}
         assert store.state.get("a100") == {"n": 4}
 
+    def test_batches_of_pools_in_opposite_orders_do_not_deadlock(self, store: Store) -> None:
+        rounds = 60
+        barrier = threading.Barrier(2)
+
+        def writer(pools: list[str]) -> None:
+            for i in range(rounds):
+                barrier.wait(30)
+                seen = store.state.read(pools)
+                store.state.replace_if_unchanged({pool: {"i": i} for pool in pools}, seen)
+
+        pools = [f"p{i}" for i in range(8)]
+        workers = [
+            Worker(lambda: writer(pools), barrier).start(),
+            Worker(lambda: writer(pools[::-1]), barrier).start(),
+        ]
+        join_all(workers, 120)
+        assert {pool: store.state.get(pool) for pool in pools} == {
+            pool: {"i": 59} for pool in pools
+        }
+
     def test_concurrent_read_modify_writes_lose_no_update(self, store: Store) -> None:
         writers, increments = 4, 10
         barrier = threading.Barrier(writers)
@@ -411,9 +478,7 @@ class StateContract:
             for _ in range(increments):
                 add_one()
 
-        workers = [Worker(writer).start() for _ in range(writers)]
-        for worker in workers:
-            worker.join(120)
+        join_all([Worker(writer, barrier).start() for _ in range(writers)], 120)
         assert store.state.get("a100") == {"n": writers * increments}
 
 
