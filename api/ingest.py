@@ -1,9 +1,9 @@
 """Samples into the store: pushed metrics, derived demand, and the sample-data seed.
 
 Pushed samples are checked once here (see :mod:`api.sample_checks`); whenever
-allocated or queued GPUs arrive, the pool's ``demand_gpus`` is derived for exactly
-those timestamps so the forecast history grows with the push. Seeding fills an empty
-store from the committed sample so the embedded default has something to decide on.
+allocated or queued GPUs arrive, the store derives the pool's ``demand_gpus`` for
+exactly those timestamps so the forecast history grows with the push. Seeding fills an
+empty store from the committed sample so the embedded default has something to decide on.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import pandas as pd
 
 from api.sample_checks import TimeWindow, check_samples
 from forecaster.config.pools import ALLOCATED_GPUS, QUEUE_GPUS, PoolsConfig
 from forecaster.config.settings import Settings
-from forecaster.loaders import DEMAND, derive_demand
+from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, Y
 from pipelines.dataset import load_dataset
 from pipelines.store import Store
@@ -48,39 +48,8 @@ def samples_frame(items: Iterable[tuple[str, datetime, float]]) -> pd.DataFrame:
     )
 
 
-def derive_pushed_demand(store: Store, pushed: pd.DataFrame) -> int:
-    """Store ``<pool>/demand_gpus`` = allocated + queued at the pushed parts' timestamps.
-
-    One read of the parts (every pool at once, between the oldest and newest pushed
-    time) and one write: only the (pool, time) pairs pushed are derived, so a sample
-    at an old time rewrites the one demand row it changes, never every later row.
-
-    Args:
-        store: the store, which already holds ``pushed``.
-        pushed: the pushed ``allocated_gpus`` and ``queue_gpus`` samples.
-
-    Returns:
-        The number of demand rows written.
-    """
-    if pushed.empty:
-        return 0
-    owners = pushed[UID].astype(str).str.rpartition("/")[0]
-    pools = sorted(set(owners))
-    parts = [f"{pool}/{signal}" for pool in pools for signal in (ALLOCATED_GPUS, QUEUE_GPUS)]
-    # ``end`` is exclusive: one microsecond past the newest pushed time includes it.
-    end = pushed[DS].max().to_pydatetime() + timedelta(microseconds=1)
-    raw = store.samples.read(parts, start=pushed[DS].min().to_pydatetime(), end=end)
-    wanted = pd.MultiIndex.from_arrays([owners.to_numpy(), pushed[DS].to_numpy()])
-    keys = pd.MultiIndex.from_arrays(
-        [raw[UID].astype(str).str.rpartition("/")[0].to_numpy(), raw[DS].to_numpy()]
-    )
-    derived = derive_demand(raw[keys.isin(wanted)], pending=QUEUE_GPUS)
-    demand = derived[derived[UID].astype(str).str.endswith(f"/{DEMAND}")]
-    return store.samples.upsert(demand.dropna(subset=[Y])) if not demand.empty else 0
-
-
 def ingest(store: Store, pools: PoolsConfig, frame: pd.DataFrame, window: TimeWindow) -> Ingested:
-    """Check, store and derive demand for pushed samples (two writes in all).
+    """Check and store pushed samples, deriving demand where its parts moved.
 
     Args:
         store: where the samples go.
@@ -96,9 +65,8 @@ def ingest(store: Store, pools: PoolsConfig, frame: pd.DataFrame, window: TimeWi
     if frame.empty:
         return Ingested(0, ())
     touched = check_samples(frame, pools, window)
-    rows = store.samples.upsert(frame)
+    rows = store.samples.upsert_with_demand(frame)
     signals = frame[UID].astype(str).str.rpartition("/")[2]
-    rows += derive_pushed_demand(store, frame[signals.isin([ALLOCATED_GPUS, QUEUE_GPUS])])
     is_demand = signals.isin([ALLOCATED_GPUS, QUEUE_GPUS, DEMAND])
     owners = {str(sid).rpartition("/")[0] for sid in frame.loc[is_demand, UID]}
     return Ingested(rows, tuple(touched), tuple(sorted(owners)))

@@ -3,7 +3,8 @@
 Per pool: the newest live readings (:class:`~api.live.LiveIndex`), the demand forecast
 (:class:`~api.forecasts.ForecastCache`), forecast health bounds scaled to the series
 step, the call-chain adjustment, and the stabilisation state from the store (so
-replicas sharing a store agree). The answer is kept until it expires
+replicas sharing a store agree; a pool's decisions take turns, see
+:mod:`api.pool_states`). The answer is kept until it expires
 (``valid_until``) or the pool's samples change, so a request normally costs a dict
 lookup; :meth:`RecommendationService.refresh` (run in the background by the app)
 notices samples written by others and recomputes ahead of expiry. Every
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
@@ -36,6 +37,7 @@ from api.policy import (
     StabilisationState,
     decide,
 )
+from api.pool_states import PoolLocks, update_states
 from api.sample_checks import TimeWindow
 from api.schemas import PoolRecommendation
 from api.store_probe import StoreWriteProbe
@@ -150,6 +152,14 @@ class PoolEntry:
 
 _AUDIT_KEYS: Final = ("desired_nodes", "current_nodes", "action", "mode", "model_version")
 
+REFRESH_BATCH: Final = 8
+"""Pools a refresh decides per batch (one state read and one commit each): a push of a
+pool in the batch waits for the batch, so batches stay small."""
+
+
+class _BusyError(Exception):
+    """The service lock is taken and the caller chose not to wait (a read)."""
+
 
 def _audit_key(payload: dict[str, Any]) -> tuple[Any, ...]:
     term = payload.get("explanation", {}).get("term")
@@ -182,7 +192,13 @@ class RecommendationService:
         self._pools = {pool.name: pool for pool in services.pools.pools}
         self._entries: dict[str, PoolEntry] = {}
         self._dirty: set[str] = set(self._pools)
+        # Bumped with every dirty mark: a decision clears the mark only if none came
+        # while it was being made (a model swapped in meanwhile must still be used).
+        self._marks: dict[str, int] = dict.fromkeys(self._pools, 0)
         self._audited: dict[str, tuple[Any, ...] | None] = {}
+        # Held in this order: pool locks (a pool's decisions take turns, state read to
+        # state write), then the service lock (entries, dirty marks, the audit).
+        self._pool_locks = PoolLocks(self._pools)
         self._lock = threading.RLock()
         self._version = 0
         # Bumped per pool whenever its samples change: a model fitted in the background
@@ -264,26 +280,21 @@ class RecommendationService:
         for name in done.demand_pools:
             self.forecasts.invalidate(name)
         self._mark_changed(self.live.poll(done.pools) | set(done.pools))
-        now = self.now()
-        states = self.services.store.state.get_many(done.pools)
-        for name in done.pools:
-            with self._lock:
-                self._compute(self._pools[name], now, states)
-        self.services.store.state.put_many(states, updated_at=now)
+        self._decide([self._pools[name] for name in done.pools])
         return done
 
     def invalidate(self, pools: Sequence[str] | None = None) -> None:
         """Recompute these pools (all when None) on the next request, e.g. after new latency."""
         with self._lock:
-            self._dirty.update(self._pools if pools is None else pools)
+            self._mark_dirty(self._pools if pools is None else pools)
             self._version += 1
 
     def refresh(self, ahead: timedelta = timedelta(0)) -> set[str]:
         """Poll the store, refit stale forecasts, recompute what changed or expires soon.
 
-        The refits (seconds each for a real champion) run outside the service's lock,
-        and each pool is recomputed under the lock on its own, so a refresh never
-        holds up a push or a read for long.
+        The refits (seconds each for a real champion) run outside every lock, and the
+        pools are recomputed in small batches (:data:`REFRESH_BATCH`), so a refresh
+        never holds up a push or a read for long.
 
         Args:
             ahead: also recompute entries that expire within this margin.
@@ -296,22 +307,14 @@ class RecommendationService:
         refitted = self.forecasts.refit_stale(self._pools.values(), self.now(), newest)
         if refitted:
             with self._lock:
-                self._dirty.update(refitted)
+                self._mark_dirty(refitted)
                 self._version += 1
         now = self.now()
-        done: set[str] = set()
-        states = self.services.store.state.get_many(list(self._pools))
-        for name, pool in self._pools.items():
-            with self._lock:
-                entry = self._entries.get(name)
-                due = entry is None or now + ahead >= entry.recommendation.valid_until
-                if name in self._dirty or due:
-                    self._compute(pool, now, states)
-                    done.add(name)
-        self.services.store.state.put_many(
-            {name: state for name, state in states.items() if name in done}, updated_at=now
-        )
-        return done
+        with self._lock:
+            due = [pool for name, pool in self._pools.items() if self._due(name, now + ahead)]
+        for start in range(0, len(due), REFRESH_BATCH):
+            self._decide(due[start : start + REFRESH_BATCH])
+        return {pool.name for pool in due}
 
     def use_model(self, loaded: LoadedModel) -> None:
         """Serve ``loaded`` from now on, without a pause in serving.
@@ -338,8 +341,18 @@ class RecommendationService:
             self.forecasts = cache
             self.services.model = loaded
             self.services.model_problem = ""
-            self._dirty.update(self._pools)
+            self._mark_dirty(self._pools)
             self._version += 1
+
+    def _mark_dirty(self, pools: Iterable[str]) -> None:
+        """Have ``pools`` recomputed on their next request; the caller holds the lock."""
+        for name in pools:
+            self._dirty.add(name)
+            self._marks[name] = self._marks.get(name, 0) + 1
+
+    def _due(self, name: str, at: datetime) -> bool:
+        entry = self._entries.get(name)
+        return name in self._dirty or entry is None or at >= entry.recommendation.valid_until
 
     def _newest_demand(self, pool: str) -> datetime | None:
         sample = self.live.readings(pool).demand()
@@ -359,7 +372,7 @@ class RecommendationService:
             # use_model compares these to mark what changed while a new model fitted.
             for name in pools:
                 self._sample_epochs[name] = self._sample_epochs.get(name, 0) + 1
-            self._dirty.update(pools)
+            self._mark_dirty(pools)
             if pools:
                 self._version += 1
 
@@ -429,16 +442,13 @@ class RecommendationService:
             return entry
         previous = self._entries.get(pool.name)
         unexpired = previous is not None and now < previous.recommendation.valid_until
-        if not self._lock.acquire(blocking=not unexpired):
+        decided = self._decide([pool], wait=not unexpired, unless_fresh=True)
+        if decided is None:
             # A push or the refresh is recomputing: the unexpired answer stands until
             # it is done, rather than the read waiting for the writer.
             assert previous is not None
             return previous
-        try:
-            entry = self._fresh(pool.name, now)
-            return entry if entry is not None else self._compute(pool, now)
-        finally:
-            self._lock.release()
+        return decided[pool.name]
 
     def _fresh(self, name: str, now: datetime) -> PoolEntry | None:
         entry = self._entries.get(name)
@@ -446,27 +456,84 @@ class RecommendationService:
             return None
         return entry
 
-    def _compute(
-        self, pool: PoolConfig, now: datetime, states: dict[str, dict[str, Any]] | None = None
-    ) -> PoolEntry | str:
-        """Decide for one pool at ``now``; the caller holds the lock.
+    def _decide(
+        self, pools: Sequence[PoolConfig], *, wait: bool = True, unless_fresh: bool = False
+    ) -> dict[str, PoolEntry | str] | None:
+        """Decide for ``pools`` at the clock's time and publish the answers.
 
-        The new stabilisation state is written at once, or put in ``states`` for the
-        caller to write with others in one transaction (a commit per pool is what
-        made a push of many pools slow).
+        Holds the pools' locks from reading their stabilisation states to publishing,
+        so two decisions of a pool never interleave; one state read and one commit for
+        the batch (see :func:`~api.pool_states.update_states`).
+
+        Args:
+            pools: the pools to decide for.
+            wait: False (a read, one pool) to return None at once rather than wait for
+                a decision in progress: of this pool, or of another one holding the
+                service lock.
+            unless_fresh: keep an entry that became fresh while waiting (a read).
+
+        Returns:
+            Each pool's entry, or why it has none; None when ``wait`` is False and a
+            pool was busy.
         """
+        with self._pool_locks.hold([pool.name for pool in pools], wait=wait) as held:
+            if not held:
+                return None
+            # Read the clock inside the locks: a decision that waited for another one
+            # of the same pool comes after it in time too.
+            now = self.now()
+            fresh = {
+                pool.name: entry
+                for pool in pools
+                if unless_fresh and (entry := self._fresh(pool.name, now)) is not None
+            }
+            todo = [pool for pool in pools if pool.name not in fresh]
+
+            marks: dict[str, int] = {}
+
+            def decide_one(
+                name: str, state: StabilisationState
+            ) -> tuple[Recommendation | str, StabilisationState | None]:
+                if not self._lock.acquire(blocking=wait):
+                    # Clean for one pool: its state is written only after it is decided.
+                    raise _BusyError
+                try:
+                    marks[name] = self._marks.get(name, 0)
+                    made = self._decision(self._pools[name], now, state)
+                finally:
+                    self._lock.release()
+                return made, made.state if isinstance(made, Recommendation) else None
+
+            try:
+                decided = update_states(
+                    self.services.store.state,
+                    [pool.name for pool in todo],
+                    decide_one,
+                    updated_at=now,
+                )
+            except _BusyError:
+                return None
+            published: dict[str, PoolEntry | str] = {}
+            for name, made in decided.items():
+                # Pool by pool: a read waits for one audit write at most, not a batch's.
+                with self._lock:
+                    published[name] = self._publish(name, made, marks[name])
+            return {**fresh, **published}
+
+    def _decision(
+        self, pool: PoolConfig, now: datetime, state: StabilisationState
+    ) -> Recommendation | str:
+        """Decide for one pool at ``now`` from its state; the reason when it cannot."""
         readings = self.live.readings(pool.name)
         try:
             live = readings.live_signals()
         except DataValidationError as exc:
             # Stored by another writer (the push API checks its own): this pool cannot
             # be decided, the others still can.
-            return self._unavailable(pool.name, f"the live samples are invalid: {exc}")
+            return f"the live samples are invalid: {exc}"
         if live is None:
             missing = ", ".join(readings.missing())
-            return self._unavailable(
-                pool.name, f"no live samples of {missing} yet; push them to /signals/metrics"
-            )
+            return f"no live samples of {missing} yet; push them to /signals/metrics"
         made = self.forecasts.get(pool, now)
         services = self.services
         error, error_at = services.live_error(pool, now)
@@ -477,39 +544,28 @@ class RecommendationService:
             max_forecast_age=services.bounds.forecast_age_steps * made.step,
             error_at=error_at,
         )
-        state = self._state(pool.name, states)
-        rec = decide(pool, made.forecast, live, health, services.latency(pool, now), state, now)
-        if states is None:
-            services.store.state.put(pool.name, rec.state.to_dict(), updated_at=now)
-        else:
-            states[pool.name] = rec.state.to_dict()
-        self._audit(rec)
-        entry = PoolEntry.of(rec)
-        self._entries[pool.name] = entry
-        self._dirty.discard(pool.name)
+        return decide(pool, made.forecast, live, health, services.latency(pool, now), state, now)
+
+    def _publish(self, pool: str, made: Recommendation | str, mark: int) -> PoolEntry | str:
+        """Make a decision the pool's answer (audited); the caller holds the lock.
+
+        ``mark``: the pool's dirty mark when the decision was made; a later one keeps
+        the pool dirty.
+        """
+        if self._marks.get(pool, 0) == mark:
+            self._dirty.discard(pool)
+        if not isinstance(made, Recommendation):
+            return self._unavailable(pool, made)
+        self._audit(made)
+        entry = PoolEntry.of(made)
+        self._entries[pool] = entry
         self._version += 1
         return entry
 
     def _unavailable(self, pool: str, reason: str) -> str:
-        self._dirty.discard(pool)
         self._entries.pop(pool, None)
         self._version += 1
         return reason
-
-    def _state(
-        self, pool: str, pending: dict[str, dict[str, Any]] | None = None
-    ) -> StabilisationState:
-        # ``pending``: the states read for (and written by) a batch of decisions.
-        stored = pending.get(pool) if pending is not None else self.services.store.state.get(pool)
-        if stored is None:
-            return StabilisationState()
-        try:
-            return StabilisationState.from_dict(stored)
-        except DataValidationError as exc:
-            # A state written by an incompatible version: start over (scale-down then
-            # waits a whole window, which is the safe direction).
-            logger.warning("pool %s: ignoring stored stabilisation state: %s", pool, exc)
-            return StabilisationState()
 
     def _audit(self, rec: Recommendation) -> None:
         payload = rec.to_dict()

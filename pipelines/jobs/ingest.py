@@ -17,11 +17,10 @@ from datetime import datetime, timedelta
 
 import pandas as pd
 
-from forecaster.config.pools import ALLOCATED_GPUS, QUEUE_GPUS, PoolsConfig, load_pools
+from forecaster.config.pools import PoolsConfig, load_pools
 from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError, ForesightError
-from forecaster.loaders import DEMAND, derive_demand
-from forecaster.types import DS, UID, Y
+from forecaster.types import DS, UID
 from pipelines.jobs.cleaning import clean_samples
 from pipelines.jobs.fetching import Fetcher, SourceDownError, Window, step_after
 from pipelines.jobs.report import JobReport, Outcome
@@ -171,8 +170,7 @@ def _ingest(
     if cleaned is not None:
         problems.update(cleaned.rejected)
     problems.update(_missing(windows, frame, last, plan.step, set(problems)))
-    to_write = _with_demand(store, frame) if frame is not None and not frame.empty else None
-    rows = store.samples.upsert(to_write) if to_write is not None else 0
+    rows = store.samples.upsert_with_demand(frame) if frame is not None else 0
     got = sorted(frame[UID].astype(str).unique()) if frame is not None else []
     newest = (
         {str(k): v.isoformat() for k, v in frame.groupby(UID)[DS].max().items()}
@@ -229,29 +227,3 @@ def _missing(
                 f"{end.isoformat()}; check its query in the pools file"
             )
     return problems
-
-
-def _with_demand(store: Store, frame: pd.DataFrame) -> pd.DataFrame:
-    """Append ``<pool>/demand_gpus`` = allocated + queued wherever new parts arrived.
-
-    The other part of a timestamp may already be stored, so stored parts from the
-    first new timestamp on are combined with the new ones (new values win).
-    """
-    owner, _, signal = _split(frame[UID])
-    parts = frame[signal.isin([ALLOCATED_GPUS, QUEUE_GPUS])]
-    if parts.empty:
-        return frame
-    frames = [frame]
-    for pool, rows in parts.groupby(owner[parts.index], sort=True):
-        ids = [f"{pool}/{ALLOCATED_GPUS}", f"{pool}/{QUEUE_GPUS}"]
-        stored = store.samples.read(ids, start=rows[DS].min().to_pydatetime())
-        both = pd.concat([stored, rows], ignore_index=True).drop_duplicates([UID, DS], keep="last")
-        derived = derive_demand(both, pending=QUEUE_GPUS)
-        demand = derived[derived[UID] == f"{pool}/{DEMAND}"].dropna(subset=[Y])
-        frames.append(demand)
-    return pd.concat(frames, ignore_index=True)
-
-
-def _split(ids: pd.Series) -> tuple[pd.Series, pd.Series, pd.Series]:
-    parts = ids.astype(str).str.rpartition("/")
-    return parts[0], parts[1], parts[2]

@@ -9,7 +9,7 @@ from pipelines.store.forecasts import ForecastRepository
 from pipelines.store.outbox import Backoff, OutboxItem, OutboxRepository, RetryOutcome
 from pipelines.store.recommendations import Recommendation, RecommendationRepository
 from pipelines.store.samples import SampleRepository
-from pipelines.store.state import PoolStateRepository
+from pipelines.store.state import PoolStateRepository, StoredState
 from pipelines.store.store import Store, open_store
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "RetryOutcome",
     "SampleRepository",
     "Store",
+    "StoredState",
     "display_url",
     "open_store",
 ]

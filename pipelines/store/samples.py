@@ -1,20 +1,39 @@
-"""Stored observations of every series: idempotent writes, incremental reads."""
+"""Stored observations of every series: idempotent writes, incremental reads.
+
+A pool's ``demand_gpus`` is derived from its stored ``allocated_gpus`` and ``queue_gpus``
+whenever either is written through :meth:`SampleRepository.upsert_with_demand`, in the
+same transaction as the write, so concurrent writers of the two parts cannot leave a
+sum with a stale partner.
+"""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select, text
 
+from forecaster.config.pools import ALLOCATED_GPUS, QUEUE_GPUS
 from forecaster.exceptions import DataValidationError
+from forecaster.loaders import DEMAND, derive_demand
 from forecaster.types import DS, SERIES_COLUMNS, UID, Y
 from pipelines.store.engine import Database
 from pipelines.store.schema import Sample, as_utc
 from pipelines.store.upsert import upsert
+
+DEMAND_LOCK_CLASS: Final = 0x466F_7265
+"""First key of the two-key advisory locks that serialise a pool's sample writers ("Fore").
+
+The two-key form has a key space of its own, apart from the one-key locks of the
+migrations and the scheduler leader.
+"""
+
+
+_LOCK_POOL: Final = text("SELECT pg_advisory_xact_lock(:c, :k)")
 
 
 class SampleRepository:
@@ -53,6 +72,63 @@ class SampleRepository:
                 session, self._db.dialect, Sample, rows, keys=("series_id", "ts"), update=("value",)
             )
         return len(rows)
+
+    def upsert_with_demand(self, frame: pd.DataFrame) -> int:
+        """Write samples and ``<pool>/demand_gpus`` = allocated + queued where a part moved.
+
+        Demand is derived only at the (pool, time) pairs where ``frame`` has an
+        ``allocated_gpus`` or ``queue_gpus`` sample, from the stored value of the other
+        part: one read of the parts (every pool at once, between the oldest and newest
+        written time) and one write, so a sample at an old time rewrites the one demand
+        row it changes, never every later row.
+
+        All of it is one transaction, and writers of the same pool take turns
+        (PostgreSQL: a transaction advisory lock per pool of the frame, taken in a fixed
+        order; SQLite: its single writer, held from the first write), so the partner
+        read is the latest one committed: two writers pushing the two parts of one time
+        at once leave demand equal to the sum of both stored values, never a sum with a
+        stale partner. Taking turns per pool also keeps two writers of the same rows
+        from locking them in opposite orders (a deadlock on PostgreSQL).
+
+        Args:
+            frame: long frame with tz-aware ``ds`` and finite ``y`` (validate it first).
+
+        Returns:
+            The rows written, derived demand included.
+
+        Raises:
+            DataValidationError: as :meth:`upsert`.
+            StoreError: the database failed; nothing was written.
+        """
+        rows = _sample_rows(frame)
+        if not rows:
+            return 0
+        pushed = _parts(frame)
+        derived = 0
+        with self._db.transaction("write samples") as session:
+            keys = sorted({_pool_key(pool) for pool in _owners(frame[UID])})
+            if self._db.dialect == "postgresql" and keys:
+                # One round trip: psycopg pipelines the executemany, in this order.
+                session.execute(_LOCK_POOL, [{"c": DEMAND_LOCK_CLASS, "k": key} for key in keys])
+            # On SQLite this first write takes the database's write lock, so the read
+            # below sees every part committed before it.
+            upsert(
+                session, self._db.dialect, Sample, rows, keys=("series_id", "ts"), update=("value",)
+            )
+            if not pushed.empty:
+                raw = _frame(session.execute(_read_statement(*_parts_window(pushed))).all())
+                demand = _sample_rows(_demand_at(raw, pushed))
+                if demand:
+                    upsert(
+                        session,
+                        self._db.dialect,
+                        Sample,
+                        demand,
+                        keys=("series_id", "ts"),
+                        update=("value",),
+                    )
+                derived = len(demand)
+        return len(rows) + derived
 
     def last_timestamp(self, series_id: str) -> pd.Timestamp | None:
         """Return the newest stored timestamp of a series, or None if it has none."""
@@ -115,18 +191,65 @@ class SampleRepository:
             ``unique_id`` (str), ``ds`` (``datetime64[ns, UTC]``), ``y`` (float64);
             empty with those columns when nothing matches.
         """
-        statement = select(Sample.series_id, Sample.ts, Sample.value).order_by(
-            Sample.series_id, Sample.ts
-        )
-        if series_ids is not None:
-            statement = statement.where(Sample.series_id.in_(list(series_ids)))
-        if start is not None:
-            statement = statement.where(Sample.ts >= as_utc(start))
-        if end is not None:
-            statement = statement.where(Sample.ts < as_utc(end))
         with self._db.transaction("read samples") as session:
-            result = session.execute(statement).all()
+            result = session.execute(_read_statement(series_ids, start, end)).all()
         return _frame(result)
+
+
+def _read_statement(
+    series_ids: Sequence[str] | None, start: datetime | None, end: datetime | None
+) -> Select[str, datetime, float]:
+    statement = select(Sample.series_id, Sample.ts, Sample.value).order_by(
+        Sample.series_id, Sample.ts
+    )
+    if series_ids is not None:
+        statement = statement.where(Sample.series_id.in_(list(series_ids)))
+    if start is not None:
+        statement = statement.where(Sample.ts >= as_utc(start))
+    if end is not None:
+        statement = statement.where(Sample.ts < as_utc(end))
+    return statement
+
+
+def _pool_key(pool: str) -> int:
+    """The pool's advisory lock key: a stable signed 32-bit hash of its name.
+
+    Two pools sharing a key only take turns more often than they need to.
+    """
+    unsigned = zlib.crc32(pool.encode())
+    return unsigned - (1 << 32) if unsigned >= 1 << 31 else unsigned
+
+
+def _parts(frame: pd.DataFrame) -> pd.DataFrame:
+    """The ``allocated_gpus`` and ``queue_gpus`` samples of a frame."""
+    signals = frame[UID].astype(str).str.rpartition("/")[2]
+    return frame[signals.isin([ALLOCATED_GPUS, QUEUE_GPUS])]
+
+
+def _owners(ids: pd.Series) -> pd.Series:
+    """The pool of each series id (``<pool>/<signal>``)."""
+    if ids.empty:
+        # rpartition of no strings has no columns at all.
+        return pd.Series([], dtype=object)
+    return ids.astype(str).str.rpartition("/")[0]
+
+
+def _parts_window(pushed: pd.DataFrame) -> tuple[list[str], datetime, datetime]:
+    """Both parts of every pool in ``pushed``, between its oldest and newest time."""
+    pools = sorted(set(_owners(pushed[UID])))
+    ids = [f"{pool}/{signal}" for pool in pools for signal in (ALLOCATED_GPUS, QUEUE_GPUS)]
+    # ``end`` is exclusive: one microsecond past the newest pushed time includes it.
+    end = pushed[DS].max().to_pydatetime() + timedelta(microseconds=1)
+    return ids, pushed[DS].min().to_pydatetime(), end
+
+
+def _demand_at(raw: pd.DataFrame, pushed: pd.DataFrame) -> pd.DataFrame:
+    """Demand from the stored parts ``raw`` at the (pool, time) pairs of ``pushed``."""
+    wanted = pd.MultiIndex.from_arrays([_owners(pushed[UID]).to_numpy(), pushed[DS].to_numpy()])
+    keys = pd.MultiIndex.from_arrays([_owners(raw[UID]).to_numpy(), raw[DS].to_numpy()])
+    derived = derive_demand(raw[keys.isin(wanted)], pending=QUEUE_GPUS)
+    demand = derived[derived[UID].astype(str).str.endswith(f"/{DEMAND}")]
+    return demand.dropna(subset=[Y])
 
 
 def _frame(result: Sequence[Any]) -> pd.DataFrame:

@@ -135,13 +135,19 @@ class RecommendationRow(Base):
 
 
 class PoolStateRow(Base):
-    """The scale policy's stabilisation state of a pool, one row per pool."""
+    """The scale policy's stabilisation state of a pool, one row per pool.
+
+    ``version`` is bumped by every write: a writer that read version n replaces the
+    state only while it is still n (compare-and-set), so replicas never lose each
+    other's updates.
+    """
 
     __tablename__ = "pool_state"
 
     pool: Mapped[str] = mapped_column(String(POOL_LENGTH), primary_key=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     state: Mapped[dict[str, Any]] = mapped_column(JsonDocument, nullable=False)
+    version: Mapped[int] = mapped_column(BigInteger(), nullable=False, server_default="0")
 
 
 class OutboxRow(Base):

@@ -36,8 +36,7 @@ def upsert(
     database refuses to update one row twice in a statement.
     """
     table = cast(Table, entity.__table__)
-    module = postgresql if dialect == "postgresql" else sqlite
-    statement = module.insert(table)
+    statement = insert(dialect, entity)
     excluded = statement.excluded
     if update:
         changed = [table.c[name].is_distinct_from(excluded[name]) for name in update]
@@ -55,6 +54,12 @@ def upsert(
     # SQLAlchemy's multi-row VALUES batching, and as fast on SQLite.
     for chunk in _chunks(rows, CHUNK_ROWS):
         session.execute(statement, chunk)
+
+
+def insert(dialect: Dialect, entity: type[Base]) -> postgresql.Insert | sqlite.Insert:
+    """Return the dialect's ``INSERT`` of ``entity``, which offers ``ON CONFLICT``."""
+    table = cast(Table, entity.__table__)
+    return postgresql.insert(table) if dialect == "postgresql" else sqlite.insert(table)
 
 
 def _chunks(rows: Sequence[Mapping[str, Any]], size: int) -> Iterator[Sequence[Mapping[str, Any]]]:

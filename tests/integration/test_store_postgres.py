@@ -14,7 +14,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 
@@ -24,6 +24,11 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import URL, create_engine, text
 
+from api.ingest import samples_frame
+from api.policy import NO_LATENCY, LatencyAdjustment
+from api.service import RecommendationService, Services
+from forecaster.config.pools import PoolConfig, PoolsConfig
+from forecaster.config.settings import load_settings
 from pipelines.store import Store, open_store
 from pipelines.store.engine import Database, make_engine
 from pipelines.store.migrate import current_revision, head_revision
@@ -171,3 +176,75 @@ def test_timestamps_are_utc_whatever_the_session_time_zone(store: Store) -> None
             assert connection.execute(text("SHOW TimeZone")).scalar_one() == "Asia/Tokyo"
     finally:
         tokyo.close()
+
+
+def test_replicas_pushing_one_pool_at_once_both_count_in_its_state(
+    store: Store, tmp_path: Path
+) -> None:
+    """Two replicas on PostgreSQL: A is held mid-decision while B pushes and decides.
+
+    B's 40 nodes must stay in the pool's stabilisation window (A decides again on top
+    of B's state); pushes without allocated or queued samples are stored too.
+    """
+    pools = PoolsConfig.model_validate(
+        {
+            "pools": [
+                {
+                    "name": "alpha",
+                    "node_group_id": "ng-alpha",
+                    "gpus_per_node": 8,
+                    "max_nodes": 40,
+                    "scale_down": {"window": "10m", "max_step_nodes": 1},
+                }
+            ]
+        }
+    )
+    settings = load_settings(root=tmp_path, horizon=12, max_train_days=1)
+    now = datetime.now(UTC).replace(microsecond=0)
+    reached, release = threading.Event(), threading.Event()
+
+    def held(pool: PoolConfig, at: datetime) -> LatencyAdjustment:
+        if not reached.is_set():
+            reached.set()
+            assert release.wait(60)
+        return NO_LATENCY
+
+    def replica(**changes: object) -> RecommendationService:
+        services = Services(settings, pools, store, None, clock=lambda: now, **changes)  # type: ignore[arg-type]
+        service = RecommendationService(services)
+        service.start()
+        return service
+
+    def live(allocated: float) -> pd.DataFrame:
+        return samples_frame(
+            [
+                ("alpha/allocated_gpus", now, allocated),
+                ("alpha/queue_gpus", now, 0.0),
+                ("alpha/nodes", now, 10.0),
+            ]
+        )
+
+    a, b = replica(latency=held), replica()
+    errors: list[BaseException] = []
+
+    def push_low() -> None:
+        try:
+            a.ingest(live(8.0))
+        except BaseException as exc:  # surfaced below: threads swallow exceptions
+            errors.append(exc)
+
+    thread = threading.Thread(target=push_low, daemon=True)
+    thread.start()
+    try:
+        assert reached.wait(30), "replica A never decided"
+        b.ingest(live(320.0))
+        b.ingest(samples_frame([("alpha/gpu_util", now - timedelta(minutes=5), 55.0)]))
+    finally:
+        release.set()
+        thread.join(30)
+    assert errors == []
+    stored = store.state.get("alpha")
+    assert stored is not None
+    assert max(span["nodes"] for span in stored["spans"]) == 40
+    assert a.recommendation("alpha").recommendation.desired_nodes == 40
+    assert len(store.samples.read(["alpha/gpu_util"])) == 1

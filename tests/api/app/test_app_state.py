@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from datetime import timedelta
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
+import pandas as pd
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.service import Services
+from api.ingest import samples_frame
+from api.policy import NO_LATENCY, LatencyAdjustment, Recommendation
+from api.service import PoolEntry, RecommendationService, Services
+from forecaster.config.pools import PoolConfig
 from pipelines.store import Store
+
+from .conftest import END, FakeClock
 
 
 def _push(client: TestClient, at: str, demand: float, nodes: float) -> None:
@@ -80,3 +88,181 @@ def test_a_fresh_store_state_waits_a_window_before_scaling_down(
 
     assert answer["explanation"]["stabilisation_limit"] == "warming_up"
     assert answer["desired_nodes"] == 10
+
+
+# -- one pool decided twice at once ---------------------------------------------
+
+
+class Worker:
+    """A thread that runs one call and keeps its exception (threads swallow them)."""
+
+    def __init__(self, call: Callable[[], object]) -> None:
+        self.errors: list[BaseException] = []
+        self.finished = threading.Event()
+        self._call = call
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the worker is stuck"
+        assert self.errors == []
+
+    def _run(self) -> None:
+        try:
+            self._call()
+        except BaseException as exc:
+            self.errors.append(exc)
+        finally:
+            self.finished.set()
+
+
+@dataclass
+class HeldLatency:
+    """A latency source that holds the next decision of ``pool`` until released, once.
+
+    It is asked in the middle of a decision, after the pool's state was read and
+    before the new one is written.
+    """
+
+    pool: str = "alpha"
+    armed: bool = True
+    reached: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def __call__(self, pool: PoolConfig, now: datetime) -> LatencyAdjustment:
+        if pool.name == self.pool and self.armed:
+            self.armed = False
+            self.reached.set()
+            assert self.release.wait(60)
+        return NO_LATENCY
+
+
+class HeldStateWrites:
+    """The store's pool states, holding the first write that includes ``pool`` until released.
+
+    Reads pass through; a write is any method named ``put...`` or ``replace...``.
+    """
+
+    def __init__(self, inner: Any, pool: str) -> None:
+        self.reached = threading.Event()
+        self.release = threading.Event()
+        self._inner = inner
+        self._pool = pool
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._inner, name)
+        if not name.startswith(("put", "replace")):
+            return found
+
+        def write(pools: Any, *args: Any, **kwargs: Any) -> Any:
+            if self._pool in pools and not self.reached.is_set():
+                self.reached.set()
+                assert self.release.wait(60)
+            return found(pools, *args, **kwargs)
+
+        return write
+
+
+def _live(pool: str, *, allocated: float, nodes: float) -> pd.DataFrame:
+    return samples_frame(
+        [
+            (f"{pool}/allocated_gpus", END, allocated),
+            (f"{pool}/queue_gpus", END, 0.0),
+            (f"{pool}/nodes", END, nodes),
+        ]
+    )
+
+
+def test_a_replica_deciding_while_another_stores_a_decision_builds_on_it(
+    make_services: Callable[..., Services], store: Store
+) -> None:
+    """Replica A reads alpha's state and decides; B decides and stores meanwhile.
+
+    Without compare-and-set, A then writes its state over B's and B's high value
+    leaves the stabilisation window: the next decision may scale down below it.
+    """
+    clock = FakeClock()
+    held = HeldLatency()
+    a = RecommendationService(make_services(clock=clock, model=None, latency=held))
+    b = RecommendationService(make_services(clock=clock, model=None))
+    a.start()
+    b.start()
+
+    low = Worker(lambda: a.ingest(_live("alpha", allocated=8, nodes=10)))
+    assert held.reached.wait(30), "replica A never decided"
+    b.ingest(_live("alpha", allocated=320, nodes=10))  # 40 nodes, the pool's maximum
+    held.release.set()
+    low.join(30)
+
+    stored = store.state.get("alpha")
+    assert stored is not None
+    assert max(span["nodes"] for span in stored["spans"]) == 40
+    answer = a.recommendation("alpha").recommendation
+    assert answer.state.to_dict() == stored
+    assert (answer.desired_nodes, answer.explanation.stabilisation_limit) == (40, "window")
+
+
+def test_a_push_during_a_refresh_of_its_pool_decides_after_it(
+    make_services: Callable[..., Services], store: Store
+) -> None:
+    """The refresh decides alpha (on the stored history) and is held writing its state;
+    a push of alpha comes in.
+
+    Without one decision of a pool at a time, the push reads the state the refresh is
+    about to replace, and one of the two decisions is lost: the stored state is not
+    the one the served answer was decided with.
+    """
+    held = HeldStateWrites(store.state, "alpha")
+    store.state = held  # type: ignore[assignment]
+    decided: list[Recommendation] = []
+    service = RecommendationService(
+        make_services(clock=FakeClock(), model=None, on_change=[decided.append])
+    )
+    service.start()
+
+    refresh = Worker(service.refresh)
+    assert held.reached.wait(30), "the refresh never wrote alpha's state"
+    push = Worker(lambda: service.ingest(_live("alpha", allocated=0, nodes=10)))
+    # Unheld, the push would finish now; held out by the refresh, it waits (this only
+    # bounds how long it is given).
+    push.finished.wait(1.0)
+    held.release.set()
+    refresh.join(30)
+    push.join(30)
+
+    refreshed, pushed = [rec for rec in decided if rec.pool == "alpha"]
+    assert store.state.get("alpha") == pushed.state.to_dict()
+    assert service.recommendation("alpha").recommendation == pushed
+    # The push's decision is recorded on top of the refresh's, whose higher value
+    # stays in the window.
+    assert pushed.state.spans[0] == refreshed.state.spans[-1]
+    assert pushed.state.spans[-1].nodes < refreshed.state.spans[-1].nodes
+
+
+def test_reads_during_a_decision_serve_the_unexpired_answers(
+    make_services: Callable[..., Services],
+) -> None:
+    """A push of alpha is held mid-decision; reads of alpha (its pool being decided) and
+    of beta (the service lock taken) answer at once with their unexpired entries."""
+    held = HeldLatency(armed=False)
+    service = RecommendationService(make_services(clock=FakeClock(), model=None, latency=held))
+    service.start()
+    service.refresh()
+    before, _ = service.recommendations(service.select(None))
+    service.invalidate()
+
+    held.armed = True
+    push = Worker(lambda: service.ingest(_live("alpha", allocated=320, nodes=10)))
+    answers: list[PoolEntry] = []
+    try:
+        assert held.reached.wait(30), "the push never decided"
+        read = Worker(lambda: answers.extend(service.recommendations(service.select(None))[0]))
+        assert read.finished.wait(10), "a read waited for the decision in progress"
+        read.join(1)
+    finally:
+        held.release.set()
+        push.join(30)
+
+    assert answers == before
+    assert service.recommendation("alpha").recommendation.desired_nodes == 40

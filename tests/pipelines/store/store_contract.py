@@ -8,11 +8,15 @@ each providing a ``store`` fixture with an empty, migrated store.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from sqlalchemy import event
 
 from forecaster.exceptions import DataValidationError
 from pipelines.store import Backoff, Store
@@ -30,6 +34,87 @@ def window(uid: str, start: datetime, periods: int, offset: float = 0.0) -> pd.D
             "y": offset + np.arange(periods, dtype=np.float64),
         }
     )
+
+
+class Worker:
+    """A thread that runs one call and keeps its exception (threads swallow them).
+
+    Given the barrier its call waits on, a failure breaks it, so the other workers stop
+    waiting for this one.
+    """
+
+    def __init__(
+        self, call: Callable[[], object], barrier: threading.Barrier | None = None
+    ) -> None:
+        self.errors: list[BaseException] = []
+        self.finished = threading.Event()
+        self._call = call
+        self._barrier = barrier
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Worker:
+        self._thread.start()
+        return self
+
+    def join(self, timeout: float) -> None:
+        join_all([self], timeout)
+
+    def _run(self) -> None:
+        try:
+            self._call()
+        except BaseException as exc:
+            self.errors.append(exc)
+            if self._barrier is not None:
+                self._barrier.abort()
+        finally:
+            self.finished.set()
+
+
+def join_all(workers: list[Worker], timeout: float) -> None:
+    """Wait for every worker; fail with their errors, the cause before broken barriers."""
+    for worker in workers:
+        worker._thread.join(timeout)
+    assert not any(worker._thread.is_alive() for worker in workers), "a worker is stuck"
+    errors = [error for worker in workers for error in worker.errors]
+    errors.sort(key=lambda error: isinstance(error, threading.BrokenBarrierError))
+    assert errors == [], errors
+
+
+def _mentions(parameters: object, suffix: str) -> bool:
+    if isinstance(parameters, str):
+        return parameters.endswith(suffix)
+    if isinstance(parameters, dict):
+        return any(_mentions(value, suffix) for value in parameters.values())
+    if isinstance(parameters, list | tuple):
+        return any(_mentions(value, suffix) for value in parameters)
+    return False
+
+
+@contextmanager
+def hold_first_write_of(
+    store: Store, series_id: str
+) -> Iterator[tuple[threading.Event, threading.Event]]:
+    """Hold the first statement that writes ``series_id`` until released.
+
+    Yields ``(reached, release)``: ``reached`` is set when the writer is held (its
+    thread waits on ``release``); later writes pass. A SQLAlchemy cursor event on the
+    store's engine, so the store's own code runs unchanged.
+    """
+    reached, release = threading.Event(), threading.Event()
+
+    def hold(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if reached.is_set() or not statement.lstrip().upper().startswith("INSERT"):
+            return
+        if _mentions(parameters, series_id):
+            reached.set()
+            release.wait(60)
+
+    event.listen(store.engine, "before_cursor_execute", hold)
+    try:
+        yield reached, release
+    finally:
+        release.set()
+        event.remove(store.engine, "before_cursor_execute", hold)
 
 
 def forecast_frame(uid: str, start: datetime, h: int, level: float = 10.0) -> pd.DataFrame:
@@ -112,6 +197,110 @@ class SamplesContract:
         assert got["y"].tolist() == expected["y"].tolist()
         later = store.samples.latest(["a/q", "b/q"], start=T0 + 4 * STEP)
         assert later["unique_id"].tolist() == ["a/q"]
+
+    def test_demand_is_derived_where_a_part_is_written_from_the_stored_partner(
+        self, store: Store
+    ) -> None:
+        store.samples.upsert_with_demand(window("a/allocated_gpus", T0, 3, offset=10.0))
+        # Only allocated so far: no demand yet (a missing part never counts as zero).
+        assert store.samples.read(["a/demand_gpus"]).empty
+        written = store.samples.upsert_with_demand(
+            pd.concat([window("a/queue_gpus", T0 + STEP, 2, offset=1.0), window("a/nodes", T0, 1)])
+        )
+        assert written == 3 + 2
+        demand = store.samples.read(["a/demand_gpus"])
+        assert demand["ds"].tolist() == [pd.Timestamp(T0 + STEP), pd.Timestamp(T0 + 2 * STEP)]
+        assert demand["y"].tolist() == [11.0 + 1.0, 12.0 + 2.0]
+        # A rewritten part rewrites only its own timestamp's demand.
+        store.samples.upsert_with_demand(window("a/allocated_gpus", T0 + STEP, 1, offset=20.0))
+        assert store.samples.read(["a/demand_gpus"])["y"].tolist() == [21.0, 14.0]
+
+    def test_a_frame_without_parts_is_written_and_derives_nothing(self, store: Store) -> None:
+        frame = pd.concat([window("a/nodes", T0, 2), window("a/gpu_util", T0, 2, 50.0)])
+        assert store.samples.upsert_with_demand(frame) == 4
+        assert store.samples.upsert_with_demand(frame.iloc[:0]) == 0
+        assert store.samples.series_ids() == ["a/gpu_util", "a/nodes"]
+
+    def test_writers_of_the_two_parts_of_one_time_leave_demand_their_sum(
+        self, store: Store
+    ) -> None:
+        """Allocated and queued of the same time written at once: demand is their sum.
+
+        Writer A is held just before it writes demand, having read the parts; writer B
+        then writes the other part. Without one transaction under a per-pool lock, B
+        derives from A's allocated and finishes, and A, released, writes the sum with
+        the queued value it read before B's: demand misses B's part.
+        """
+        store.samples.upsert_with_demand(
+            pd.concat([window("a/allocated_gpus", T0, 1, 10.0), window("a/queue_gpus", T0, 1, 1.0)])
+        )
+        with hold_first_write_of(store, "a/demand_gpus") as (reached, release):
+            a = Worker(
+                lambda: store.samples.upsert_with_demand(window("a/allocated_gpus", T0, 1, 20.0))
+            ).start()
+            assert reached.wait(30), "writer A never wrote demand"
+            b = Worker(
+                lambda: store.samples.upsert_with_demand(window("a/queue_gpus", T0, 1, 2.0))
+            ).start()
+            # B would finish at once if nothing kept it out while A is held; the timeout
+            # only bounds how long it is given (held out, it finishes after A).
+            held_out = not b.finished.wait(1.0)
+            release.set()
+            a.join(30)
+            b.join(60)
+        stored = store.samples.read(["a/allocated_gpus", "a/queue_gpus", "a/demand_gpus"])
+        got = stored.set_index("unique_id")["y"].to_dict()
+        # (This module is loaded by path, so pytest does not rewrite its asserts.)
+        assert got == {"a/allocated_gpus": 20.0, "a/queue_gpus": 2.0, "a/demand_gpus": 22.0}, got
+        assert held_out, "writer B was not kept out while A held the pool"
+
+    def test_concurrent_writers_of_several_pools_leave_every_sum(self, store: Store) -> None:
+        # Each writer pushes one part of two pools, listed in opposite orders: locks
+        # taken in the frame's order would deadlock on PostgreSQL.
+        times = 12
+        barrier = threading.Barrier(2)
+
+        def writer(signal: str, pools: list[str], offset: float) -> None:
+            for i in range(times):
+                frame = pd.concat(
+                    [window(f"{pool}/{signal}", T0 + i * STEP, 1, offset) for pool in pools]
+                )
+                barrier.wait(30)
+                store.samples.upsert_with_demand(frame)
+
+        workers = [
+            Worker(lambda: writer("allocated_gpus", ["a", "b"], 10.0), barrier).start(),
+            Worker(lambda: writer("queue_gpus", ["b", "a"], 1.0), barrier).start(),
+        ]
+        join_all(workers, 120)
+        demand = store.samples.read(["a/demand_gpus", "b/demand_gpus"])
+        assert len(demand) == 2 * times, demand
+        assert set(demand["y"]) == {11.0}, demand
+
+    def test_writers_of_the_same_rows_in_opposite_orders_do_not_deadlock(
+        self, store: Store
+    ) -> None:
+        # One writer also writes a part of pool a, the other only ready nodes: unless
+        # both take turns on every pool they write, PostgreSQL finds them deadlocked.
+        rounds = 150
+        barrier = threading.Barrier(2)
+
+        def writer(frames: list[pd.DataFrame]) -> None:
+            for i in range(rounds):
+                frame = pd.concat(frames)
+                frame["y"] = float(i)
+                barrier.wait(30)
+                store.samples.upsert_with_demand(frame)
+
+        with_part = [window("a/allocated_gpus", T0, 1), window("a/nodes", T0, 1)]
+        workers = [
+            Worker(lambda: writer([*with_part, window("b/nodes", T0, 1)]), barrier).start(),
+            Worker(
+                lambda: writer([window("b/nodes", T0, 1), window("a/nodes", T0, 1)]), barrier
+            ).start(),
+        ]
+        join_all(workers, 120)
+        assert store.samples.read(["a/nodes", "b/nodes"])["y"].tolist() == [rounds - 1.0] * 2
 
     def test_an_empty_read_has_the_contract_columns(self, store: Store) -> None:
         got = store.samples.read(["nope"])
@@ -227,6 +416,70 @@ class StateContract:
         store.state.put("a100", {"high_water": 3}, updated_at=T0 + STEP)
         assert store.state.get("a100") == {"high_water": 3}
         assert store.state.get("h100") is None
+
+    def test_a_state_changed_since_it_was_read_is_not_overwritten(self, store: Store) -> None:
+        store.state.put("a100", {"n": 1}, updated_at=T0)
+        mine = store.state.read(["a100", "h100"])
+        assert {pool: seen.state for pool, seen in mine.items()} == {"a100": {"n": 1}}
+        # Another replica reads and writes both pools first.
+        theirs = store.state.read(["a100", "h100"])
+        new = {"a100": {"n": 2}, "h100": {"n": 20}}
+        assert store.state.replace_if_unchanged(new, theirs, updated_at=T0 + STEP) == set()
+        # What this one computed from its older read is refused, pool by pool.
+        late = {"a100": {"n": 3}, "h100": {"n": 30}, "v100": {"n": 300}}
+        assert store.state.replace_if_unchanged(late, mine, updated_at=T0 + STEP) == {
+            "a100",
+            "h100",
+        }
+        got = {pool: store.state.get(pool) for pool in ("a100", "h100", "v100")}
+        assert got == {"a100": {"n": 2}, "h100": {"n": 20}, "v100": {"n": 300}}, got
+        # Read again, it writes; an unconditional put also moves the version on.
+        again = store.state.read(["a100"])
+        assert store.state.replace_if_unchanged({"a100": {"n": 3}}, again) == set()
+        assert store.state.get("a100") == {"n": 3}
+        before_put = store.state.read(["a100"])
+        store.state.put("a100", {"n": 4})
+        assert store.state.replace_if_unchanged({"a100": {"n": 5}}, before_put) == {"a100"}
+        assert store.state.get("a100") == {"n": 4}
+
+    def test_batches_of_pools_in_opposite_orders_do_not_deadlock(self, store: Store) -> None:
+        rounds = 60
+        barrier = threading.Barrier(2)
+
+        def writer(pools: list[str]) -> None:
+            for i in range(rounds):
+                barrier.wait(30)
+                seen = store.state.read(pools)
+                store.state.replace_if_unchanged({pool: {"i": i} for pool in pools}, seen)
+
+        pools = [f"p{i}" for i in range(8)]
+        workers = [
+            Worker(lambda: writer(pools), barrier).start(),
+            Worker(lambda: writer(pools[::-1]), barrier).start(),
+        ]
+        join_all(workers, 120)
+        assert {pool: store.state.get(pool) for pool in pools} == {
+            pool: {"i": 59} for pool in pools
+        }
+
+    def test_concurrent_read_modify_writes_lose_no_update(self, store: Store) -> None:
+        writers, increments = 4, 10
+        barrier = threading.Barrier(writers)
+
+        def add_one() -> None:
+            while True:
+                seen = store.state.read(["a100"])
+                count = seen["a100"].state["n"] if "a100" in seen else 0
+                if not store.state.replace_if_unchanged({"a100": {"n": count + 1}}, seen):
+                    return
+
+        def writer() -> None:
+            barrier.wait(30)
+            for _ in range(increments):
+                add_one()
+
+        join_all([Worker(writer, barrier).start() for _ in range(writers)], 120)
+        assert store.state.get("a100") == {"n": writers * increments}
 
 
 class OutboxContract:
