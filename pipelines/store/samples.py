@@ -8,6 +8,7 @@ sum with a stale partner.
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -19,7 +20,7 @@ from sqlalchemy import Select, func, select, text
 
 from forecaster.config.pools import ALLOCATED_GPUS, QUEUE_GPUS
 from forecaster.exceptions import DataValidationError
-from forecaster.loaders import DEMAND, derive_demand
+from forecaster.loaders import DEMAND
 from forecaster.types import DS, SERIES_COLUMNS, UID, Y
 from pipelines.store.engine import Database
 from pipelines.store.schema import Sample, as_utc
@@ -244,12 +245,33 @@ def _parts_window(pushed: pd.DataFrame) -> tuple[list[str], datetime, datetime]:
 
 
 def _demand_at(raw: pd.DataFrame, pushed: pd.DataFrame) -> pd.DataFrame:
-    """Demand from the stored parts ``raw`` at the (pool, time) pairs of ``pushed``."""
-    wanted = pd.MultiIndex.from_arrays([_owners(pushed[UID]).to_numpy(), pushed[DS].to_numpy()])
-    keys = pd.MultiIndex.from_arrays([_owners(raw[UID]).to_numpy(), raw[DS].to_numpy()])
-    derived = derive_demand(raw[keys.isin(wanted)], pending=QUEUE_GPUS)
-    demand = derived[derived[UID].astype(str).str.endswith(f"/{DEMAND}")]
-    return demand.dropna(subset=[Y])
+    """Demand from the stored parts ``raw`` at the (pool, time) pairs of ``pushed``.
+
+    A push holds a few hundred samples at most, so plain dictionaries beat the general
+    :func:`~forecaster.loaders.traces.derive_demand` (a MultiIndex match and a merge
+    cost ~5-8 ms per push); the rule is the same: both parts present and finite.
+    """
+    wanted = set(zip(_owners(pushed[UID]).tolist(), pushed[DS].tolist(), strict=True))
+    parts: dict[str, dict[tuple[str, pd.Timestamp], float]] = {ALLOCATED_GPUS: {}, QUEUE_GPUS: {}}
+    for uid, ds, y in zip(
+        raw[UID].astype(str).tolist(), raw[DS].tolist(), raw[Y].tolist(), strict=True
+    ):
+        pool, _, signal = uid.rpartition("/")
+        if signal in parts and (pool, ds) in wanted:
+            parts[signal][(pool, ds)] = y  # a repeated time keeps its last row
+    queued = parts[QUEUE_GPUS]
+    rows = [
+        (f"{pool}/{DEMAND}", ds, value + queued[(pool, ds)])
+        for (pool, ds), value in parts[ALLOCATED_GPUS].items()
+        if (pool, ds) in queued and math.isfinite(value + queued[(pool, ds)])
+    ]
+    return pd.DataFrame(
+        {
+            UID: pd.Series([r[0] for r in rows], dtype=object),
+            DS: pd.to_datetime([r[1] for r in rows], utc=True).as_unit("ns"),
+            Y: np.asarray([r[2] for r in rows], dtype=np.float64),
+        }
+    )
 
 
 def _frame(result: Sequence[Any]) -> pd.DataFrame:
