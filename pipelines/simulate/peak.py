@@ -55,8 +55,8 @@ from pipelines.simulate.types import FloatArray, History
 PEAK = "peak"
 """The replay's name for this forecaster (``--model peak``)."""
 DAY = pd.Timedelta(days=1)
-ModelCache = dict[tuple[int, pd.Timestamp], PeakQuantileForecaster | None]
-"""Daily fits by ``(horizon, midnight)``; None where there was too little history."""
+ModelCache = dict[tuple[int, pd.Timestamp, tuple[float, ...]], PeakQuantileForecaster | None]
+"""Daily fits by ``(lead, midnight, levels)``; None where there was too little history."""
 _TOLERANCE = 1e-6
 
 
@@ -64,10 +64,9 @@ class _Online:
     """Calibration and combination state of one replay, for every level at once."""
 
     def __init__(self, levels: Sequence[float], horizon: int, day: int, eta: float, hl: float):
-        self.levels = list(levels)
         self.horizon = horizon
-        self.aci = [AdaptiveConformal(q, horizon) for q in self.levels]
-        self.experts = [DiscountedExperts(eta, hl) for _ in self.levels]
+        self.aci = [AdaptiveConformal(q, horizon) for q in levels]
+        self.experts = [DiscountedExperts(eta, hl) for _ in levels]
         self.headroom: deque[float] = deque(maxlen=day)
         self.issued: deque[tuple[FloatArray, FloatArray, FloatArray, float]] = deque()
         self.position = -1
@@ -135,12 +134,6 @@ class PeakReplayForecaster:
         self._models: ModelCache = {} if models is None else models
         self._online: _Online | None = None
         self.fit_log: list[pd.Timestamp] = []
-
-    @property
-    def name(self) -> str:
-        """A label for tables: ``peak`` plus what is on."""
-        parts = ["peak", *(["aci"] if self.calibrate else []), *(["comb"] if self.combine else [])]
-        return "+".join(parts)
 
     def forecast(self, history: History, horizon: int, levels: Sequence[float]) -> PointForecast:
         """Return the ``levels`` quantiles of the lead-time peak as a flat ``horizon``-step path."""
@@ -258,7 +251,7 @@ class PeakReplayForecaster:
 
     def _model(self, cutoff: pd.Timestamp, horizon: int) -> PeakQuantileForecaster | None:
         """The fleet's model fitted on rows before ``cutoff`` (shared through the cache)."""
-        key = (horizon, cutoff)
+        key = (horizon, cutoff, tuple(self.levels))
         if key not in self._models:
             model = PeakQuantileForecaster(
                 lead_steps=(horizon,), quantiles=self.levels, **self.params

@@ -153,3 +153,15 @@ def test_without_a_fit_the_reference_or_persistence_answers():
     late = frame[frame[DS] >= START + timedelta(days=2, hours=20)]  # too little to fit at first
     recorder = replay(late.reset_index(drop=True), calibrate=False, combine=False)
     assert all(np.isfinite(b[0.9]) for b in recorder.bounds)
+
+
+def test_forecasters_with_other_levels_sharing_the_cache_get_their_own_fits():
+    frame = fleet()
+    models: ModelCache = {}
+    config = pool(0.9)
+    for levels in (LEVELS, (0.9, 0.99)):
+        forecaster = PeakReplayForecaster(
+            frame, "p0/demand_gpus", levels, params=SMALL, models=models
+        )
+        simulate(replay_of(frame), config, ForesightPolicy(config, forecaster))
+    assert len(models) == 6  # three days for each set of levels
