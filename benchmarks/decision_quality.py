@@ -15,7 +15,8 @@ to the oracle, in hindsight), the oracle, Foresight and the two references.
   nothing later; each step its forecast goes through ``api.policy.decide``. Its
   quantile is swept from 0.05 to 0.999, so it reaches as low and as high a cost as the
   references.
-  ``--model FAMILY`` pins one family instead, for diagnosis.
+  ``--model FAMILY`` pins one family instead, for diagnosis; ``--model peak`` replays
+  the peak-quantile forecaster of each case's fleet (``decision_fleets.py``) instead.
 - References (persistence / seasonal naive + k standard deviations, k swept 0 to 4):
   the same policy chain (target utilisation, reactive floor, bounds, stabilisation),
   differing from Foresight only in the forecast.
@@ -82,7 +83,7 @@ from pipelines.simulate.champion import CHAMPION, champion_forecaster  # noqa: E
 from pipelines.simulate.compare import REFERENCES  # noqa: E402
 from pipelines.simulate.foresight import ForesightPolicy  # noqa: E402
 from pipelines.simulate.frontier import cost_ratio, gap_closed, plot_frontier  # noqa: E402
-from pipelines.simulate.peak import ModelCache, PeakReplayForecaster  # noqa: E402
+from pipelines.simulate.peak import PEAK, ModelCache, PeakReplayForecaster  # noqa: E402
 from pipelines.simulate.reference import reference_policy  # noqa: E402
 from pipelines.simulate.replay_forecast import ReplayForecaster  # noqa: E402
 from pipelines.simulate.result import accounting, accounting_line  # noqa: E402
@@ -99,8 +100,6 @@ STATIC_GAP = 0.9
 RESULTS = ROOT / "benchmarks" / "results" / "decision_quality.json"
 FIGURES = ROOT / "benchmarks" / "results" / "decision_quality"
 REF_LABEL = {"reference": "ref-persistence", "reference-seasonal": "ref-seasonal_naive"}
-PEAK = "peak"
-"""``--model peak``: the peak-quantile forecaster of each case's fleet (``decision_fleets.py``)."""
 
 FitCache = dict[tuple[Any, ...], Estimator]
 
