@@ -224,7 +224,7 @@ def test_an_elector_on_a_lost_lock_calls_demote_before_leading_again(pg_url: URL
 def test_two_scheduler_processes_one_leader_and_takeover_after_sigkill(
     pg_url: URL, tmp_path: Path
 ) -> None:
-    open_store(pg_url).close()
+    worker.prepare(pg_url)
     replicas = [worker.Replica(pg_url, tmp_path, tmp_path / f"{name}.log") for name in "ab"]
     try:
         worker.check_takeover(pg_url, replicas)

@@ -4,7 +4,7 @@
 and, while it leads, runs one job every 0.5 s that records its own pid in the table
 ``worker_runs``; SIGTERM stops it cleanly (exit code 0). Leadership changes are
 printed (``LEADER <pid>``) so a test can wait for them. Tests import this file (by
-path) for :class:`Replica` and :func:`runs_by_pid`.
+path) for :func:`prepare`, :class:`Replica` and :func:`runs_by_pid`.
 """
 
 from __future__ import annotations
@@ -67,7 +67,6 @@ def main(store_url: str, root: str) -> int:
     settings = load_settings(root=Path(root), store_url=store_url)
     store = open_store(settings.store_url)
     engine = create_engine(store.engine.url)
-    RUNS.create(engine, checkfirst=True)
 
     def runner(name: str, _settings: Settings) -> Any:
         started = datetime.now(UTC)
@@ -146,6 +145,20 @@ class Replica:
         if self.process.poll() is None:
             self.kill()
         self._output.close()
+
+
+def prepare(store_url: str | URL) -> None:
+    """Migrate the store and create ``worker_runs`` once, before replicas start.
+
+    Two replicas creating either at once race (PostgreSQL's catalogue rejects the
+    second ``CREATE TABLE`` even with ``checkfirst``), so the test does it first.
+    """
+    open_store(store_url).close()
+    engine = create_engine(store_url)
+    try:
+        RUNS.create(engine, checkfirst=True)
+    finally:
+        engine.dispose()
 
 
 def runs_by_pid(store_url: str | URL) -> dict[int, list[float]]:

@@ -122,7 +122,7 @@ def test_two_processes_on_one_sqlite_store_only_one_runs_jobs_and_the_other_take
     tmp_path: Path,
 ) -> None:
     url = f"sqlite:///{tmp_path / 'data' / 'foresight.db'}"
-    open_store(url).close()  # migrate once, before the replicas race to
+    worker.prepare(url)  # migrate and create the table once, before the replicas race to
     replicas = [worker.Replica(url, tmp_path, tmp_path / f"{name}.log") for name in "ab"]
     try:
         worker.check_takeover(url, replicas)
