@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import pandas as pd
 
 from forecaster.types import UID, Levels
+
+ChampionRule = Literal["median", "select"]
+"""How the champion forecasts a series: ``median`` of every family's forecast, or the
+one family ``select`` picks on the selection windows (the median is one of them)."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,9 @@ class TrainingPlan:
         max_train: most recent observations each fit sees.
         heldout_windows: later cutoffs, unseen by selection, that the champion is
             scored and gated on (at least 1).
+        champion: ``median`` (every series forecast by the median of the families; no
+            selection) or ``select`` (one family per series, picked on the selection
+            windows).
     """
 
     horizon: int
@@ -37,6 +45,7 @@ class TrainingPlan:
     levels: Levels
     max_train: int | None = None
     heldout_windows: int = 2
+    champion: ChampionRule = "median"
 
     def __post_init__(self) -> None:
         if self.heldout_windows < 1 or self.n_windows < 1:

@@ -1,11 +1,13 @@
 """The train-time procedure as an estimator, and its walk-forward backtest.
 
 :class:`TrainedChampion` is what ``foresight train`` does to pick and fit a champion,
-packed behind the estimator contract: ``fit(df)`` backtests the candidates on the
-selection windows of ``df`` (the same nested windows as training, see
-:func:`forecaster.backtest.nested_cutoffs`), selects a family per series on the
-plan's selection horizon, and fits the selected families on the latest
-``max_train`` observations; ``predict`` forecasts with that champion. No MLflow, no
+packed behind the estimator contract: ``fit(df)`` chooses a family per series as
+training does and fits it on the latest ``max_train`` observations. Under the default
+rule (``plan.champion == "median"``) every series gets the median of the families and
+nothing is backtested; under ``select`` the candidates (and their median) are
+backtested on the selection windows of ``df`` (the same nested windows as training,
+see :func:`forecaster.backtest.nested_cutoffs`) and the best on the plan's selection
+horizon is picked; ``predict`` forecasts with that champion. No MLflow, no
 registry: training adds the held-out scores, the gate and the registration around the
 same steps. Every training is taken as promoted here (the gate is not replayed).
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Self
 
 import pandas as pd
@@ -29,8 +31,9 @@ from forecaster.backtest import BacktestResult, Estimator, backtest, rolling_ori
 from forecaster.champion import FAMILY, ChampionForecaster
 from forecaster.exceptions import InsufficientHistoryError, NotFittedError
 from forecaster.metrics import score_backtest
+from forecaster.models.combination import with_median, with_median_rows
 from forecaster.plan import TrainingPlan, recent_history
-from forecaster.selection import select_per_series
+from forecaster.selection import choose_families, default_family
 from forecaster.types import CUTOFF, DEFAULT_LEVELS, DS, UID, Levels, SeriesFrame
 
 DEFAULT_FAMILY = "persistence"
@@ -72,10 +75,10 @@ class TrainedChampion:
         return max(2, min((c.min_history() for c in self.candidates), default=2))
 
     def fit(self, df: SeriesFrame) -> Self:
-        """Select a family per series on the selection windows of ``df``, then fit it.
+        """Choose a family per series as training does, then fit it.
 
-        A series too short for the selection windows is served by persistence, as a
-        series unknown to the champion is in training.
+        Under ``select`` a series too short for the selection windows is served by
+        persistence, as a series unknown to such a champion is in training.
         """
         plan = self.plan
         selection: dict[str, str] = {}
@@ -84,8 +87,8 @@ class TrainedChampion:
             selection[str(uid)] = self._select(group, failures)
         champion = ChampionForecaster(
             selection,
-            {c.model_name: c for c in self.candidates},
-            default=DEFAULT_FAMILY,
+            with_median(self.candidates),
+            default=default_family(plan.champion),
             alias=self.model_name,
         )
         self.champion_ = champion.fit(recent_history(df, plan.max_train))
@@ -95,6 +98,9 @@ class TrainedChampion:
 
     def _select(self, group: pd.DataFrame, failures: list[pd.DataFrame]) -> str:
         plan = self.plan
+        uid = str(group[UID].iloc[0])
+        if plan.champion == "median":
+            return choose_families("median", pd.DataFrame(), [uid], plan.selection_horizon)[uid]
         try:
             result = backtest(
                 self.candidates,
@@ -110,11 +116,11 @@ class TrainedChampion:
             return DEFAULT_FAMILY
         if not result.failures.empty:
             failures.append(result.failures)
+        names = [c.model_name for c in self.candidates]
+        result = replace(result, frame=with_median_rows(result.frame, names))
         scores = score_backtest(result.frame, result.scales, plan.levels, plan.horizons)
-        if scores.empty:
-            return DEFAULT_FAMILY
-        chosen = select_per_series(scores, horizon=plan.selection_horizon)
-        return next(iter(chosen.values()), DEFAULT_FAMILY)
+        chosen = choose_families("select", scores, [uid], plan.selection_horizon)
+        return chosen.get(uid, DEFAULT_FAMILY)
 
     def predict(self, h: int, levels: Levels = DEFAULT_LEVELS) -> pd.DataFrame:
         """Forecast ``h`` steps with the fitted champion (``family`` names the family)."""

@@ -20,6 +20,8 @@ import pandas as pd
 
 from forecaster.exceptions import DataValidationError
 from forecaster.metrics import HORIZON, SCALE
+from forecaster.models.combination import MEDIAN
+from forecaster.plan import ChampionRule
 from forecaster.types import CUTOFF, MEAN, MODEL, STEP, UID, Y
 
 DEFAULT_PREFERENCE: Final[tuple[str, ...]] = (
@@ -91,6 +93,30 @@ def select_per_series(
         # ``ranked`` is in preference order, so the first near-best is the simplest.
         choice[str(uid)] = next(m for m, v in finite if v - best <= tol)
     return choice
+
+
+def choose_families(
+    rule: ChampionRule,
+    scores: pd.DataFrame,
+    series: Sequence[str],
+    horizon: str | None,
+) -> dict[str, str]:
+    """Return ``{unique_id: family}`` of the champion under ``rule``.
+
+    ``median`` gives every series the median of the families, whatever the scores;
+    ``select`` picks per series on the scores (:func:`select_per_series`), and a series
+    without scores is left out (the champion's default serves it).
+    """
+    if rule == "median":
+        return dict.fromkeys(series, MEDIAN)
+    if scores.empty:
+        return {}
+    return select_per_series(scores, horizon=horizon)
+
+
+def default_family(rule: ChampionRule) -> str:
+    """The family of a series the champion was not trained on."""
+    return MEDIAN if rule == "median" else "persistence"
 
 
 class SeriesComparison(NamedTuple):

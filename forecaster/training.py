@@ -1,4 +1,10 @@
-"""One training: backtest the candidates, select per series, gate, register, promote.
+"""One training: backtest the candidates, choose per series, gate, register, promote.
+
+The champion forecasts each series with the median of the families by default
+(``plan.champion == "median"``, see :mod:`forecaster.models.combination`); its
+backtest rows are the median of the families' rows in each window, so it is scored
+without fitting any family twice. ``select`` picks one family (or the median) per
+series on the selection windows instead.
 
 Scores are nested: the backtest has earlier *selection* windows and later *held-out*
 windows (:func:`forecaster.backtest.nested_cutoffs`). Selection sees only the
@@ -18,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +33,7 @@ from forecaster.backtest import BacktestResult, Estimator, backtest, split_heldo
 from forecaster.champion import ChampionForecaster
 from forecaster.exceptions import TrackingError
 from forecaster.metrics import score_backtest
+from forecaster.models.combination import with_median, with_median_rows
 from forecaster.plan import TrainingPlan, recent_history
 from forecaster.pool_review import log_pool_review
 from forecaster.registry import (
@@ -36,7 +43,12 @@ from forecaster.registry import (
     promote,
     register,
 )
-from forecaster.selection import PromotionDecision, promotion_gate, select_per_series
+from forecaster.selection import (
+    PromotionDecision,
+    choose_families,
+    default_family,
+    promotion_gate,
+)
 from forecaster.tracking import (
     TrackingConfig,
     describe_pools,
@@ -121,10 +133,16 @@ def train(
         progress=lambda done, total: report("backtest", done, total),
         executor=executor,
     )
+    result = replace(
+        result, frame=with_median_rows(result.frame, [c.model_name for c in candidates])
+    )
     chosen, heldout = split_heldout(result)
     selection_scores = score_backtest(chosen.frame, chosen.scales, plan.levels, plan.horizons)
     scores = score_backtest(heldout.frame, heldout.scales, plan.levels, plan.horizons)
-    selection = select_per_series(selection_scores, horizon=plan.selection_horizon)
+    series = [str(uid) for uid in df[UID].unique()]
+    selection = choose_families(
+        plan.champion, selection_scores, series, horizon=plan.selection_horizon
+    )
     challenger_rows = champion_rows(heldout.frame, selection)
     incumbent_rows = _incumbent_rows(
         df,
@@ -137,7 +155,7 @@ def train(
     decision = promotion_gate(challenger_rows, incumbent_rows, scales=heldout.scales)
     report("fit", 0, 1)
     champion = ChampionForecaster(
-        selection, {c.model_name: c for c in candidates}, default="persistence"
+        selection, with_median(candidates), default=default_family(plan.champion)
     ).fit(recent_history(df, plan.max_train), executor=executor)
     report("fit", 1, 1)
 
@@ -249,9 +267,12 @@ def _incumbent_rows(
     incumbent = loaded.model
     if not isinstance(incumbent, ChampionForecaster):
         return None
-    # Series the old champion never saw are served by persistence, as they would be.
+    # Series the old champion never saw are served by its default, as they would be.
     prototype = ChampionForecaster(
-        incumbent.selection, incumbent.candidates, default="persistence", alias="champion"
+        incumbent.selection,
+        incumbent.candidates,
+        default=incumbent.default or "persistence",
+        alias="champion",
     )
     result: BacktestResult = backtest(
         [prototype],
@@ -274,6 +295,7 @@ def _params(
         "horizon": plan.horizon,
         "horizons": dict(plan.horizons),
         "selection_horizon": plan.selection_horizon,
+        "champion_rule": plan.champion,
         "n_windows": plan.n_windows,
         "heldout_windows": plan.heldout_windows,
         "levels": list(plan.levels),

@@ -274,7 +274,10 @@ def forecast_command(
             # Refit the chosen families on the latest data: the registered state is as
             # old as the training, the hyperparameters and selection are what it chose.
             model = ChampionForecaster(
-                model.selection, model.candidates, default="persistence", alias="champion"
+                model.selection,
+                model.candidates,
+                default=model.default or "persistence",
+                alias="champion",
             )
             model.fit(recent_history(dataset.frame, plan.max_train))
         frame = model.predict(steps or plan.horizon, plan.levels)

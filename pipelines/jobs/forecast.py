@@ -105,7 +105,10 @@ def _predict(
     model = loaded.model
     if isinstance(model, ChampionForecaster):
         model = ChampionForecaster(
-            model.selection, model.candidates, default="persistence", alias="champion"
+            model.selection,
+            model.candidates,
+            default=model.default or "persistence",
+            alias="champion",
         ).fit(series)
         return model.predict(horizon, levels)
     # Not refittable (a foreign pyfunc): it forecasts what it was trained on.

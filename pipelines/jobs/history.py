@@ -113,6 +113,7 @@ def training_plan(settings: Settings, step: pd.Timedelta) -> TrainingPlan:
         heldout_windows=settings.heldout_windows,
         levels=settings.levels,
         max_train=steps_in(pd.Timedelta(days=settings.max_train_days), step),
+        champion=settings.champion_rule,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,7 @@ PLAN = TrainingPlan(
     n_windows=4,
     levels=(0.5, 0.9),
     max_train=8 * DAY,
+    champion="select",  # these tests are of selection and the gate; the median has its own
 )
 
 
@@ -116,3 +118,27 @@ def test_champion_rows_pick_each_series_selected_model() -> None:
     rows = champion_rows(frame, {"a": "seasonal_naive", "b": "persistence"})
     assert rows["mean"].tolist() == [2.0, 3.0]
     assert set(rows["model"]) == {"champion"}
+
+
+def test_by_default_every_series_gets_the_median_of_the_families(
+    tracking: TrackingConfig, tmp_path: Path
+) -> None:
+    df = seasonal_frame()
+    models = [Persistence(horizon=6), SeasonalNaive(season_length=DAY, horizon=6)]
+    plan = replace(PLAN, champion="median")
+    outcome = train(
+        df, models, plan, tracking=tracking, model_name="demand", models_dir=tmp_path / "m"
+    )
+    assert outcome.selection == {
+        "pool-a/demand_gpus": "median",
+        "pool-b/demand_gpus": "median",
+    }
+    assert "median" in set(outcome.scores["model"])  # scored held out beside the families
+    loaded = load_champion("demand", models_dir=tmp_path / "m", tracking=tracking)
+    assert isinstance(loaded.model, ChampionForecaster)
+    served = loaded.model.predict(6, (0.5, 0.9))
+    recent = df.groupby("unique_id").tail(PLAN.max_train)
+    alone = [m.fit(recent).predict(6, (0.5, 0.9)) for m in models]
+    expected = (alone[0]["mean"].to_numpy() + alone[1]["mean"].to_numpy()) / 2
+    np.testing.assert_allclose(served["mean"].to_numpy(), expected)
+    assert set(served["family"]) == {"median"}

@@ -31,6 +31,7 @@ PLAN = TrainingPlan(
     n_windows=3,
     levels=(0.5, 0.9),
     max_train=10 * DAY,
+    champion="select",  # per-series choices that differ make equal selections telling
 )
 
 

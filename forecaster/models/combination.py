@@ -1,0 +1,172 @@
+"""The median of the families: a point forecast one bad family cannot drag away.
+
+Picking one family per series on a handful of selection windows fails when a lucky
+streak picks a fragile family: seasonal naive won four of five selection windows on
+a Helios VC and was then 8-9x worse than persistence held out. The median of the
+families' forecasts, step by step, needs no selection and no weights: as long as
+most families stay near the level (persistence, ETS and the gradient boosting do
+wherever the level persists), one family far off moves the median only to the next
+family in line. Quantiles are the median of the families' quantiles at each level,
+so they never cross when the families' own do not (the median is monotone).
+
+:func:`median_of` is the one rule; the estimator applies it to its fitted members and
+:func:`with_median_rows` to backtest rows of the members already fitted, so training
+scores exactly what the estimator would forecast without fitting every family twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final, Self
+
+import pandas as pd
+
+from forecaster.backtest import Estimator, clone
+from forecaster.exceptions import InsufficientHistoryError, ModelError, NotFittedError
+from forecaster.types import CUTOFF, DEFAULT_LEVELS, MEAN, MODEL, STEP, UID, Levels, SeriesFrame
+
+MEDIAN: Final = "median"
+"""The combination's model name."""
+
+
+def with_median(candidates: Sequence[Estimator]) -> dict[str, Estimator]:
+    """Return ``{name: prototype}`` of the candidates plus their median, ``median``."""
+    prototypes = {c.model_name: c for c in candidates}
+    prototypes[MEDIAN] = MedianCombination(list(candidates))
+    return prototypes
+
+
+def value_columns(frame: pd.DataFrame) -> list[str]:
+    """Return the forecast columns a combination takes the median of: mean and quantiles."""
+    return [c for c in frame.columns if c == MEAN or (c.startswith("q") and c[1:2].isdigit())]
+
+
+def median_of(frames: Sequence[pd.DataFrame], keys: Sequence[str]) -> pd.DataFrame:
+    """Return the median, row by row, of several members' forecasts of the same rows.
+
+    Args:
+        frames: one forecast frame per member (``keys``, ``mean``, ``q<level>...``);
+            rows are matched on ``keys``, a row only some members forecast takes the
+            median of those.
+        keys: the columns that identify a forecast row (e.g. ``unique_id, ds, step``).
+
+    Returns:
+        One row per distinct ``keys``, the other non-value columns from the first
+        member that forecast the row, ``model`` set to ``median``.
+    """
+    if not frames:
+        raise ValueError("median_of needs at least one member forecast")
+    stacked = pd.concat(frames, ignore_index=True)
+    values = value_columns(stacked)
+    medians = stacked.groupby(list(keys), sort=True, observed=True)[values].median()
+    rest = [c for c in stacked.columns if c not in values and c not in keys and c != MODEL]
+    first = stacked.drop_duplicates(list(keys)).set_index(list(keys))[rest]
+    out = first.join(medians).reset_index()
+    out[MODEL] = MEDIAN
+    return out[[c for c in stacked.columns if c in out.columns]]
+
+
+def with_median_rows(frame: pd.DataFrame, members: Sequence[str]) -> pd.DataFrame:
+    """Return a backtest frame with the median of ``members`` added as model ``median``.
+
+    The added rows are what :class:`MedianCombination` over the same members forecasts
+    in each window (the members are refitted the same way per window), so scoring
+    them scores the combination. A frame that already holds ``median`` rows, or none
+    of the members, is returned unchanged.
+    """
+    if frame.empty or frame[MODEL].eq(MEDIAN).any():
+        return frame
+    rows = frame[frame[MODEL].isin(list(members))]
+    if rows.empty:
+        return frame
+    median = median_of([rows], [UID, CUTOFF, STEP])
+    return pd.concat([frame, median], ignore_index=True).sort_values(
+        [UID, CUTOFF, MODEL, STEP], ignore_index=True
+    )
+
+
+class MedianCombination:
+    """Forecasts the median of its members' forecasts, step by step and level by level.
+
+    Each series is fitted with a fresh copy of every member; a member that cannot fit a
+    series (too short, or its library fails) is left out of that series' median, and
+    the series fails only when no member fits it.
+
+    Args:
+        members: unfitted family prototypes (distinct names), e.g. the candidates.
+        alias: the name written to the ``model`` column; default ``median``.
+    """
+
+    name = MEDIAN
+
+    def __init__(self, members: Sequence[Estimator], alias: str | None = None) -> None:
+        self.members = members
+        self.alias = alias
+
+    @property
+    def model_name(self) -> str:
+        """The name written to the ``model`` column."""
+        return self.alias or self.name
+
+    def get_params(self) -> dict[str, Any]:
+        """Return the ``__init__`` arguments (for cloning and tracking)."""
+        return {"members": self.members, "alias": self.alias}
+
+    def min_history(self) -> int:
+        """Return the fewest observations the least demanding member needs."""
+        return min((m.min_history() for m in self.members), default=2)
+
+    def fit(self, df: SeriesFrame) -> Self:
+        """Fit every member on every series of ``df`` it can fit.
+
+        Raises:
+            InsufficientHistoryError: when no member can fit a series for lack of data.
+            ModelError: when no member can fit a series for another reason.
+        """
+        fitted: dict[str, list[Estimator]] = {}
+        for uid, group in df.groupby(UID, sort=True, observed=True):
+            fitted[str(uid)] = self._fit_members(str(uid), group)
+        self.fitted_ = fitted
+        return self
+
+    def _fit_members(self, uid: str, group: pd.DataFrame) -> list[Estimator]:
+        models: list[Estimator] = []
+        errors: list[str] = []
+        short = True
+        for member in self.members:
+            try:
+                models.append(clone(member).fit(group))
+            # Any family may raise its library's own errors; the others still count.
+            except Exception as exc:
+                short = short and isinstance(exc, InsufficientHistoryError)
+                errors.append(f"{member.model_name}: {type(exc).__name__}: {exc}")
+        if models:
+            return models
+        problem = "; ".join(errors) or "no members"
+        if short:
+            raise InsufficientHistoryError(f"series {uid!r}: no member can fit it ({problem})")
+        raise ModelError(f"series {uid!r}: no member of the median can fit it ({problem})")
+
+    def predict(self, h: int, levels: Levels = DEFAULT_LEVELS) -> pd.DataFrame:
+        """Forecast ``h`` steps: the median of the fitted members' forecasts.
+
+        Returns:
+            ``unique_id, ds, step, model, mean, q<level>...`` with ``model`` the
+            combination's name.
+        """
+        fitted: dict[str, list[Estimator]] | None = getattr(self, "fitted_", None)
+        if fitted is None:
+            raise NotFittedError("MedianCombination is not fitted yet: call fit(df) first.")
+        frames = []
+        for models in fitted.values():
+            combined = median_of([m.predict(h, levels) for m in models], [UID, STEP])
+            frames.append(combined)
+        out = pd.concat(frames, ignore_index=True)
+        out[MODEL] = self.model_name
+        return out
+
+    def members_of(self, uid: str) -> list[str]:
+        """Return the names of the members that forecast ``uid``."""
+        fitted: dict[str, list[Estimator]] = getattr(self, "fitted_", {})
+        return [m.model_name for m in fitted.get(uid, [])]
+
