@@ -3,8 +3,9 @@
 The champion forecasts each series with the median of the families by default
 (``plan.champion == "median"``, see :mod:`forecaster.models.combination`); its
 backtest rows are the median of the families' rows in each window, so it is scored
-without fitting any family twice. ``select`` picks one family (or the median) per
-series on the selection windows instead.
+without fitting any family twice, and only the held-out windows are backtested (there
+is nothing to select). ``select`` picks one family (or the median) per series on the
+selection windows instead.
 
 Scores are nested: the backtest has earlier *selection* windows and later *held-out*
 windows (:func:`forecaster.backtest.nested_cutoffs`). Selection sees only the
@@ -128,6 +129,8 @@ def train(
         horizon=plan.horizon,
         n_windows=plan.n_windows,
         heldout_windows=plan.heldout_windows,
+        # The median selects nothing: only the held-out windows (scores, gate) are fitted.
+        roles="heldout" if plan.champion == "median" else "all",
         levels=plan.levels,
         max_train=plan.max_train,
         progress=lambda done, total: report("backtest", done, total),

@@ -142,3 +142,4 @@ def test_by_default_every_series_gets_the_median_of_the_families(
     expected = (alone[0]["mean"].to_numpy() + alone[1]["mean"].to_numpy()) / 2
     np.testing.assert_allclose(served["mean"].to_numpy(), expected)
     assert set(served["family"]) == {"median"}
+    assert outcome.selection_scores.empty  # the median selects nothing: no selection windows
