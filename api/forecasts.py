@@ -100,13 +100,11 @@ class _Fit:
 def refit(model: SupportsPredict, history: pd.DataFrame) -> SupportsPredict:
     """Return ``model``'s families and hyperparameters fitted on ``history``.
 
-    A champion keeps its per-series selection (series it never saw get persistence);
+    A champion keeps its per-series choice (series it never saw get its default);
     another estimator is rebuilt from its parameters; anything else predicts as loaded.
     """
     if isinstance(model, ChampionForecaster):
-        return ChampionForecaster(
-            model.selection, model.candidates, default="persistence", alias="champion"
-        ).fit(history)
+        return model.unfitted().fit(history)
     if callable(getattr(model, "get_params", None)) and callable(getattr(model, "fit", None)):
         return clone(cast(Estimator, model)).fit(history)
     return model

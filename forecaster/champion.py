@@ -86,6 +86,17 @@ class ChampionForecaster:
         needs = [self.candidates[f].min_history() for f in families if f in self.candidates]
         return min(needs, default=2)
 
+    def unfitted(self) -> ChampionForecaster:
+        """Return an unfitted champion with the same choices, to refit on newer data.
+
+        The registered state is as old as the training; the families, their
+        hyperparameters and each series' choice are what it chose. A series it never
+        saw gets its default (persistence for a champion saved without one).
+        """
+        return ChampionForecaster(
+            self.selection, self.candidates, default=self.default or "persistence", alias="champion"
+        )
+
     def family_of(self, uid: str) -> str:
         """Return the family that serves ``uid``.
 

@@ -271,12 +271,7 @@ def _incumbent_rows(
     if not isinstance(incumbent, ChampionForecaster):
         return None
     # Series the old champion never saw are served by its default, as they would be.
-    prototype = ChampionForecaster(
-        incumbent.selection,
-        incumbent.candidates,
-        default=incumbent.default or "persistence",
-        alias="champion",
-    )
+    prototype = incumbent.unfitted()
     result: BacktestResult = backtest(
         [prototype],
         df,

@@ -273,13 +273,7 @@ def forecast_command(
         if isinstance(model, ChampionForecaster):
             # Refit the chosen families on the latest data: the registered state is as
             # old as the training, the hyperparameters and selection are what it chose.
-            model = ChampionForecaster(
-                model.selection,
-                model.candidates,
-                default=model.default or "persistence",
-                alias="champion",
-            )
-            model.fit(recent_history(dataset.frame, plan.max_train))
+            model = model.unfitted().fit(recent_history(dataset.frame, plan.max_train))
         frame = model.predict(steps or plan.horizon, plan.levels)
         console.print(forecast_table(frame, plan.horizons, plan.levels))
         console.print(f"Champion version {loaded.version} ({loaded.source}).")

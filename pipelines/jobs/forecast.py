@@ -104,12 +104,7 @@ def _predict(
 ) -> pd.DataFrame:
     model = loaded.model
     if isinstance(model, ChampionForecaster):
-        model = ChampionForecaster(
-            model.selection,
-            model.candidates,
-            default=model.default or "persistence",
-            alias="champion",
-        ).fit(series)
+        model = model.unfitted().fit(series)
         return model.predict(horizon, levels)
     # Not refittable (a foreign pyfunc): it forecasts what it was trained on.
     frame = model.predict(horizon, levels)

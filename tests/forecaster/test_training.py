@@ -143,3 +143,16 @@ def test_by_default_every_series_gets_the_median_of_the_families(
     np.testing.assert_allclose(served["mean"].to_numpy(), expected)
     assert set(served["family"]) == {"median"}
     assert outcome.selection_scores.empty  # the median selects nothing: no selection windows
+
+
+def test_an_unfitted_copy_keeps_the_choices_and_serves_new_series_by_the_default() -> None:
+    df = seasonal_frame()
+    models = {"persistence": Persistence(horizon=6), "seasonal_naive": SeasonalNaive(DAY, 6)}
+    chosen = ChampionForecaster({"pool-a/demand_gpus": "seasonal_naive"}, models, default=None)
+    copy = chosen.unfitted().fit(df)
+    assert copy.describe() == {
+        "pool-a/demand_gpus": "seasonal_naive",
+        "pool-b/demand_gpus": "persistence",  # saved without a default: persistence
+    }
+    by_default = ChampionForecaster({}, models, default="seasonal_naive").unfitted().fit(df)
+    assert set(by_default.describe().values()) == {"seasonal_naive"}
