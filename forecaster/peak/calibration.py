@@ -79,7 +79,15 @@ class AdaptiveConformal:
         """
         if not self._issued:
             raise RuntimeError("observe() called with no issued forecast pending")
-        issued = self._issued.popleft()
+        self.learn(score, self._issued.popleft())
+
+    def learn(self, score: float, issued: float) -> None:
+        """Learn from one realised forecast: its score and the offset it was issued with.
+
+        :meth:`observe` calls it for the oldest pending forecast; a caller whose
+        forecasts come due in another order (several steps ahead, stored forecasts)
+        keeps the issued offsets itself. A NaN score is skipped.
+        """
         if not np.isfinite(score):
             return
         miss = 1.0 if score > issued else 0.0

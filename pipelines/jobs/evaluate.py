@@ -5,9 +5,14 @@ arrived (live MASE per series and horizon, interval coverage per quantile) and
 logged to MLflow as a run tagged ``job=evaluate``. The champion counts as degraded
 when, over the series it forecast, its mean live MASE at the selection horizon
 exceeds ``scheduler.retrain_mase_ratio`` times the mean backtest MASE it scored when
-trained (a series without one uses persistence's). A degraded current champion sets
-``details["retrain"] = True``; :func:`pipelines.jobs.registry.run_job` then runs the
-train job at once (a scheduler calling :func:`run_evaluate` itself checks the flag).
+trained (a series without one uses persistence's). It also replays online calibration
+(adaptive conformal inference, :mod:`forecaster.live_calibration`) over the served
+version's realised forecasts up to the selection horizon, per series and level:
+``details["calibration"]`` holds the offset to add to each quantile forecast made now,
+and the coverage the raw and the calibrated bounds had; the mean coverages go to
+MLflow. A degraded current champion sets ``details["retrain"] = True``;
+:func:`pipelines.jobs.registry.run_job` then runs the train job at once (a scheduler
+calling :func:`run_evaluate` itself checks the flag).
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ import pandas as pd
 from forecaster.config.settings import Settings
 from forecaster.contract.regularise import mode_step
 from forecaster.exceptions import ForesightError
+from forecaster.live_calibration import LiveCalibration, calibrate_series
 from forecaster.metrics import HORIZON, horizon_steps
 from forecaster.models.catalog import steps_in
 from forecaster.registry import champion_version
 from forecaster.tracking import tracking_config
-from forecaster.types import DS, MODEL, STEP, UID
+from forecaster.types import DS, MODEL, STEP, UID, quantile_column
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, utc_now
 from pipelines.jobs.scoring import live_frame, live_scales, live_scores
@@ -39,6 +45,10 @@ RETRAIN: Final = "retrain"
 LIVE_MASE: Final = "live_mase"
 """Key of ``JobReport.details``: mean live MASE per series at the selection horizon (the
 scheduler stores it with the run; the API reads it as each pool's live forecast error)."""
+CALIBRATION: Final = "calibration"
+"""Key of ``JobReport.details``: per series and quantile column (``q0.9``), the live
+calibration: ``offset`` (units of the series), ``live_coverage``,
+``calibrated_coverage`` and ``forecasts`` replayed."""
 MODEL_VERSION_KEY: Final = "model_version"
 """Key of ``JobReport.details``: the model version whose forecasts were scored."""
 DEFAULT_LOOKBACK: Final = timedelta(days=1)
@@ -120,9 +130,15 @@ def _judge(
     current = champion_version(name, tracking=tracking)
     retrain = degraded and current == version
     worse = sorted(u for u in judged if live[u] > ratio * baseline[u])
+    served = frame[frame[MODEL_VERSION].astype(str) == version]
+    reach = horizons.get(horizon, max(horizons.values())) if horizon else max(horizons.values())
+    calibration = calibrate_series(
+        served[served[STEP] <= reach], settings.levels, issued=GENERATED_AT
+    )
     metrics = {"degraded": float(degraded), "judged_series": float(len(judged))}
     if judged:
         metrics |= {"live_mase_mean": live_mean, "backtest_mase_mean": base_mean}
+    metrics |= _coverage_metrics(calibration)
     run_id = log_evaluation(
         tracking,
         scores=scores,
@@ -145,6 +161,7 @@ def _judge(
         "backtest_mase": {u: baseline[u] for u in judged},
         "degraded_series": worse,
         "coverage": _coverage(scores, version, horizon),
+        CALIBRATION: _calibration_details(calibration),
         "rows_scored": len(frame),
     }
     if not judged:
@@ -172,3 +189,36 @@ def _coverage(scores: pd.DataFrame, version: str, horizon: str | None) -> dict[s
         rows = rows[rows[HORIZON] == horizon]
     columns = [c for c in rows.columns if str(c).startswith("coverage_")]
     return {str(c): float(rows[c].mean()) for c in columns if np.isfinite(rows[c].mean())}
+
+
+def _calibration_details(
+    calibration: dict[str, dict[float, LiveCalibration]],
+) -> dict[str, dict[str, dict[str, float]]]:
+    return {
+        uid: {
+            quantile_column(level): {
+                "offset": result.offset,
+                "live_coverage": result.live_coverage,
+                "calibrated_coverage": result.calibrated_coverage,
+                "forecasts": float(result.forecasts),
+            }
+            for level, result in levels.items()
+        }
+        for uid, levels in calibration.items()
+    }
+
+
+def _coverage_metrics(calibration: dict[str, dict[float, LiveCalibration]]) -> dict[str, float]:
+    """Mean over series of the raw and calibrated live coverage per level (MLflow keys)."""
+    by_level: dict[float, list[LiveCalibration]] = {}
+    for levels in calibration.values():
+        for level, result in levels.items():
+            by_level.setdefault(level, []).append(result)
+    out: dict[str, float] = {}
+    for level, results in sorted(by_level.items()):
+        column = quantile_column(level)
+        for key in ("live_coverage", "calibrated_coverage"):
+            values = [getattr(r, key) for r in results if np.isfinite(getattr(r, key))]
+            if values:
+                out[f"calibration/{key}/{column}"] = float(np.mean(values))
+    return out

@@ -68,7 +68,14 @@ def test_train_forecast_evaluate_then_degradation_triggers_retraining(
     expected = np.mean(np.abs(actual.to_numpy() - mine[MEAN].to_numpy())) / naive_scale(history)
     assert healthy.details["live_mase"][SERIES] == pytest.approx(expected)
     assert "coverage_q0.9" in healthy.details["coverage"]
-    assert len(_evaluation_runs(tracking_config(settings))) == 1
+    # Live calibration: the raw coverage of the q0.9 bounds, from first principles.
+    calibrated = healthy.details["calibration"][SERIES]["q0.9"]
+    covered = actual.to_numpy() <= mine["q0.9"].to_numpy()
+    assert calibrated["live_coverage"] == pytest.approx(covered.mean())
+    assert calibrated["forecasts"] == len(mine)
+    assert calibrated["calibrated_coverage"] == calibrated["live_coverage"]  # one generation
+    [run] = _evaluation_runs(tracking_config(settings))
+    assert "calibration/live_coverage/q0.9" in run.data.metrics  # type: ignore[attr-defined]
 
     # The world changes: demand ten times higher than anything the champion saw.
     degraded_data = data.assign(**{Y: np.where(data[DS] > later, data[Y] * 10, data[Y])})
@@ -85,6 +92,10 @@ def test_train_forecast_evaluate_then_degradation_triggers_retraining(
     assert alarm.details[RETRAIN] is True
     assert SERIES in alarm.details["degraded_series"]
     assert "DEGRADED" in alarm.summary
+    # The bounds missed the jump; the offset for forecasts made now grew to cover it.
+    jumped = alarm.details["calibration"][SERIES]["q0.9"]
+    assert jumped["live_coverage"] < 0.6
+    assert jumped["offset"] > 0.0
     assert len(_evaluation_runs(tracking_config(settings))) == 2
 
 
