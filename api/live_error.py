@@ -9,8 +9,13 @@ a pool: the live MASE of its ``demand_gpus`` and when it was measured. The polic
 health gate then falls back to reactive above the bound, and ``/metrics`` exposes the
 value as ``foresight_live_forecast_error`` (which ``ForesightModelDegraded`` alerts on).
 
+The same run's online calibration (``details["calibration"]``, see
+:mod:`forecaster.live_calibration`) is read with it: :meth:`StoredLiveError.calibration`
+gives the offset the service adds to a pool's quantile forecast, so q0.9 covers 90 %
+under drift.
+
 A score of another model version than the one served is ignored: a newly promoted
-champion is not judged by its predecessor's errors.
+champion is not judged by its predecessor's errors, nor calibrated by them.
 """
 
 from __future__ import annotations
@@ -24,11 +29,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from api.policy import Calibration
 from forecaster.config.pools import PoolConfig
-from forecaster.exceptions import StoreError
+from forecaster.exceptions import DataValidationError, StoreError
 from forecaster.loaders import DEMAND
+from forecaster.types import quantile_column
+from pipelines.jobs.evaluate import CALIBRATION, LIVE_MASE, MODEL_VERSION_KEY
 from pipelines.jobs.evaluate import JOB as EVALUATE_JOB
-from pipelines.jobs.evaluate import LIVE_MASE, MODEL_VERSION_KEY
 from pipelines.store import Store
 
 logger = logging.getLogger(__name__)
@@ -40,6 +47,8 @@ class LiveErrors:
 
     by_series: Mapping[str, float] = field(default_factory=dict)
     measured_at: datetime | None = None
+    calibration: Mapping[str, Mapping[str, Calibration]] = field(default_factory=dict)
+    """Per series and quantile column (``q0.9``), the live calibration."""
 
 
 def errors_of(details: Mapping[str, Any], version: str | None) -> dict[str, float]:
@@ -54,6 +63,40 @@ def errors_of(details: Mapping[str, Any], version: str | None) -> dict[str, floa
         for uid, value in raw.items()
         if isinstance(value, int | float) and math.isfinite(value)
     }
+
+
+def calibrations_of(
+    details: Mapping[str, Any], version: str | None
+) -> dict[str, dict[str, Calibration]]:
+    """The valid calibrations per series and quantile column in an evaluate run's details."""
+    if version is not None and str(details.get(MODEL_VERSION_KEY)) != version:
+        return {}
+    raw = details.get(CALIBRATION)
+    if not isinstance(raw, Mapping):
+        return {}
+    out: dict[str, dict[str, Calibration]] = {}
+    for uid, levels in raw.items():
+        if not isinstance(levels, Mapping):
+            continue
+        for column, values in levels.items():
+            made = _calibration(values)
+            if made is not None:
+                out.setdefault(str(uid), {})[str(column)] = made
+    return out
+
+
+def _calibration(values: object) -> Calibration | None:
+    if not isinstance(values, Mapping):
+        return None
+    try:
+        made = Calibration(
+            offset=float(values["offset"]),
+            live_coverage=float(values["live_coverage"]),
+            forecasts=int(values["forecasts"]),
+        )
+    except (KeyError, TypeError, ValueError, DataValidationError):
+        return None
+    return made if math.isfinite(made.live_coverage) else None
 
 
 class StoredLiveError:
@@ -85,19 +128,30 @@ class StoredLiveError:
             return self._errors
         for run in runs:
             if run.outcome == "ok":
+                version = self._version()
                 self._errors = LiveErrors(
-                    errors_of(run.details, self._version()), run.finished_at or run.started_at
+                    errors_of(run.details, version),
+                    run.finished_at or run.started_at,
+                    calibrations_of(run.details, version),
                 )
                 break
         return self._errors
 
     def __call__(self, pool: PoolConfig, now: datetime) -> tuple[float | None, datetime | None]:
         """Return the pool's live MASE and when it was measured (None, None if unmeasured)."""
+        errors = self._current()
+        value = errors.by_series.get(pool.series_id(DEMAND))
+        return (None, None) if value is None else (value, errors.measured_at)
+
+    def calibration(self, pool: PoolConfig, level: float) -> Calibration | None:
+        """Return the live calibration of the pool's demand at ``level``, None if unmeasured."""
+        series = self._current().calibration.get(pool.series_id(DEMAND), {})
+        return series.get(quantile_column(level))
+
+    def _current(self) -> LiveErrors:
         with self._lock:
             tick = time.monotonic()
             if self._read_at is None or tick - self._read_at >= self._every:
                 self._read_at = tick
                 self.poll()
-            errors = self._errors
-        value = errors.by_series.get(pool.series_id(DEMAND))
-        return (None, None) if value is None else (value, errors.measured_at)
+            return self._errors

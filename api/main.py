@@ -50,7 +50,13 @@ from api.routers import (
     spans,
 )
 from api.routers import metrics as metrics_route
-from api.service import RecommendationService, Services, no_latency, unmeasured_error
+from api.service import (
+    RecommendationService,
+    Services,
+    no_latency,
+    uncalibrated,
+    unmeasured_error,
+)
 from forecaster.config.pools import load_pools
 from forecaster.config.settings import Settings, load_settings
 from forecaster.exceptions import ForesightError, SourceError, TrackingError
@@ -210,20 +216,35 @@ async def _cancel(tasks: Sequence[asyncio.Task[None]]) -> None:
             await task
 
 
-def _wire_live_error(built: Services) -> bool:
-    """Feed the evaluate job's live error to the health gate and the metrics.
+def _wire_live_error(built: Services) -> tuple[bool, bool]:
+    """Feed the evaluate job's live error to the health gate and the metrics, and its
+    live calibration to the forecasts.
 
     Returns:
-        True when wired here (a caller's own error source wins and is left alone).
+        Whether the error source and the calibration source were wired here (a
+        caller's own source wins and is left alone).
     """
     if built.live_error is not unmeasured_error:
-        return False
+        return False, False
 
     def served() -> str | None:
         return None if built.model is None else built.model.version
 
-    built.live_error = StoredLiveError(built.store, served)
-    return True
+    stored = StoredLiveError(built.store, served)
+    built.live_error = stored
+    if built.calibration is not uncalibrated:
+        return True, False
+    built.calibration = stored.calibration
+    return True, True
+
+
+def _unwire_live_error(built: Services, wired: tuple[bool, bool]) -> None:
+    """Undo what :func:`_wire_live_error` wired (the caller's own sources stay)."""
+    error, calibration = wired
+    if error:
+        built.live_error = unmeasured_error
+    if calibration:
+        built.calibration = uncalibrated
 
 
 def _wire_latency(built: Services) -> tuple[LatencyTracker, bool]:
@@ -293,7 +314,7 @@ def create_app(
         if services is None and clock == "replay":
             ahead = timedelta(seconds=built.settings.service.max_sample_future_seconds)
             built.clock = ReplayClock(service.live.newest, fallback=system_clock, ahead=ahead)
-        error_wired = _wire_live_error(built)
+        error_wiring = _wire_live_error(built)
         tracker, wired = _wire_latency(built)
         feed = SpanFeed(built.spans)
         try:
@@ -331,8 +352,7 @@ def create_app(
             await run_in_threadpool(feed.stop)
             if wired:
                 built.latency = no_latency
-            if error_wired:
-                built.live_error = unmeasured_error
+            _unwire_live_error(built, error_wiring)
             if built.owns_store:
                 built.store.close()
 

@@ -31,6 +31,7 @@ from api.ingest import Ingested, ingest
 from api.live import LiveIndex
 from api.policy import (
     NO_LATENCY,
+    Calibration,
     ForecastHealth,
     LatencyAdjustment,
     Recommendation,
@@ -59,6 +60,9 @@ LatencySource = Callable[[PoolConfig, datetime], LatencyAdjustment]
 ErrorSource = Callable[[PoolConfig, datetime], tuple[float | None, datetime | None]]
 """Returns a pool's recent live forecast error and when it was measured."""
 
+CalibrationSource = Callable[[PoolConfig, float], Calibration | None]
+"""Returns the live calibration of a pool's demand at a quantile level (None: none)."""
+
 ChangeListener = Callable[[Recommendation], None]
 """Called with each recommendation that differs from the pool's previous one."""
 
@@ -71,6 +75,11 @@ def no_latency(pool: PoolConfig, now: datetime) -> LatencyAdjustment:
 def unmeasured_error(pool: PoolConfig, now: datetime) -> tuple[float | None, datetime | None]:
     """The error source before live error is measured: unknown, which counts as healthy."""
     return None, None
+
+
+def uncalibrated(pool: PoolConfig, level: float) -> Calibration | None:
+    """The calibration source before any is measured: the model's own quantiles."""
+    return None
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,8 @@ class Services:
         clock: the decision clock (see :mod:`api.clock`).
         latency: the call-chain adjustment per pool.
         live_error: the recent live forecast error per pool.
+        calibration: the live calibration of a pool's quantile (added to the forecast
+            when ``settings.service.live_calibration``).
         on_change: called with every recommendation that changed (webhooks).
         bounds: the forecast health bounds.
         owns_store: close the store when the app stops.
@@ -125,6 +136,7 @@ class Services:
     clock: Clock = system_clock
     latency: LatencySource = no_latency
     live_error: ErrorSource = unmeasured_error
+    calibration: CalibrationSource = uncalibrated
     on_change: Sequence[ChangeListener] = ()
     bounds: HealthBounds = field(default_factory=HealthBounds)
     owns_store: bool = False
@@ -536,6 +548,9 @@ class RecommendationService:
             return f"no live samples of {missing} yet; push them to /signals/metrics"
         made = self.forecasts.get(pool, now)
         services = self.services
+        forecast = made.forecast
+        if forecast is not None and services.settings.service.live_calibration:
+            forecast = forecast.calibrated(services.calibration(pool, forecast.level))
         error, error_at = services.live_error(pool, now)
         health = ForecastHealth(
             recent_error=error,
@@ -544,7 +559,7 @@ class RecommendationService:
             max_forecast_age=services.bounds.forecast_age_steps * made.step,
             error_at=error_at,
         )
-        return decide(pool, made.forecast, live, health, services.latency(pool, now), state, now)
+        return decide(pool, forecast, live, health, services.latency(pool, now), state, now)
 
     def _publish(self, pool: str, made: Recommendation | str, mark: int) -> PoolEntry | str:
         """Make a decision the pool's answer (audited); the caller holds the lock.

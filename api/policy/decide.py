@@ -150,6 +150,7 @@ def decide(
             limit=stable.limited_by,
             held_latency=held_latency,
             settings=settings,
+            calibration=None if forecast is None else forecast.calibration,
         ),
         health_reasons=verdict.reasons,
         health_detail=verdict.detail,

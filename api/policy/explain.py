@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from api.policy.need import nodes_for_gpus
 from api.policy.stabilise import StabilisationLimit
 from api.policy.types import (
+    Calibration,
     DesiredSpan,
     HealthReason,
     LatencyAdjustment,
@@ -235,6 +236,7 @@ def summarise(
     limit: StabilisationLimit | None,
     held_latency: HeldLatency | None = None,
     settings: Mapping[str, float],
+    calibration: Calibration | None = None,
 ) -> str:
     """Return the reasoning as one line of prose, ending with the term that set the number."""
     parts: list[str] = []
@@ -247,6 +249,12 @@ def summarise(
             rule = (
                 f" (the newsvendor quantile: a waiting GPU-hour costs "
                 f"{settings['waiting_cost_ratio']:g}x an idle one)"
+            )
+        if calibration is not None:
+            rule += (
+                f", {calibration.offset:+.3g} GPUs of live calibration (its raw bounds covered "
+                f"{calibration.live_coverage:.0%} of the last {calibration.forecasts} "
+                "realised forecasts),"
             )
         parts.append(
             f"the q{level:g} demand forecast{rule} peaks at {peak_gpus:.4g} GPUs within the lead "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Final, Literal
@@ -104,6 +104,29 @@ class LiveSignals:
 
 
 @dataclass(frozen=True)
+class Calibration:
+    """Online calibration of a pool's quantile, as the evaluate job last measured it.
+
+    Attributes:
+        offset: GPUs added to the quantile forecast (adaptive conformal inference over
+            the realised forecasts; negative when the bounds covered too often).
+        live_coverage: how often the raw bounds covered the actuals.
+        forecasts: how many realised forecasts that was measured on.
+    """
+
+    offset: float
+    live_coverage: float
+    forecasts: int
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.offset) or self.forecasts < 1:
+            raise DataValidationError(
+                f"a calibration needs a finite offset and at least one forecast; got "
+                f"{self.offset} over {self.forecasts}"
+            )
+
+
+@dataclass(frozen=True)
 class DemandForecast:
     """Quantile forecasts of ``<pool>/demand_gpus``.
 
@@ -114,6 +137,8 @@ class DemandForecast:
         model_version: the registered model version that produced it.
         generated_at: when the forecast was made.
         step: the series step (spacing of ``timestamps``).
+        calibration: the online calibration already added to the ``level`` quantile
+            (see :meth:`calibrated`); None when the values are the model's own.
     """
 
     timestamps: tuple[datetime, ...]
@@ -122,6 +147,7 @@ class DemandForecast:
     model_version: str
     generated_at: datetime
     step: timedelta
+    calibration: Calibration | None = None
 
     def __post_init__(self) -> None:
         require_aware(self.generated_at, "DemandForecast.generated_at")
@@ -150,6 +176,24 @@ class DemandForecast:
             frozen[float(level)] = tuple(float(v) for v in values)
         # A read-only view keeps the frozen dataclass honest about its mapping field.
         object.__setattr__(self, "quantiles", MappingProxyType(frozen))
+
+    def calibrated(self, calibration: Calibration | None) -> DemandForecast:
+        """Return the forecast with ``calibration``'s offset added to the ``level`` quantile.
+
+        Values stay at or above 0 (demand is), the other levels are unchanged, and a
+        forecast already calibrated is not calibrated twice.
+
+        Raises:
+            ValueError: the forecast is already calibrated.
+        """
+        if calibration is None:
+            return self
+        if self.calibration is not None:
+            raise ValueError("this forecast is already calibrated; calibrate the model's own")
+        values = tuple(max(0.0, v + calibration.offset) for v in self.quantiles[self.level])
+        return replace(
+            self, quantiles={**self.quantiles, self.level: values}, calibration=calibration
+        )
 
     @property
     def end(self) -> datetime | None:

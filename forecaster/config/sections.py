@@ -93,6 +93,12 @@ class ServiceSettings(_Section):
         default=True,
         description="compute and serve recommendations without writing to a cluster",
     )
+    live_calibration: bool = Field(
+        default=True,
+        description="add the evaluate job's live calibration offset (adaptive conformal "
+        "inference over realised forecasts) to each pool's quantile forecast, so q0.9 "
+        "covers 90 % under drift; false serves the model's own quantiles",
+    )
     model_poll_seconds: float = Field(
         default=30.0,
         gt=0,

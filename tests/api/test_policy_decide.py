@@ -310,3 +310,17 @@ def test_latency_still_asking_for_less_is_not_called_ended() -> None:
     assert second.explanation.held_latency is not None
     assert second.explanation.held_latency.nodes == 3
     assert "until 2024-05-01T12:02:00Z (it now asks for 1)" in second.explanation.summary
+
+
+def test_calibration_moves_only_the_provisioned_quantile_and_never_below_zero() -> None:
+    from api.policy import Calibration
+
+    made = forecast().calibrated(Calibration(-30.0, 0.97, 50))
+    assert made.quantiles[0.9] == (0.0, 7.0, 70.0)
+    assert made.quantiles[0.5] == forecast().quantiles[0.5]
+    assert forecast().calibrated(None) == forecast()
+    with pytest.raises(ValueError, match="already calibrated"):
+        made.calibrated(Calibration(1.0, 0.9, 5))
+    rec = run(f=made)
+    assert "-30 GPUs of live calibration" in rec.explanation.summary
+    assert rec.explanation.inputs["forecast_peak_gpus"].value == 7.0  # the window's peak
