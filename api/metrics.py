@@ -16,6 +16,9 @@ Exposed (``foresight_`` prefix):
   (serving refits the champion's family on recent history, so this is how old the
   model's view of the pool is).
 - ``live_forecast_error{pool}``: the recent live forecast error (MASE), when measured.
+- ``live_coverage{pool}``, ``calibration_offset_gpus{pool}``: how often the pool's raw
+  quantile forecast covered demand lately, and the GPUs live calibration adds to it
+  (from the evaluate job; see :mod:`api.live_error`), when measured.
 - ``data_age_seconds{pool}``: age of the pool's newest live sample.
 - ``model_info{version,source}``: 1 for the loaded champion.
 - ``model_served_version``, ``model_champion_version`` (``@champion`` at the last
@@ -41,7 +44,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
 from prometheus_client import (
@@ -57,6 +60,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.latency import LatencyTracker
 from api.outbox_metrics import OutboxCollector
 from api.service import PoolEntry, RecommendationService
+from forecaster.config.pools import PoolConfig
 from forecaster.exceptions import ForesightError
 
 logger = logging.getLogger(__name__)
@@ -153,6 +157,7 @@ class ServiceCollector(Collector):
             if forecast is not None and forecast.age_seconds is not None:
                 model_age.add_metric([pool.name], forecast.age_seconds)
         yield from (desired, current, headroom, latency, model_age, error, data_age, available)
+        yield from _calibration_gauges(service, pools)
         yield from bounds
         yield from _model_gauges(service)
         yield from self._chain_gauges(service)
@@ -304,3 +309,19 @@ class RequestTimer:
             self.histogram.labels(scope["method"], route, str(code)).observe(
                 time.perf_counter() - started
             )
+
+
+def _calibration_gauges(
+    service: RecommendationService, pools: Sequence[PoolConfig]
+) -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+    """The live coverage of each pool's quantile and the offset calibration adds to it."""
+    coverage = _gauge(
+        "live_coverage", "How often the pool's raw quantile forecast covered demand lately."
+    )
+    offset = _gauge("calibration_offset_gpus", "GPUs live calibration adds to the pool's quantile.")
+    for pool in pools:
+        calibration = service.services.calibration(pool, pool.quantile)
+        if calibration is not None:
+            coverage.add_metric([pool.name], calibration.live_coverage)
+            offset.add_metric([pool.name], calibration.offset)
+    return coverage, offset

@@ -115,3 +115,22 @@ def test_metrics_count_the_webhook_outbox_by_status_dead_letters_included(
     assert got[("foresight_webhook_outbox_items", status("pending"))] == 1.0
     assert got[("foresight_webhook_outbox_items", status("delivered"))] == 1.0
     assert got[("foresight_webhook_outbox_items", status("dead"))] == 2.0
+
+
+def test_live_coverage_and_calibration_offset_are_exposed_when_measured(
+    make_services: Callable[..., Services],
+    make_app: Callable[[Services], FastAPI],
+    clock: Any,
+) -> None:
+    from api.policy import Calibration
+
+    def calibration(p: PoolConfig, level: float) -> Calibration | None:
+        return Calibration(3.5, 0.82, 40) if (p.name, level) == ("alpha", 0.9) else None
+
+    services = make_services(clock=clock, calibration=calibration)
+    with TestClient(make_app(services)) as client:
+        got = samples(client.get("/metrics").text)
+
+    assert got[("foresight_live_coverage", pool("alpha"))] == 0.82
+    assert got[("foresight_calibration_offset_gpus", pool("alpha"))] == 3.5
+    assert ("foresight_live_coverage", pool("beta")) not in got
