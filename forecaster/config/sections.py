@@ -74,7 +74,9 @@ class SchedulerSettings(_Section):
         description="a Dask scheduler address (tcp://host:8786) training fans out to "
         "(unset: a local process pool)",
     )
-    workers: int = Field(default=2, ge=1, description="local processes training fans out to")
+    workers: int = Field(
+        default=2, ge=1, description="local processes training and the forecast job fan out to"
+    )
 
 
 class ServiceSettings(_Section):

@@ -2,12 +2,14 @@
 
 As ``foresight forecast`` does: the registered champion fixes each series' family
 and hyperparameters; its state is as old as the training, so each series is refitted
-on its recent history before predicting. Each series is fitted alone, so one that
-fails is reported while the others are stored.
+on its recent history before predicting. Each series is fitted alone, through the
+training's executor (``scheduler.workers`` processes or Dask), so one that fails is
+reported while the others are stored.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import Executor, as_completed
 from datetime import datetime
 
 import pandas as pd
@@ -19,6 +21,7 @@ from forecaster.registry import LoadedModel, load_champion
 from forecaster.tracking import tracking_config
 from forecaster.training import recent_history
 from forecaster.types import UID, Levels
+from pipelines.jobs.executor import make_executor
 from pipelines.jobs.history import read_history, training_plan
 from pipelines.jobs.report import JobReport, Outcome
 from pipelines.jobs.runtime import Progress, borrowed_store, finish, no_progress, utc_now
@@ -63,15 +66,14 @@ def run_forecast(
             plan = training_plan(settings, history.step)
             recent = recent_history(history.frame, plan.max_train)
             problems = dict(history.problems)
-            frames = []
-            groups = list(recent.groupby(UID, sort=True))
-            for done, (uid, series) in enumerate(groups, start=1):
-                try:
-                    frames.append(_predict(loaded, series, plan.horizon, plan.levels))
-                except ForesightError as exc:
-                    problems[str(uid)] = f"not forecast: {exc}"
-                report("forecast", done, len(groups))
-            frame = pd.concat(frames, ignore_index=True) if frames else None
+            groups = [(str(uid), series) for uid, series in recent.groupby(UID, sort=True)]
+            with make_executor(settings) as executor:
+                frames = _forecast_all(loaded, groups, plan.horizon, plan.levels, executor, report)
+            for uid, made in frames.items():
+                if isinstance(made, str):
+                    problems[uid] = f"not forecast: {made}"
+            kept = [made for made in frames.values() if not isinstance(made, str)]
+            frame = pd.concat(kept, ignore_index=True) if kept else None
             rows = (
                 opened.forecasts.save(
                     frame, model_version=loaded.version, generated_at=generated_at
@@ -99,13 +101,56 @@ def run_forecast(
     return finish(JOB, started, outcome, summary, problems=problems, details=details)
 
 
-def _predict(
-    loaded: LoadedModel, series: pd.DataFrame, horizon: int, levels: Levels
-) -> pd.DataFrame:
+def _forecast_all(
+    loaded: LoadedModel,
+    groups: list[tuple[str, pd.DataFrame]],
+    horizon: int,
+    levels: Levels,
+    executor: Executor | None,
+    report: Progress,
+) -> dict[str, pd.DataFrame | str]:
+    """Forecast each series: its frame, or why it could not be forecast.
+
+    A champion is refitted per series through ``executor`` (the training's: a process
+    pool or Dask), sending only its unfitted choices; a model that cannot be refitted
+    forecasts in this process what it was trained on.
+    """
     model = loaded.model
-    if isinstance(model, ChampionForecaster):
-        model = model.unfitted().fit(series)
-        return model.predict(horizon, levels)
-    # Not refittable (a foreign pyfunc): it forecasts what it was trained on.
-    frame = model.predict(horizon, levels)
-    return frame[frame[UID].isin(series[UID].unique())]
+    out: dict[str, pd.DataFrame | str] = {}
+    if not isinstance(model, ChampionForecaster):
+        for done, (uid, series) in enumerate(groups, start=1):
+            # Not refittable (a foreign pyfunc): it forecasts what it was trained on.
+            try:
+                frame = model.predict(horizon, levels)
+                out[uid] = frame[frame[UID].isin(series[UID].unique())]
+            except ForesightError as exc:
+                out[uid] = str(exc)
+            report("forecast", done, len(groups))
+        return out
+    prototype = model.unfitted()
+    if executor is None:
+        for done, (uid, series) in enumerate(groups, start=1):
+            out[uid] = _refit_predict(prototype, series, horizon, levels)
+            report("forecast", done, len(groups))
+        return out
+    futures = {
+        executor.submit(_refit_predict, prototype, series, horizon, levels): uid
+        for uid, series in groups
+    }
+    for done, future in enumerate(as_completed(futures), start=1):
+        out[futures[future]] = future.result()
+        report("forecast", done, len(groups))
+    return out
+
+
+def _refit_predict(
+    prototype: ChampionForecaster, series: pd.DataFrame, horizon: int, levels: Levels
+) -> pd.DataFrame | str:
+    """Refit the champion's choice on one series and forecast; the error when it fails.
+
+    Module level, and the error returned rather than raised, so executors can run it.
+    """
+    try:
+        return prototype.unfitted().fit(series).predict(horizon, levels)
+    except ForesightError as exc:
+        return str(exc)

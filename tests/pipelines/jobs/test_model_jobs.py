@@ -124,3 +124,24 @@ def test_jobs_open_the_settings_store_when_none_is_given(tmp_path: Path) -> None
     report = run_evaluate(settings)
     assert report.outcome == "skipped"
     assert (tmp_path / "data" / "foresight.db").is_file()
+
+
+def test_forecasts_through_a_process_pool_are_those_made_in_process(
+    settings: Settings, store: Store
+) -> None:
+    data = synthetic()
+    cut = START + pd.Timedelta(days=3)
+    run_ingest(settings, store=store, source=FakeSource(data), now=cut.to_pydatetime())
+    assert run_train(settings, store=store, fast=True).outcome == "ok"
+    pooled = settings.model_copy(
+        update={"scheduler": settings.scheduler.model_copy(update={"workers": 2})}
+    )
+
+    fanned = run_forecast(pooled, store=store, now=cut.to_pydatetime())
+    first = store.forecasts.read().sort_values([UID, STEP]).reset_index(drop=True)
+    alone = run_forecast(settings, store=store, now=cut.to_pydatetime())  # overwrites
+    second = store.forecasts.read().sort_values([UID, STEP]).reset_index(drop=True)
+
+    assert fanned.outcome == alone.outcome == "ok", (fanned.summary, alone.summary)
+    assert fanned.details["series"] == 5
+    pd.testing.assert_frame_equal(first, second)
