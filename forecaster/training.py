@@ -23,7 +23,7 @@ training killed at any point leaves the previous champion serving.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -56,7 +56,7 @@ from forecaster.tracking import (
     start_training_run,
     summary_metrics,
 )
-from forecaster.types import DS, MODEL, UID
+from forecaster.types import DS, MODEL, UID, Progress
 
 __all__ = [
     "Progress",
@@ -71,9 +71,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-Progress = Callable[[str, int, int], None]
-"""Progress callback: ``(stage, done, total)``."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import pandas as pd
@@ -29,14 +29,12 @@ ForecastFrame = pd.DataFrame
 
 Levels = Sequence[float]
 
+Progress = Callable[[str, int, int], None]
+"""Progress callback: ``(stage, done, total)``, as ``pipelines.reporting.progress_bar``."""
+
 
 def quantile_column(level: float) -> str:
     """Return the forecast-frame column name of a quantile level, e.g. ``q0.9``."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"quantile level must be in (0, 1), got {level}")
     return f"q{level:g}"
-
-
-def quantile_columns(levels: Levels) -> list[str]:
-    """Return the forecast-frame column names of several quantile levels."""
-    return [quantile_column(level) for level in levels]

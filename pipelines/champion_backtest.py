@@ -18,8 +18,7 @@ from forecaster.config.settings import Settings
 from forecaster.metrics import score_backtest
 from forecaster.plan import TrainingPlan
 from forecaster.procedure import champion_backtest
-from forecaster.training import Progress
-from forecaster.types import CUTOFF, UID
+from forecaster.types import CUTOFF, UID, Progress
 from pipelines.dataset import Dataset
 from pipelines.jobs.history import candidate_models
 

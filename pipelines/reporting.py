@@ -15,9 +15,9 @@ from rich.table import Table
 
 from forecaster.exceptions import ConfigError
 from forecaster.metrics import HORIZON
-from forecaster.training import Progress as ProgressCallback
 from forecaster.training import TrainingOutcome, TrainingPlan
 from forecaster.types import MODEL, STEP, UID, Levels, quantile_column
+from forecaster.types import Progress as ProgressCallback
 
 _STAGES = {"backtest": "Backtesting series", "fit": "Fitting the champion", "register": "Logging"}
 

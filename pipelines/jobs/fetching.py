@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 import pandas as pd
 
 from forecaster.exceptions import SourceError
-from pipelines.jobs.runtime import Progress
+from forecaster.types import Progress
 from pipelines.jobs.sources import SourcePlan
 
 Window = tuple[datetime, datetime]

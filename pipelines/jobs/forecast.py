@@ -20,11 +20,11 @@ from forecaster.exceptions import ForesightError
 from forecaster.registry import LoadedModel, load_champion
 from forecaster.tracking import tracking_config
 from forecaster.training import recent_history
-from forecaster.types import UID, Levels
+from forecaster.types import UID, Levels, Progress
 from pipelines.jobs.executor import make_executor
 from pipelines.jobs.history import read_history, training_plan
-from pipelines.jobs.report import JobReport, Outcome
-from pipelines.jobs.runtime import Progress, borrowed_store, finish, no_progress, utc_now
+from pipelines.jobs.report import JobReport
+from pipelines.jobs.runtime import borrowed_store, finish, no_progress, outcome_of, utc_now
 from pipelines.store import Store
 
 JOB = "forecast"
@@ -97,7 +97,7 @@ def run_forecast(
         "generated_at": generated_at.isoformat(),
         "horizon": plan.horizon,
     }
-    outcome: Outcome = "ok" if not problems else ("partial" if done_series else "failed")
+    outcome = outcome_of(problems, done_series)
     return finish(JOB, started, outcome, summary, problems=problems, details=details)
 
 

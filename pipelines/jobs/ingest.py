@@ -20,11 +20,11 @@ import pandas as pd
 from forecaster.config.pools import PoolsConfig, load_pools
 from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError, ForesightError
-from forecaster.types import DS, UID
+from forecaster.types import DS, UID, Progress
 from pipelines.jobs.cleaning import clean_samples
 from pipelines.jobs.fetching import Fetcher, SourceDownError, Window, step_after
-from pipelines.jobs.report import JobReport, Outcome
-from pipelines.jobs.runtime import Progress, borrowed_store, finish, no_progress, utc_now
+from pipelines.jobs.report import JobReport
+from pipelines.jobs.runtime import borrowed_store, finish, no_progress, outcome_of, utc_now
 from pipelines.jobs.sources import SourcePlan, source_plan
 from pipelines.sources import MetricSource
 from pipelines.store import Store
@@ -189,7 +189,7 @@ def _ingest(
     )
     if notes:
         summary += f"; cleaned {len(notes)} series"
-    outcome: Outcome = "ok" if not problems else ("partial" if got else "failed")
+    outcome = outcome_of(problems, len(got))
     return finish(job, started, outcome, summary, problems=problems, details=details)
 
 

@@ -8,7 +8,7 @@ records it and runs the job again later. Only bugs escape as exceptions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -18,9 +18,6 @@ from pipelines.jobs.report import JobReport, Outcome
 from pipelines.store import Store, open_store
 
 logger = logging.getLogger(__name__)
-
-Progress = Callable[[str, int, int], None]
-"""Progress callback: ``(stage, done, total)``, as ``pipelines.reporting.progress_bar``."""
 
 
 def utc_now(now: datetime | None = None) -> datetime:

@@ -15,11 +15,11 @@ from forecaster.config.settings import Settings
 from forecaster.exceptions import ForesightError
 from forecaster.tracking import tracking_config
 from forecaster.training import train
-from forecaster.types import UID
+from forecaster.types import UID, Progress
 from pipelines.jobs.executor import make_executor
 from pipelines.jobs.history import candidate_models, read_history, training_plan
 from pipelines.jobs.report import JobReport
-from pipelines.jobs.runtime import Progress, borrowed_store, finish, utc_now
+from pipelines.jobs.runtime import borrowed_store, finish, utc_now
 from pipelines.store import Store
 
 JOB = "train"

@@ -25,6 +25,7 @@ from forecaster.config.pools import PoolConfig
 from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError, DataValidationError
 from forecaster.models.catalog import steps_in
+from forecaster.types import Progress
 from pipelines.simulate.champion import CHAMPION, champion_forecaster
 from pipelines.simulate.engine import simulate
 from pipelines.simulate.foresight import ForesightPolicy
@@ -54,9 +55,6 @@ REFERENCES: Final[dict[str, Base]] = {
     "reference-seasonal": "seasonal_naive",
 }
 """Reference policies by name, and the naive forecast under each one's margin."""
-
-Progress = Callable[[str, int, int], None]
-"""``(stage, done, total)`` callback, as ``pipelines.reporting.progress_bar`` yields."""
 
 STATIC_GAP: Final = 0.9
 """The static size is the smallest that closes this share of reactive's gap to the oracle."""
