@@ -31,7 +31,7 @@ from forecaster.backtest import BacktestResult, Estimator, backtest, rolling_ori
 from forecaster.champion import FAMILY, ChampionForecaster
 from forecaster.exceptions import InsufficientHistoryError, NotFittedError
 from forecaster.metrics import score_backtest
-from forecaster.models.combination import with_median, with_median_rows
+from forecaster.models.combination import MEDIAN, with_median, with_median_rows
 from forecaster.plan import TrainingPlan, recent_history
 from forecaster.selection import choose_families, default_family
 from forecaster.types import CUTOFF, DEFAULT_LEVELS, DS, UID, Levels, SeriesFrame
@@ -98,9 +98,9 @@ class TrainedChampion:
 
     def _select(self, group: pd.DataFrame, failures: list[pd.DataFrame]) -> str:
         plan = self.plan
-        uid = str(group[UID].iloc[0])
         if plan.champion == "median":
-            return choose_families("median", pd.DataFrame(), [uid], plan.selection_horizon)[uid]
+            return MEDIAN  # nothing to select, so nothing to backtest
+        uid = str(group[UID].iloc[0])
         try:
             result = backtest(
                 self.candidates,
