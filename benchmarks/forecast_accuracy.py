@@ -168,8 +168,31 @@ def summarise(scores: pd.DataFrame, fit_seconds: dict[str, float]) -> dict[str, 
             (wide.loc[ok, "champion"] < per_cell_best[ok] - 1e-12).mean()
         ),
         "champion_mean_coverage_q0.9": float(np.nanmean(list(champion_cov.values()))),
-        "targets": {"champion_over_best_peer_max": 0.85, "coverage_q0.9_range": [0.87, 0.93]},
+        **_against_persistence(wide, mean_mase),
+        "targets": {
+            "champion_over_persistence_max": 0.95,
+            "cell_over_persistence_max": 1.10,
+            "coverage_q0.9_range": [0.87, 0.93],
+        },
         "fit_seconds": fit_seconds,
+    }
+
+
+def _against_persistence(
+    wide: pd.DataFrame, mean_mase: dict[str, dict[str, float]]
+) -> dict[str, Any]:
+    """Issue #12's yardstick: the champion's mean MASE and its worst cell over persistence's."""
+    both = wide["champion"].notna() & wide["persistence"].notna() & (wide["persistence"] > 0)
+    ratio = (wide.loc[both, "champion"] / wide.loc[both, "persistence"]).sort_values()
+    worst = ratio.tail(5)[::-1]
+    return {
+        "champion_over_persistence": mean_mase["champion"]["all"] / mean_mase["persistence"]["all"],
+        "cells_over_persistence_above_1.10": int((ratio > 1.10).sum()),
+        "cells_compared": len(ratio),
+        "worst_cells_over_persistence": [
+            {"series": str(uid), "horizon": str(h), "ratio": float(r)}
+            for (uid, h), r in worst.items()
+        ],
     }
 
 
@@ -188,9 +211,19 @@ def print_table(summary: dict[str, Any]) -> None:
     print(
         f"\nchampion mean MASE {summary['champion_mean_mase']:.3f} / best peer "
         f"({summary['best_peer']}) {summary['best_peer_mean_mase']:.3f} = "
-        f"{summary['champion_over_best_peer']:.3f} (target <= 0.85); vs per-cell best peer "
+        f"{summary['champion_over_best_peer']:.3f}; vs per-cell best peer "
         f"{summary['champion_over_per_cell_best_peer']:.3f}; champion q0.9 coverage "
         f"{summary['champion_mean_coverage_q0.9']:.3f} (target 0.87-0.93)"
+    )
+    print(
+        f"champion / persistence mean MASE {summary['champion_over_persistence']:.3f} "
+        f"(target <= 0.95); cells above 1.10x persistence: "
+        f"{summary['cells_over_persistence_above_1.10']} of {summary['cells_compared']} "
+        "(target 0); worst: "
+        + ", ".join(
+            f"{c['series']} {c['horizon']} {c['ratio']:.2f}x"
+            for c in summary["worst_cells_over_persistence"]
+        )
     )
 
 
