@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -35,6 +35,7 @@ from ddsketch import DDSketch
 from api.callchain.stats import union_ns
 from api.callchain.types import ServiceStats, Span
 from api.callchain.window import DEFAULT_MAX_AGE, DEFAULT_MAX_SPANS, AddResult
+from api.pacing import Pacer
 from api.policy.types import require_aware
 
 RELATIVE_ACCURACY: Final = 0.001
@@ -49,7 +50,8 @@ DEFAULT_BUCKET: Final = timedelta(seconds=10)
 MIN_RETAIN: Final = timedelta(seconds=10)
 """Spans are held for lookups and duplicate checks at least this long after arrival."""
 
-_SETTLE_CHUNK: Final = 500
+_SETTLE_CHUNK: Final = 100
+_ADD_CHUNK: Final = 128
 _Key = tuple[str, str]
 
 
@@ -140,22 +142,22 @@ class ChainWindow:
             ValueError: ``now`` is naive.
         """
         require_aware(now, "now")
+        batch = spans if isinstance(spans, Sequence) else list(spans)
+        chunks = [batch[i : i + _ADD_CHUNK] for i in range(0, len(batch), _ADD_CHUNK)] or [[]]
         added = 0
+        pacer = Pacer()
+        # In chunks, the lock released and the GIL offered between them: a batch of
+        # thousands of spans must hold up neither the analysis nor the event loop.
+        # The batch joins the spans to settle, and evictions happen, only once all of
+        # it is in: nothing of it is folded before its relatives in the batch are held.
+        pending: list[tuple[datetime, _Key]] = []
+        for chunk in chunks[:-1]:
+            with self._lock:
+                added += sum(self._add_one(span, now, pending) for span in chunk)
+            pacer.tick()
         with self._lock:
-            for span in spans:
-                key = (span.trace_id, span.span_id)
-                held = self._recent.get(key)
-                if held is not None and held[2]:
-                    continue
-                if held is None:
-                    self._pending.append((now, key))
-                else:
-                    self._unlink(key, held[1])
-                self._recent[key] = (now, span, False)
-                if span.parent_span_id is not None:
-                    parent = (span.trace_id, span.parent_span_id)
-                    self._children.setdefault(parent, {})[key] = span
-                added += 1
+            added += sum(self._add_one(span, now, pending) for span in chunks[-1])
+            self._pending.extend(pending)
             evicted = 0
             while len(self._recent) > self.max_spans:
                 evicted += self._drop_oldest()
@@ -163,6 +165,25 @@ class ChainWindow:
                 self._version += 1
             self._count()
         return AddResult(added=added, evicted=evicted)
+
+    def _add_one(self, span: Span, now: datetime, pending: list[tuple[datetime, _Key]]) -> int:
+        """Hold one span; return 1, or 0 for a copy of a settled span (lock held).
+
+        A span new to the window goes to ``pending``, to settle once the batch is in.
+        """
+        key = (span.trace_id, span.span_id)
+        held = self._recent.get(key)
+        if held is not None and held[2]:
+            return 0
+        if held is None:
+            pending.append((now, key))
+        else:
+            self._unlink(key, held[1])
+        self._recent[key] = (now, span, False)
+        if span.parent_span_id is not None:
+            parent = (span.trace_id, span.parent_span_id)
+            self._children.setdefault(parent, {})[key] = span
+        return 1
 
     def spans(self, now: datetime) -> list[Span]:
         """Return the spans still held for lookups (see the module doc), oldest first."""
@@ -184,9 +205,10 @@ class ChainWindow:
         if cache is not None and max_staleness > timedelta(0) and now - cache[1] <= max_staleness:
             return cache[2]
         # Settle in chunks, releasing the lock between them: ingestion must not wait
-        # for a backlog of thousands of spans.
+        # for a backlog of thousands of spans, nor the event loop for the GIL.
+        pacer = Pacer()
         while self._settle_some(now):
-            pass
+            pacer.tick()
         with self._lock:
             self._expire(now)
             self._count()
