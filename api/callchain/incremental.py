@@ -328,7 +328,9 @@ class ChainWindow:
 def _merge(buckets: list[_Bucket]) -> dict[str, ServiceStats]:
     """Merge the buckets' sketches into one :class:`ServiceStats` per service."""
     merged: dict[str, _Service] = {}
+    pacer = Pacer()  # ~0.2 ms a bucket, 6 ms for a 5-minute window of four services
     for bucket in buckets:
+        pacer.tick()
         for name, part in bucket.services.items():
             into = merged.setdefault(name, _Service())
             into.spans += part.spans
