@@ -99,6 +99,32 @@ class LiveIndex:
             (r.newest for r in self._readings.values() if r.newest is not None), default=None
         )
 
+    def moved_by(self, samples: Iterable[tuple[str, datetime]]) -> list[str]:
+        """Return the pools whose readings a write of ``samples`` may have changed.
+
+        A sample older than the reading of its series (or, for an allocated or queued
+        sample, than the pool's demand reading) cannot change what :meth:`poll` would
+        read back: the store never loses a newer sample. Those pools need no poll, and
+        their decisions no recomputing, after a backfill; the others do.
+
+        Args:
+            samples: ``(series_id, time)`` of the samples written, ``<pool>/<signal>``
+                ids (other pools and signals are ignored).
+
+        Returns:
+            The pools, in the order of their first sample.
+        """
+        moved: dict[str, None] = {}
+        for series_id, at in samples:
+            pool, _, signal = series_id.rpartition("/")
+            if pool in moved or pool not in self._pools or signal not in LIVE_SIGNALS:
+                continue
+            latest = self.readings(pool).latest
+            signals = (signal, DEMAND) if signal in (ALLOCATED_GPUS, QUEUE_GPUS) else (signal,)
+            if any((seen := latest.get(s)) is None or at >= seen.at for s in signals):
+                moved[pool] = None
+        return list(moved)
+
     def poll(self, pools: Iterable[str] | None = None) -> set[str]:
         """Read new samples from the store and return the pools whose readings changed.
 

@@ -47,6 +47,7 @@ from forecaster.config.settings import Settings
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND
 from forecaster.registry import LoadedModel
+from forecaster.types import DS, UID
 from pipelines.store import Store
 
 if TYPE_CHECKING:
@@ -280,7 +281,10 @@ class RecommendationService:
         """Store pushed samples and recompute the pools they touch.
 
         Cheap: the decision is recomputed with the pool's current forecast fit; new
-        demand samples only mark that fit stale, and :meth:`refresh` refits it.
+        demand samples only mark that fit stale, and :meth:`refresh` refits it. Only
+        pools whose newest readings the samples may have moved are read back and
+        decided again: a backfill older than a pool's readings changes no input of its
+        decision (its forecast follows with the refit).
 
         Raises:
             DataValidationError: the samples are invalid (nothing is stored).
@@ -291,8 +295,10 @@ class RecommendationService:
         done = ingest(self.services.store, self.services.pools, frame, window)
         for name in done.demand_pools:
             self.forecasts.invalidate(name)
-        self._mark_changed(self.live.poll(done.pools) | set(done.pools))
-        self._decide([self._pools[name] for name in done.pools])
+        moved = self.live.moved_by(zip(frame[UID].tolist(), frame[DS].tolist(), strict=True))
+        changed = self.live.poll(moved) if moved else set()
+        self._mark_changed(changed, stored=done.pools)
+        self._decide([self._pools[name] for name in done.pools if name in changed])
         return done
 
     def invalidate(self, pools: Sequence[str] | None = None) -> None:
@@ -379,10 +385,12 @@ class RecommendationService:
                 self.forecasts.invalidate(name)
         return changed
 
-    def _mark_changed(self, pools: set[str]) -> None:
+    def _mark_changed(self, pools: set[str], stored: Iterable[str] = ()) -> None:
+        """Have ``pools`` (their readings changed) recomputed; ``stored``: pools whose
+        samples were written, their readings changed or not."""
         with self._lock:
             # use_model compares these to mark what changed while a new model fitted.
-            for name in pools:
+            for name in pools.union(stored):
                 self._sample_epochs[name] = self._sample_epochs.get(name, 0) + 1
             self._mark_dirty(pools)
             if pools:

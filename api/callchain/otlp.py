@@ -42,6 +42,7 @@ from api.callchain.types import (
     Span,
     UnsupportedMediaTypeError,
 )
+from api.pacing import Pacer
 from forecaster.exceptions import DataValidationError
 
 PROTOBUF: Final = "application/x-protobuf"
@@ -208,6 +209,7 @@ def decode_protobuf_batch(body: bytes) -> Decoded:
             "the protobuf body holds no resource_spans; is it an ExportTraceServiceRequest?"
         )
     decoded = Decoded([], [])
+    pacer = Pacer()  # decoding runs in a worker thread: the event loop gets turns
     for r, resource_spans in enumerate(request.resource_spans):
         service = UNKNOWN_SERVICE
         for attribute in resource_spans.resource.attributes:
@@ -219,8 +221,13 @@ def decode_protobuf_batch(body: bytes) -> Decoded:
                 service = str(attribute.value.string_value)
         for s, scope_spans in enumerate(resource_spans.scope_spans):
             for i, span in enumerate(scope_spans.spans):
-                path = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
-                _collect(decoded, _protobuf_span, path, span, service)
+                pacer.tick()
+                try:
+                    # Most spans are valid: their path is formatted only for a message.
+                    decoded.spans.append(_protobuf_span("", span, service))
+                except DataValidationError:
+                    path = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
+                    _collect(decoded, _protobuf_span, path, span, service)
     return decoded
 
 
@@ -244,6 +251,7 @@ def decode_json_batch(body: bytes | str) -> Decoded:
     document = load_json(body)
     _require(isinstance(document, Mapping), "the body", "a JSON object with resourceSpans")
     decoded = Decoded([], [])
+    pacer = Pacer()
     for r, resource_spans in _items(document, "resourceSpans", ""):
         where = f"resourceSpans[{r}]"
         resource = _get(resource_spans, "resource") or {}
@@ -251,6 +259,7 @@ def decode_json_batch(body: bytes | str) -> Decoded:
         service = _service_name(resource, where)
         for s, scope_spans in _items(resource_spans, "scopeSpans", where):
             for i, span in _items(scope_spans, "spans", f"{where}.scopeSpans[{s}]"):
+                pacer.tick()
                 path = f"{where}.scopeSpans[{s}].spans[{i}]"
                 _collect(decoded, _json_span, path, span, service)
     return decoded

@@ -104,24 +104,28 @@ class Span:
     status: SpanStatus = "unset"
 
     def __post_init__(self) -> None:
-        where = f"span {self.span_id!r} of trace {self.trace_id!r}"
+        # The messages are formatted only on failure: a batch builds thousands of spans.
         if not self.trace_id or not self.span_id:
-            raise DataValidationError(f"{where}: trace_id and span_id must not be empty")
+            raise DataValidationError(f"{self._where()}: trace_id and span_id must not be empty")
         if self.parent_span_id == self.span_id:
-            raise DataValidationError(f"{where} names itself as its parent")
+            raise DataValidationError(f"{self._where()} names itself as its parent")
         if not self.service:
-            raise DataValidationError(f"{where}: service must not be empty")
+            raise DataValidationError(f"{self._where()}: service must not be empty")
         if self.start_ns <= 0:
-            raise DataValidationError(f"{where}: start time is missing or not after 1970")
+            raise DataValidationError(f"{self._where()}: start time is missing or not after 1970")
         if self.end_ns > _UINT64_MAX:
             raise DataValidationError(
-                f"{where}: end time is past what OTLP can carry (2**64 - 1 ns after 1970)"
+                f"{self._where()}: end time is past what OTLP can carry (2**64 - 1 ns after 1970)"
             )
         if self.end_ns < self.start_ns:
             raise DataValidationError(
-                f"{where} ({self.service}) ends {(self.start_ns - self.end_ns) / 1e6:g} ms "
-                "before it starts; send finished spans with end >= start"
+                f"{self._where()} ({self.service}) ends "
+                f"{(self.start_ns - self.end_ns) / 1e6:g} ms before it starts; send finished "
+                "spans with end >= start"
             )
+
+    def _where(self) -> str:
+        return f"span {self.span_id!r} of trace {self.trace_id!r}"
 
     @property
     def duration_ns(self) -> int:

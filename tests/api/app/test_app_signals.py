@@ -133,3 +133,25 @@ def test_empty_push_is_accepted(client: TestClient) -> None:
 
     assert response.status_code == 200
     assert response.json() == {"accepted": 0, "rows_written": 0, "pools": []}
+
+
+def test_a_backfill_is_stored_without_deciding_again(
+    client: TestClient, store: Store, clock: Any
+) -> None:
+    before = client.get("/recommendation/alpha").json()
+    clock.advance(timedelta(minutes=1))  # the answer stands until its valid_until
+    audited = store.recommendations.latest("alpha")
+
+    # Older than every reading: stored (demand derived), but no input of the decision moved.
+    old = "2025-03-30T12:00:00Z"
+    response = client.post("/signals/metrics", json=_burst(200, 120, 12, at=old))
+    after = client.get("/recommendation/alpha").json()
+
+    assert response.json() == {"accepted": 3, "rows_written": 4, "pools": ["alpha"]}
+    demand = store.samples.read(["alpha/demand_gpus"], start=datetime(2025, 3, 30, 12, tzinfo=UTC))
+    assert demand["y"].iloc[0] == 320.0
+    assert after == before  # the standing answer, not one decided again at the later clock
+    assert store.recommendations.latest("alpha") == audited
+    # A newer sample of the same pool is decided at once.
+    client.post("/signals/metrics", json=_burst(200, 120, 12))
+    assert client.get("/recommendation/alpha").json()["generated_at"] == "2025-03-30T23:56:00Z"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import random
 from datetime import UTC, datetime, timedelta
@@ -89,3 +90,50 @@ def test_self_time_is_exclusive_of_parallel_callees() -> None:
     assert api.self_p95_ms == pytest.approx(10, rel=0.002)
     assert api.p95_ms == pytest.approx(110, rel=0.002)
     assert math.isnan(window.stats(NOW)["db"].self_p50_ms) is False
+
+
+def test_one_batch_of_many_chunks_counts_every_span_with_its_relatives() -> None:
+    # Children before their parents, the trace's spans far apart in one large batch:
+    # added in chunks, still settled only once all of it is held.
+    rng = random.Random(3)
+    traces = [_trace(i, rng) for i in range(600)]
+    batch = [s for t in traces for s in t if s.parent_span_id] + [t[0] for t in traces]
+    window = ChainWindow(settle=timedelta(0))
+
+    done = window.add(batch, NOW)
+    got = window.stats(NOW)
+    want = service_stats(batch)
+
+    assert (done.added, done.evicted, len(window)) == (len(batch), 0, len(batch))
+    for name, exact in want.items():
+        assert (got[name].call_count, got[name].callers, got[name].callees) == (
+            exact.call_count,
+            exact.callers,
+            exact.callees,
+        )
+        assert got[name].self_p95_ms == pytest.approx(exact.self_p95_ms, rel=0.01)
+
+
+def test_a_batch_over_the_capacity_evicts_only_once_it_is_in() -> None:
+    spans = [Span("t", f"s{i}", None, "svc", "op", T0, T0 + MS) for i in range(300)]
+    window = ChainWindow(max_spans=100, settle=timedelta(0))
+
+    done = window.add(spans, NOW)
+
+    assert (done.added, done.evicted) == (300, 200)
+    assert window.stats(NOW)["svc"].span_count == 300  # the evicted ones were counted
+
+
+def test_held_spans_give_the_garbage_collector_nothing_to_walk() -> None:
+    # Tens of thousands of spans are held for lookups; tracked, each collection walks them.
+    window = ChainWindow()
+    spans = [s for i in range(1000) for s in _trace(i, random.Random(i))]
+    gc.collect()
+    before = len(gc.get_objects())
+
+    window.add(spans, NOW)
+    del spans
+    gc.collect()
+
+    assert len(gc.get_objects()) - before < 100
+    assert len(window.spans(NOW)) == 4000
