@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import gc
 import ipaddress
+import signal
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -117,10 +119,25 @@ def serve_command(
             server = uvicorn.Server(
                 server_config(application, server_settings, host=host, port=port)
             )
-            # uvicorn re-raises the Ctrl-C / SIGINT it shut down on; that is a clean stop
-            # (as uvicorn.run treats it), not an abort with exit code 130.
-            with contextlib.suppress(KeyboardInterrupt):
-                server.run()
+            # uvicorn re-raises the signal it shut down on once it has stopped. Ctrl-C
+            # (SIGINT) comes back as KeyboardInterrupt; SIGTERM's default action would
+            # end the process at once, before the MLflow UI and the scheduler are
+            # stopped (the UI was left running), so it is turned into an exception too.
+            # Either is a clean stop (as uvicorn.run treats it), exit code 0.
+            previous = signal.signal(signal.SIGTERM, _terminated)
+            try:
+                with contextlib.suppress(KeyboardInterrupt, _TerminatedError):
+                    server.run()
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+
+
+class _TerminatedError(Exception):
+    """SIGTERM arrived: unwind, stopping what ``serve`` started."""
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise _TerminatedError
 
 
 def is_loopback(host: str) -> bool:

@@ -186,3 +186,23 @@ def test_a_taken_port_fails_at_once_naming_it(tmp_path: Path, taken: str) -> Non
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"port {busy} on 127.0.0.1 is taken" in " ".join(done.stdout.split())
     assert "Foresight is serving" not in done.stdout
+
+
+@pytest.mark.timeout(300)
+def test_sigterm_stops_serve_and_the_mlflow_ui_with_it(
+    served: tuple[subprocess.Popen[str], int, int, dict[str, str]],
+) -> None:
+    process, api_port, ui_port, _ = served
+    _wait_for(f"http://127.0.0.1:{api_port}/healthz", process, START_TIMEOUT_S)
+    _wait_for(f"http://127.0.0.1:{ui_port}/health", process, START_TIMEOUT_S)
+    ui = [cmd for cmd in _descendants(process.pid) if "mlflow" in cmd]
+    assert ui, "the MLflow UI should run beside the API"
+
+    process.send_signal(signal.SIGTERM)  # what Kubernetes and systemd send
+    output, _ = process.communicate(timeout=60)
+
+    assert process.returncode == 0, output
+    # uvicorn re-raised SIGTERM after its shutdown, which ended serve before it stopped
+    # the UI: the UI kept running, orphaned, on its port.
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{ui_port}/health", timeout=2)
