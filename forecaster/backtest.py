@@ -222,6 +222,30 @@ def clone(model: Estimator) -> Estimator:
     return type(model)(**model.get_params())
 
 
+def same_estimator(first: object, second: object) -> bool:
+    """True when two prototypes are of one type with equal hyperparameters.
+
+    Nested estimators (a combination's members) and sequences of them are compared the
+    same way, so two prototypes that are equal here fit and forecast alike.
+    """
+    if isinstance(first, list | tuple) and isinstance(second, list | tuple):
+        return len(first) == len(second) and all(
+            same_estimator(a, b) for a, b in zip(first, second, strict=True)
+        )
+    get_first, get_second = getattr(first, "get_params", None), getattr(second, "get_params", None)
+    if callable(get_first) and callable(get_second):
+        mine, theirs = get_first(), get_second()
+        return (
+            type(first) is type(second)
+            and mine.keys() == theirs.keys()
+            and all(same_estimator(mine[k], theirs[k]) for k in mine)
+        )
+    try:
+        return bool(first == second)
+    except ValueError:  # arrays: equality is elementwise, ambiguous as one bool
+        return False
+
+
 @dataclass(frozen=True)
 class _Plan:
     horizon: int

@@ -30,7 +30,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from forecaster.backtest import BacktestResult, Estimator, backtest, split_heldout
+from forecaster.backtest import (
+    BacktestResult,
+    Estimator,
+    backtest,
+    same_estimator,
+    split_heldout,
+)
 from forecaster.champion import ChampionForecaster
 from forecaster.exceptions import TrackingError
 from forecaster.metrics import score_backtest
@@ -147,6 +153,8 @@ def train(
     incumbent_rows = _incumbent_rows(
         df,
         plan,
+        heldout.frame,
+        with_median(candidates),
         tracking=tracking,
         model_name=model_name,
         models_dir=models_dir,
@@ -248,13 +256,21 @@ def champion_rows(frame: pd.DataFrame, selection: Mapping[str, str]) -> pd.DataF
 def _incumbent_rows(
     df: pd.DataFrame,
     plan: TrainingPlan,
+    heldout: pd.DataFrame,
+    prototypes: Mapping[str, Estimator],
     *,
     tracking: TrackingConfig,
     model_name: str,
     models_dir: Path,
     executor: Executor | None,
 ) -> pd.DataFrame | None:
-    """Backtest the current champion on the same held-out windows; ``None`` when there is none."""
+    """The current champion's rows on the same held-out windows; ``None`` when there is none.
+
+    When every family it uses is one of this training's prototypes with the same
+    hyperparameters, its rows are those families' rows in ``heldout`` (the training's
+    own backtest, the median included): the same fits, made once. Otherwise it is
+    backtested on those windows.
+    """
     try:
         if champion_version(model_name, tracking=tracking) is None:
             return None
@@ -269,6 +285,17 @@ def _incumbent_rows(
         return None
     # Series the old champion never saw are served by its default, as they would be.
     prototype = incumbent.unfitted()
+    default = prototype.default or "persistence"
+    used = {*incumbent.selection.values(), default}
+    if all(
+        family in prototypes
+        and same_estimator(incumbent.candidates.get(family), prototypes[family])
+        for family in used
+    ):
+        families = {
+            str(uid): incumbent.selection.get(str(uid), default) for uid in df[UID].unique()
+        }
+        return champion_rows(heldout, families)
     result: BacktestResult = backtest(
         [prototype],
         df,

@@ -131,7 +131,7 @@ def _judge(
     retrain = degraded and current == version
     worse = sorted(u for u in judged if live[u] > ratio * baseline[u])
     served = frame[frame[MODEL_VERSION].astype(str) == version]
-    reach = horizons.get(horizon, max(horizons.values())) if horizon else max(horizons.values())
+    reach = horizons.get(horizon or "", max(horizons.values()))
     calibration = calibrate_series(
         served[served[STEP] <= reach], settings.levels, issued=GENERATED_AT
     )

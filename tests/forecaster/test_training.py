@@ -156,3 +156,51 @@ def test_an_unfitted_copy_keeps_the_choices_and_serves_new_series_by_the_default
     }
     by_default = ChampionForecaster({}, models, default="seasonal_naive").unfitted().fit(df)
     assert set(by_default.describe().values()) == {"seasonal_naive"}
+
+
+def test_an_incumbent_of_the_same_families_is_scored_from_this_trainings_rows(
+    tracking: TrackingConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import forecaster.training as training
+
+    calls: list[list[str]] = []
+    real = training.backtest
+
+    def counting(models, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append([m.model_name for m in models])
+        return real(models, *args, **kwargs)
+
+    monkeypatch.setattr(training, "backtest", counting)
+    df, models_dir = seasonal_frame(), tmp_path / "m"
+    plan = replace(PLAN, champion="median")
+    models = [Persistence(horizon=6), SeasonalNaive(season_length=DAY, horizon=6)]
+    train(df, models, plan, tracking=tracking, model_name="demand", models_dir=models_dir)
+    same = train(df, models, plan, tracking=tracking, model_name="demand", models_dir=models_dir)
+    assert calls == [["persistence", "seasonal_naive"]] * 2  # the incumbent was not refitted
+    assert same.decision.challenger_score == same.decision.champion_score
+    assert not same.promoted  # a tie keeps the champion
+    monkeypatch.setattr(training, "same_estimator", lambda first, second: False)
+    refitted = train(
+        df, models, plan, tracking=tracking, model_name="demand", models_dir=models_dir
+    )
+    assert calls[-1] == ["champion"]
+    assert refitted.decision.champion_score == pytest.approx(same.decision.champion_score)
+    monkeypatch.undo()
+    monkeypatch.setattr(training, "backtest", counting)
+
+    other = [Persistence(horizon=6, window=48), SeasonalNaive(season_length=DAY, horizon=6)]
+    train(df, other, plan, tracking=tracking, model_name="demand", models_dir=models_dir)
+    assert calls[-1] == ["champion"]  # other hyperparameters: the incumbent is backtested
+
+
+def test_same_estimator_compares_types_and_hyperparameters_nested() -> None:
+    from forecaster.backtest import same_estimator
+    from forecaster.models.combination import MedianCombination
+
+    assert same_estimator(Persistence(horizon=6), Persistence(horizon=6))
+    assert not same_estimator(Persistence(horizon=6), Persistence(horizon=12))
+    assert not same_estimator(Persistence(horizon=6), SeasonalNaive(season_length=6, horizon=6))
+    one = MedianCombination([Persistence(horizon=6), SeasonalNaive(DAY, 6)])
+    assert same_estimator(one, MedianCombination([Persistence(horizon=6), SeasonalNaive(DAY, 6)]))
+    assert not same_estimator(one, MedianCombination([Persistence(horizon=6)]))
+    assert not same_estimator(one, None)
