@@ -117,7 +117,7 @@ def run_group(
         levels=LEVELS,
         max_train=max_train,
         executor=executor,
-        progress=_progress(f"families and peers {step} (cutoff times)"),
+        progress=_progress(f"families and peers {step}", "cutoff times"),
     )
     # The champion as training builds it: the settings' plan and model set.
     plan = training_plan(settings, step)
@@ -130,7 +130,7 @@ def run_group(
         horizon=horizon,
         levels=LEVELS,
         executor=executor,
-        progress=_progress(f"champion walk-forward {step}"),
+        progress=_progress(f"champion walk-forward {step}", "cutoff times"),
     )
     test_scores = score_backtest(test.frame, test.scales, LEVELS, labels)
     # The champion's windows are the families' windows: score with their naive scales.
@@ -334,9 +334,9 @@ def _mean(scores: pd.DataFrame, model: str, horizon: str, col: str) -> float:
     return float(values.mean()) if values.size else float("nan")
 
 
-def _progress(label: str) -> Any:
+def _progress(label: str, unit: str = "series") -> Any:
     def report(done: int, total: int) -> None:
-        print(f"\r{label}: {done}/{total} series", end="" if done < total else "\n", flush=True)
+        print(f"\r{label}: {done}/{total} {unit}", end="" if done < total else "\n", flush=True)
 
     return report
 

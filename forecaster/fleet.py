@@ -26,16 +26,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from forecaster.backtest import BacktestResult, Estimator, backtest
+from forecaster.backtest import (
+    BacktestResult,
+    Estimator,
+    WindowRoles,
+    backtest,
+    nested_cutoffs,
+)
 from forecaster.exceptions import InsufficientHistoryError
 from forecaster.plan import recent_history
 from forecaster.types import CUTOFF, DS, MODEL, STEP, UID, Levels, SeriesFrame
+
+FLEET_THREADS = 4
+"""Cutoff times :func:`fleet_backtest` runs at once when given an executor."""
 
 
 def is_joint(model: object) -> bool:
@@ -111,34 +121,119 @@ def fleet_backtest(
     for uid, times in cutoffs.items():
         for t in times:
             by_time.setdefault(pd.Timestamp(t), []).append(str(uid))
-    results: list[BacktestResult] = []
-    learnt: dict[str, float] = {}
-    total = len(by_time)
-    for i, (time_, uids) in enumerate(sorted(by_time.items()), start=1):
+
+    def at(time_: pd.Timestamp, uids: list[str]) -> tuple[BacktestResult, dict[str, float]]:
         seen = recent_history(df[df[DS] <= time_], max_train)
         prototypes = []
+        seconds: dict[str, float] = {}
         memo: dict[int, Any] = {}
         for model in models:
             began = time.perf_counter()
             prototypes.append(with_fleet(model, seen, memo))
-            name = model.model_name
-            learnt[name] = learnt.get(name, 0.0) + time.perf_counter() - began
-        part = df[df[UID].isin(uids)]
-        results.append(
-            backtest(
-                prototypes,
-                part,
-                horizon=horizon,
-                n_windows=1,
-                levels=levels,
-                max_train=max_train,
-                cutoffs={uid: [time_] for uid in uids},
-                executor=executor,
-            )
+            seconds[model.model_name] = time.perf_counter() - began
+        result = backtest(
+            prototypes,
+            df[df[UID].isin(uids)],
+            horizon=horizon,
+            n_windows=1,
+            levels=levels,
+            max_train=max_train,
+            cutoffs={uid: [time_] for uid in uids},
+            executor=executor,
         )
-        if progress is not None:
-            progress(i, total)
+        return result, seconds
+
+    times = sorted(by_time.items())
+    outcomes: list[tuple[BacktestResult, dict[str, float]]] = []
+    if executor is None:
+        for i, (time_, uids) in enumerate(times, start=1):
+            outcomes.append(at(time_, uids))
+            if progress is not None:
+                progress(i, len(times))
+    else:
+        # One thread per cutoff time keeps the executor busy: each time's backtest has
+        # only the series cut then, and the threads only wait on its tasks (and learn
+        # the fleet models, which scikit-learn does mostly without the GIL).
+        with ThreadPoolExecutor(max_workers=FLEET_THREADS) as threads:
+            futures = [threads.submit(at, time_, uids) for time_, uids in times]
+            for i, _ in enumerate(as_completed(futures), start=1):
+                if progress is not None:
+                    progress(i, len(times))
+            outcomes = [f.result() for f in futures]
+    results = [r for r, _ in outcomes]
+    learnt: dict[str, float] = {}
+    for _, seconds in outcomes:
+        for name, s in seconds.items():
+            learnt[name] = learnt.get(name, 0.0) + s
     return _concat(results, learnt)
+
+
+def nested_fleet_backtest(
+    models: Sequence[Estimator],
+    df: SeriesFrame,
+    *,
+    horizon: int,
+    n_windows: int,
+    heldout_windows: int,
+    roles: WindowRoles,
+    levels: Levels,
+    max_train: int | None,
+    executor: Executor | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> BacktestResult:
+    """Training's nested backtest (selection and held-out windows), joint families pooled.
+
+    Without a joint family this is :func:`forecaster.backtest.backtest` with the same
+    arguments. With one, every series' windows of ``roles`` (the positions
+    :func:`forecaster.backtest.nested_cutoffs` gives it) are run through
+    :func:`fleet_backtest` at their timestamps and ``heldout_from`` is set as the plain
+    backtest sets it, so :func:`forecaster.backtest.split_heldout` splits the result.
+
+    Raises:
+        InsufficientHistoryError: when a series is too short for the windows.
+    """
+    if not any(has_joint(m) for m in models):
+        return backtest(
+            models,
+            df,
+            horizon=horizon,
+            n_windows=n_windows,
+            heldout_windows=heldout_windows,
+            roles=roles,
+            levels=levels,
+            max_train=max_train,
+            executor=executor,
+            progress=progress,
+        )
+    min_train = max(2, min((m.min_history() for m in models), default=2))
+    cutoffs: dict[str, list[pd.Timestamp]] = {}
+    heldout_from: dict[str, pd.Timestamp] = {}
+    for uid, group in df.groupby(UID, sort=True, observed=True):
+        ds = group[DS].reset_index(drop=True)
+        try:
+            selection, heldout = nested_cutoffs(
+                len(ds),
+                horizon=horizon,
+                n_selection=n_windows,
+                n_heldout=heldout_windows,
+                min_train=min_train,
+            )
+        except InsufficientHistoryError as exc:
+            raise InsufficientHistoryError(f"series {uid!r}: {exc}") from exc
+        chosen = {"all": selection + heldout, "selection": selection, "heldout": heldout}[roles]
+        cutoffs[str(uid)] = [pd.Timestamp(ds.iloc[p]) for p in chosen]
+        heldout_from[str(uid)] = pd.Timestamp(ds.iloc[heldout[0]])
+    result = fleet_backtest(
+        models,
+        df,
+        horizon=horizon,
+        cutoffs=cutoffs,
+        levels=levels,
+        max_train=max_train,
+        executor=executor,
+        progress=progress,
+    )
+    return replace(result, heldout_from=heldout_from)
 
 
 def _nested(model: object) -> list[object]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -139,6 +140,13 @@ def test_no_look_ahead_in_fleet_backtest(make_frame: Callable[..., pd.DataFrame]
     ]
     cols = [UID, DS, "cutoff", STEP, MEAN, "q0.1", "q0.9"]
     pd.testing.assert_frame_equal(runs[0].frame[cols], runs[1].frame[cols])
+    # Cutoff times run at once on an executor give the same result.
+    with ThreadPoolExecutor(max_workers=2) as executor:
+        pooled = fleet_backtest(
+            [_model()], frame, horizon=H, cutoffs=cutoffs, levels=LEVELS, max_train=None,
+            executor=executor,
+        )
+    pd.testing.assert_frame_equal(pooled.frame[cols], runs[0].frame[cols])
     # The fleet model was learnt per cutoff time, from every series.
     assert runs[0].frame["cutoff"].nunique() == 3
 
