@@ -143,22 +143,22 @@ def fleet_backtest(
         )
         return result, seconds
 
-    times = sorted(by_time.items())
+    schedule = sorted(by_time.items(), key=lambda kv: kv[0])
     outcomes: list[tuple[BacktestResult, dict[str, float]]] = []
     if executor is None:
-        for i, (time_, uids) in enumerate(times, start=1):
+        for i, (time_, uids) in enumerate(schedule, start=1):
             outcomes.append(at(time_, uids))
             if progress is not None:
-                progress(i, len(times))
+                progress(i, len(schedule))
     else:
         # One thread per cutoff time keeps the executor busy: each time's backtest has
         # only the series cut then, and the threads only wait on its tasks (and learn
         # the fleet models, which scikit-learn does mostly without the GIL).
         with ThreadPoolExecutor(max_workers=FLEET_THREADS) as threads:
-            futures = [threads.submit(at, time_, uids) for time_, uids in times]
+            futures = [threads.submit(at, time_, uids) for time_, uids in schedule]
             for i, _ in enumerate(as_completed(futures), start=1):
                 if progress is not None:
-                    progress(i, len(times))
+                    progress(i, len(schedule))
             outcomes = [f.result() for f in futures]
     results = [r for r, _ in outcomes]
     learnt: dict[str, float] = {}
