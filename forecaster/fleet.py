@@ -16,10 +16,10 @@ that fan-out:
   it, so no fit sees an observation after its own cutoff.
 
 What "fleet" means is therefore "the series of the frame handed to the call": in
-``foresight train`` all the series of one step (:func:`pipelines.jobs.history`
-groups series by step), whatever the number of workers, since the pooled part is
-learnt in the calling process before the per-series fan-out; in the benchmarks the
-series of one step group.
+``foresight train`` every series the training gets (they share one step:
+:mod:`pipelines.jobs.history` leaves series of another step out), whatever the number
+of workers, since the pooled part is learnt in the calling process before the
+per-series fan-out; in the benchmarks the series of one step group.
 """
 
 from __future__ import annotations
