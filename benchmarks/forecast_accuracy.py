@@ -39,10 +39,11 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.inputs import add_input_options, data_dir, keep_series, load_files  # noqa: E402
 from benchmarks.peers import PeerAutoETS, PeerMSTL  # noqa: E402
-from forecaster.backtest import Estimator, backtest  # noqa: E402
+from forecaster.backtest import Estimator  # noqa: E402
 from forecaster.champion import FAMILY  # noqa: E402
 from forecaster.config.settings import Settings, load_settings  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
+from forecaster.fleet import fleet_backtest  # noqa: E402
 from forecaster.loaders import load_trace  # noqa: E402
 from forecaster.metrics import HORIZON, horizon_steps, score_backtest  # noqa: E402
 from forecaster.models.catalog import default_models, steps_in  # noqa: E402
@@ -57,6 +58,13 @@ VCS = ("vc6YE", "vcvlY", "vcLJZ", "vcpDC")
 SIGNALS = ("allocated_gpus", "pending_gpus", "demand_gpus")
 PEERS = ("persistence", "seasonal_naive", "sf_autoets", "sf_mstl")
 RESULTS = ROOT / "benchmarks" / "results" / "forecast_accuracy.json"
+REGIONS: dict[str, dict[str, float]] = {
+    "test": {"start_frac": 0.75, "end_frac": 1.0},
+    "tune": {"start_frac": 0.5, "end_frac": 0.75},
+}
+"""Where the cutoffs lie in each series: ``test`` (the reported score, the last 25 %)
+or ``tune`` (50-75 %, every window and its actuals before the test region), the only
+windows design choices may be made on."""
 QUICK = ("earth_total/demand_gpus", "alibaba_lora/arrivals", "nab/rds_cpu_utilization_e47b3b")
 
 
@@ -86,7 +94,11 @@ def candidates(step: pd.Timedelta, horizon: int) -> list[Estimator]:
 
 
 def run_group(
-    df: pd.DataFrame, step: pd.Timedelta, executor: ProcessPoolExecutor, settings: Settings
+    df: pd.DataFrame,
+    step: pd.Timedelta,
+    executor: ProcessPoolExecutor,
+    settings: Settings,
+    region: str = "test",
 ) -> dict[str, Any]:
     """Backtest one step's series: families and peers, then the walk-forward champion."""
     labels = horizon_steps(HORIZONS, step)
@@ -94,15 +106,18 @@ def run_group(
     max_train = steps_in(pd.Timedelta(days=28), step)
     models = candidates(step, horizon)
     started = time.perf_counter()
-    test = backtest(
+    # The region's windows, as timestamps; the families, the peers and the champion
+    # all use them (a joint family learns its fleet model at each cutoff time).
+    cutoffs = default_cutoffs(df, horizon=horizon, n_windows=TEST_WINDOWS, **REGIONS[region])
+    test = fleet_backtest(
         models,
         df,
         horizon=horizon,
-        n_windows=TEST_WINDOWS,
+        cutoffs=cutoffs,
         levels=LEVELS,
         max_train=max_train,
         executor=executor,
-        progress=_progress(f"families and peers {step}"),
+        progress=_progress(f"families and peers {step}", "cutoff times"),
     )
     # The champion as training builds it: the settings' plan and model set.
     plan = training_plan(settings, step)
@@ -111,11 +126,11 @@ def run_group(
         df,
         trained,
         plan,
-        cutoffs=default_cutoffs(df, horizon=horizon, n_windows=TEST_WINDOWS),
+        cutoffs=cutoffs,
         horizon=horizon,
         levels=LEVELS,
         executor=executor,
-        progress=_progress(f"champion walk-forward {step}"),
+        progress=_progress(f"champion walk-forward {step}", "cutoff times"),
     )
     test_scores = score_backtest(test.frame, test.scales, LEVELS, labels)
     # The champion's windows are the families' windows: score with their naive scales.
@@ -233,6 +248,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="3 series only (smoke run)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--region",
+        choices=sorted(REGIONS),
+        default="test",
+        help="test: cutoffs over the last 25 %% of each series (the reported score); "
+        "tune: over 50-75 %% (for design choices; write it elsewhere with --output)",
+    )
     add_input_options(parser, "series ids")
     args = parser.parse_args(argv)
     if args.data:
@@ -256,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with ProcessPoolExecutor(max_workers=args.workers) as executor:
         for step, uids in steps.groupby(steps):
             part = df[df[UID].isin(uids.index)]
-            groups.append(run_group(part, pd.Timedelta(step), executor, settings))
+            groups.append(run_group(part, pd.Timedelta(step), executor, settings, args.region))
             plans[str(pd.Timedelta(step))] = groups[-1]["plan"]
     scores = pd.concat([g["test_scores"] for g in groups], ignore_index=True)
     fit_seconds: dict[str, float] = {}
@@ -280,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "protocol": {
             "horizons": HORIZONS,
             "test_windows": TEST_WINDOWS,
+            "region": args.region,
+            "cutoffs_between": REGIONS[args.region],
             "max_train_days": 28,
             "levels": list(LEVELS),
             "series": sorted(df[UID].unique()),
@@ -310,9 +334,9 @@ def _mean(scores: pd.DataFrame, model: str, horizon: str, col: str) -> float:
     return float(values.mean()) if values.size else float("nan")
 
 
-def _progress(label: str) -> Any:
+def _progress(label: str, unit: str = "series") -> Any:
     def report(done: int, total: int) -> None:
-        print(f"\r{label}: {done}/{total} series", end="" if done < total else "\n", flush=True)
+        print(f"\r{label}: {done}/{total} {unit}", end="" if done < total else "\n", flush=True)
 
     return report
 

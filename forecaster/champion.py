@@ -21,6 +21,7 @@ import pandas as pd
 
 from forecaster.backtest import Estimator, clone
 from forecaster.exceptions import ModelError, NotFittedError
+from forecaster.fleet import with_fleet
 from forecaster.types import DEFAULT_LEVELS, MODEL, UID, Levels, SeriesFrame
 
 FAMILY: Final = "family"
@@ -127,13 +128,17 @@ class ChampionForecaster:
         """
         groups = {str(uid): g for uid, g in df.groupby(UID, sort=True, observed=True)}
         families = {uid: self.family_of(uid) for uid in groups}
+        # A joint family (e.g. global_gbm, alone or in the median) learns its fleet model
+        # here, once, from every series of df; the per-series fits below reuse it.
+        memo: dict[int, Any] = {}
+        prototypes = {
+            f: with_fleet(self.candidates[f], df, memo) for f in sorted(set(families.values()))
+        }
         if executor is None:
-            models = {
-                uid: _fit_series(self.candidates[families[uid]], g) for uid, g in groups.items()
-            }
+            models = {uid: _fit_series(prototypes[families[uid]], g) for uid, g in groups.items()}
         else:
             futures = {
-                uid: executor.submit(_fit_series, self.candidates[families[uid]], g)
+                uid: executor.submit(_fit_series, prototypes[families[uid]], g)
                 for uid, g in groups.items()
             }
             models = {uid: future.result() for uid, future in futures.items()}

@@ -30,6 +30,7 @@ import pandas as pd
 from forecaster.backtest import BacktestResult, Estimator, backtest, rolling_origin_cutoffs
 from forecaster.champion import FAMILY, ChampionForecaster
 from forecaster.exceptions import InsufficientHistoryError, NotFittedError
+from forecaster.fleet import fleet_backtest
 from forecaster.metrics import score_backtest
 from forecaster.models.combination import MEDIAN, with_median, with_median_rows
 from forecaster.plan import TrainingPlan, recent_history
@@ -176,14 +177,15 @@ def champion_backtest(
     Returns:
         The backtest of the champion (model ``champion``) and each cutoff's selection.
     """
-    result = backtest(
+    # A joint family among the candidates learns its fleet model at each cutoff time
+    # from every series up to that time (forecaster.fleet); otherwise a plain backtest.
+    result = fleet_backtest(
         [TrainedChampion(candidates, plan)],
         df,
         horizon=horizon or plan.horizon,
-        n_windows=1,
         levels=plan.levels if levels is None else levels,
         max_train=None,
-        cutoffs=cutoffs,
+        cutoffs=_per_series(df, cutoffs),
         executor=executor,
         progress=progress,
     )
@@ -197,19 +199,39 @@ def champion_backtest(
     return ChampionBacktest(result=result, selections=selections)
 
 
-def default_cutoffs(
-    df: SeriesFrame, *, horizon: int, n_windows: int, start_frac: float = 0.75
-) -> dict[str, list[pd.Timestamp]]:
-    """Per series, ``n_windows`` rolling-origin cutoffs over its last ``1 - start_frac``.
+def _per_series(
+    df: SeriesFrame, cutoffs: Sequence[pd.Timestamp] | Mapping[str, Sequence[pd.Timestamp]]
+) -> Mapping[str, Sequence[pd.Timestamp]]:
+    """The cutoffs per series id (one list given for all series is given to each)."""
+    if isinstance(cutoffs, Mapping):
+        return cutoffs
+    return {str(uid): list(cutoffs) for uid in df[UID].unique()}
 
-    The same positions :func:`forecaster.backtest.backtest` uses, as timestamps, so
-    the champion and plain families can be scored on the very same windows.
+
+def default_cutoffs(
+    df: SeriesFrame,
+    *,
+    horizon: int,
+    n_windows: int,
+    start_frac: float = 0.75,
+    end_frac: float = 1.0,
+) -> dict[str, list[pd.Timestamp]]:
+    """Per series, ``n_windows`` rolling-origin cutoffs between ``start_frac`` and ``end_frac``.
+
+    With the default ``end_frac`` these are the positions :func:`forecaster.backtest.
+    backtest` uses, as timestamps, so the champion and plain families can be scored on
+    the very same windows. A smaller ``end_frac`` places them as if each series ended
+    there: every window, actuals included, lies before that share of the series (a
+    tuning region that the default windows never overlap).
     """
+    if not 0.0 <= start_frac < end_frac <= 1.0:
+        raise ValueError(f"need 0 <= start_frac < end_frac <= 1, got {start_frac}, {end_frac}")
     out: dict[str, list[pd.Timestamp]] = {}
     for uid, group in df.groupby(UID, sort=True, observed=True):
         ds = group[DS].reset_index(drop=True)
+        used = len(ds) if end_frac >= 1.0 else int(end_frac * len(ds))
         positions = rolling_origin_cutoffs(
-            len(ds), horizon=horizon, n_windows=n_windows, start_frac=start_frac
+            used, horizon=horizon, n_windows=n_windows, start_frac=start_frac / end_frac
         )
         out[str(uid)] = [pd.Timestamp(ds.iloc[p]) for p in positions]
     return out

@@ -39,6 +39,7 @@ from forecaster.backtest import (
 )
 from forecaster.champion import ChampionForecaster
 from forecaster.exceptions import TrackingError
+from forecaster.fleet import nested_fleet_backtest
 from forecaster.metrics import score_backtest
 from forecaster.models.combination import with_median, with_median_rows
 from forecaster.plan import TrainingPlan, recent_history
@@ -126,7 +127,8 @@ def train(
         executor: fans the backtests and the champion's fit out per series.
     """
     report = progress or (lambda stage, done, total: None)
-    result = backtest(
+    # A plain backtest unless a candidate is joint (global_gbm): see forecaster.fleet.
+    result = nested_fleet_backtest(
         candidates,
         df,
         horizon=plan.horizon,

@@ -11,6 +11,7 @@ from forecaster.exceptions import ConfigError
 from forecaster.models.base import Forecaster
 from forecaster.models.ets import ExponentialSmoothing
 from forecaster.models.gbm import GradientBoosting
+from forecaster.models.global_gbm import GlobalGradientBoosting
 from forecaster.models.mstl import MSTL
 from forecaster.models.naive import Persistence, SeasonalNaive
 
@@ -23,6 +24,7 @@ MODELS: dict[str, Callable[..., Forecaster]] = {
     "ets": ExponentialSmoothing,
     "mstl": MSTL,
     "gbm": GradientBoosting,
+    "global_gbm": GlobalGradientBoosting,
 }
 """Constructors by model name (the ``name`` attribute of each family)."""
 
@@ -43,7 +45,8 @@ def default_models(step: pd.Timedelta, horizon: int, fast: bool = False) -> list
 
     Season lengths are a day and a week expressed in steps; about four weeks of
     history are used by the fitted families. ``fast`` drops MSTL and the gradient
-    boosting (the slowest fits) and shortens the history, for smoke runs and tests.
+    boosting families (the slowest fits) and shortens the history, for smoke runs and
+    tests.
 
     Args:
         step: the series' regular sampling step.
@@ -76,6 +79,8 @@ def default_models(step: pd.Timedelta, horizon: int, fast: bool = False) -> list
             GradientBoosting(
                 season_length=day, week_length=week, horizon=horizon, max_history=history
             ),
+            # Learnt across the series of the frame it is fitted on (forecaster.fleet).
+            GlobalGradientBoosting(season_length=day, horizon=horizon, max_history=history),
         ]
     return models
 

@@ -164,13 +164,18 @@ def test_an_incumbent_of_the_same_families_is_scored_from_this_trainings_rows(
     import forecaster.training as training
 
     calls: list[list[str]] = []
-    real = training.backtest
+    real, real_nested = training.backtest, training.nested_fleet_backtest
 
     def counting(models, *args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append([m.model_name for m in models])
         return real(models, *args, **kwargs)
 
+    def counting_nested(models, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append([m.model_name for m in models])  # training's own backtest
+        return real_nested(models, *args, **kwargs)
+
     monkeypatch.setattr(training, "backtest", counting)
+    monkeypatch.setattr(training, "nested_fleet_backtest", counting_nested)
     df, models_dir = seasonal_frame(), tmp_path / "m"
     plan = replace(PLAN, champion="median")
     models = [Persistence(horizon=6), SeasonalNaive(season_length=DAY, horizon=6)]
@@ -187,6 +192,7 @@ def test_an_incumbent_of_the_same_families_is_scored_from_this_trainings_rows(
     assert refitted.decision.champion_score == pytest.approx(same.decision.champion_score)
     monkeypatch.undo()
     monkeypatch.setattr(training, "backtest", counting)
+    monkeypatch.setattr(training, "nested_fleet_backtest", counting_nested)
 
     other = [Persistence(horizon=6, window=48), SeasonalNaive(season_length=DAY, horizon=6)]
     train(df, other, plan, tracking=tracking, model_name="demand", models_dir=models_dir)
@@ -204,3 +210,33 @@ def test_same_estimator_compares_types_and_hyperparameters_nested() -> None:
     assert same_estimator(one, MedianCombination([Persistence(horizon=6), SeasonalNaive(DAY, 6)]))
     assert not same_estimator(one, MedianCombination([Persistence(horizon=6)]))
     assert not same_estimator(one, None)
+
+
+def test_a_training_with_a_joint_family_learns_its_fleet_once_and_serves_it(
+    tracking: TrackingConfig, tmp_path: Path
+) -> None:
+    from forecaster.models.global_gbm import GlobalGradientBoosting
+
+    df = seasonal_frame(days=16)
+    joint = GlobalGradientBoosting(
+        season_length=DAY, horizon=6, anchors=(1, 3, 6), max_iter=5, min_samples_leaf=10
+    )
+    models = [Persistence(horizon=6), SeasonalNaive(season_length=DAY, horizon=6), joint]
+    plan = replace(PLAN, champion="median")
+    outcome = train(
+        df, models, plan, tracking=tracking, model_name="demand", models_dir=tmp_path / "m"
+    )
+    # Held-out windows of every family, the joint one included, were scored.
+    assert "global_gbm" in set(outcome.scores["model"])
+    # The deployed champion's median members share one fleet model learnt from both series.
+    fleets = set()
+    for fitted in outcome.champion.models_.values():
+        for members in fitted.fitted_.values():  # type: ignore[attr-defined]
+            fleets |= {m.fleet_ for m in members if isinstance(m, GlobalGradientBoosting)}
+    assert len(fleets) == 1
+    assert next(iter(fleets)).series == ("pool-a/demand_gpus", "pool-b/demand_gpus")
+    served = load_champion("demand", models_dir=tmp_path / "m", tracking=tracking).model
+    assert isinstance(served, ChampionForecaster)
+    out = served.predict(6, levels=(0.5, 0.9))
+    assert len(out) == 12
+    assert (out["q0.9"] >= out["q0.5"] - 1e-9).all()

@@ -11,10 +11,12 @@ from forecaster.exceptions import InsufficientHistoryError, NotFittedError
 from forecaster.models.combination import (
     MEDIAN,
     MedianCombination,
+    median_members,
     median_of,
     with_median,
     with_median_rows,
 )
+from forecaster.models.catalog import default_models
 from forecaster.models.ets import ExponentialSmoothing
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.selection import choose_families, default_family
@@ -109,3 +111,28 @@ def test_choose_families_gives_every_series_the_median_by_default() -> None:
     assert default_family("median") == MEDIAN
     assert default_family("select") == "persistence"
     assert set(with_median(members())) == {"persistence", "seasonal_naive", "ets", MEDIAN}
+
+
+def test_the_full_set_median_leaves_seasonal_naive_out() -> None:
+    step = pd.Timedelta(minutes=10)
+    full = default_models(step, 18)
+    median = with_median(full)["median"]
+    assert isinstance(median, MedianCombination)
+    names = [m.model_name for m in median.members]
+    assert names == ["persistence", "ets", "mstl", "gbm", "global_gbm"]
+    # The fast set would keep only two without it: all three stay.
+    fast = [m.model_name for m in default_models(step, 18, fast=True)]
+    assert median_members(fast) == fast
+
+
+def test_median_rows_use_the_same_members() -> None:
+    rows = []
+    for name, value in (("persistence", 1.0), ("seasonal_naive", 100.0), ("ets", 2.0)):
+        rows.append({"unique_id": "a", "cutoff": 0, "step": 1, "model": name, "mean": value})
+    for name, value in (("mstl", 3.0), ("gbm", 4.0)):
+        rows.append({"unique_id": "a", "cutoff": 0, "step": 1, "model": name, "mean": value})
+    frame = pd.DataFrame(rows)
+    names = ["persistence", "seasonal_naive", "ets", "mstl", "gbm"]
+    out = with_median_rows(frame, names)
+    # Median of 1, 2, 3, 4 (seasonal naive's 100 left out) is 2.5; with it, 3.
+    assert out.loc[out["model"] == "median", "mean"].item() == 2.5

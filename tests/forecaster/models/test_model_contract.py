@@ -31,6 +31,15 @@ FAMILIES: dict[str, Callable[[], Forecaster]] = {
         min_samples_leaf=10,
         random_state=3,
     ),
+    "global_gbm": lambda: make_model(
+        "global_gbm",
+        season_length=DAY,
+        horizon=H,
+        anchors=(1, 3, 6),
+        max_iter=15,
+        min_samples_leaf=10,
+        random_state=3,
+    ),
 }
 
 

@@ -1,0 +1,472 @@
+"""Global gradient boosting: one model per fleet, learnt on all its series at once.
+
+Issue #12 item 2. The per-series families learn each series from its own four weeks;
+on a bursty, mostly-idle queue that is a handful of bursts, too few to learn how long
+a burst lasts, so every family ends up at persistence. This family pools the series
+of the frame it is fitted on (its *fleet*) into one direct multi-horizon model:
+
+* Each series is scaled by its own recent volatility, the mean absolute 1-step change
+  over its training window (the MASE denominator), so one model fits series of any
+  size and its absolute loss on scaled changes is the mean MASE it is scored on. The
+  scale is stored per series and inverted at predict.
+* Targets are the scaled changes ``(y[t+k] - y[t]) / scale`` at anchor steps ``k``
+  (steps between anchors are interpolated, as :mod:`forecaster.models.gbm` does); one
+  scikit-learn ``HistGradientBoostingRegressor`` (absolute loss) per anchor.
+* Features transfer across series: scaled recent changes and rolling statistics, the
+  level against the recent maximum, median and minimum, the share of zeros lately,
+  the steps since the last zero (how long the burst has lasted) and since the last
+  change, the same time a day earlier, the target's hour and weekday, and two series
+  features (share of zeros and relative volatility over the window).
+* Shrinkage toward persistence as the per-series family: the last
+  ``validation_fraction`` of every series is held out, a fold model learnt on the rows
+  before it forecasts it, and each series takes the weight in ``[0, 1]`` on the
+  predicted change that minimises its own held-out error plus the fleet's (both in
+  scaled units; weight 0 is persistence, any other must beat it by
+  ``min_improvement``). The fleet term lets a series whose tail held no burst still
+  use what the fleet learnt; its own term vetoes a model that hurts it. The same
+  held-out forecasts are its split-conformal residuals.
+
+Fitting is in two parts. :meth:`GlobalGradientBoosting.learn_fleet` learns the pooled
+regressors (:class:`FleetModel`) from every series of a frame; the per-series part
+(scale, weights, residuals, the forecast from the last observation) is cheap. A
+prototype built with ``fleet=`` skips the first part, so callers that fit series one
+at a time (the rolling-origin backtest, the champion's per-series fan-out) can share
+one fleet model learnt on all the series up to the same time (see
+:mod:`forecaster.fleet`). ``fit(df)`` without ``fleet`` learns it from ``df``: a frame
+of one series is a fleet of one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Self
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+# Imported at module level on purpose: threadpool_limits only caps OpenMP runtimes that
+# are already loaded, so scikit-learn must be imported before a fit enters the limit.
+from sklearn.ensemble import HistGradientBoostingRegressor
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+from forecaster.exceptions import InsufficientHistoryError
+from forecaster.models.base import FloatArray, Forecaster
+from forecaster.models.gbm import SHRINK_GRID, interpolate_changes
+from forecaster.types import DS, UID, SeriesFrame, Y
+
+DEFAULT_ANCHORS: Final[tuple[int, ...]] = (1, 3, 6, 12, 24, 36, 72, 144, 288)
+IntArray = npt.NDArray[np.intp]
+CHANGE_LAGS: Final[tuple[int, ...]] = (1, 2, 3, 6, 12, 36)
+ROLLING: Final[tuple[int, ...]] = (6, 36)
+
+
+@dataclass(frozen=True, eq=False)  # regressors have no useful ``==``; identity is enough
+class FleetModel:
+    """The pooled part of a global model: regressors learnt on a fleet's series.
+
+    Attributes:
+        anchors: the anchor steps, one regressor each (``None`` where too few rows).
+        fold_models: regressors learnt on the rows before each series' held-out tail.
+        final_models: regressors learnt on all the rows.
+        fleet_errors: mean absolute scaled error of each shrink weight (rows, in the
+            order of ``SHRINK_GRID``) at each anchor (columns) on the held-out tails of
+            the whole fleet; NaN where nothing was scored.
+        series: the series it was learnt on.
+        last_ds: the newest observation it saw.
+    """
+
+    anchors: tuple[int, ...]
+    fold_models: tuple[Any, ...]
+    final_models: tuple[Any, ...]
+    fleet_errors: FloatArray
+    series: tuple[str, ...] = field(repr=False)
+    last_ds: pd.Timestamp
+
+    def __repr__(self) -> str:
+        return f"FleetModel({len(self.series)} series to {self.last_ds}, anchors {self.anchors})"
+
+
+@dataclass(frozen=True)
+class GlobalState:
+    """Last value plus the (shrunk, unscaled) predicted change at each anchor step."""
+
+    last: float
+    scale: float
+    anchors: tuple[int, ...]
+    changes: FloatArray
+    weights: FloatArray
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """One series cut to its history, scaled, with its origin features."""
+
+    y: FloatArray
+    ds: pd.DatetimeIndex
+    scale: float
+    origins: IntArray
+    """The origins the rows of ``base`` belong to (all, or a sample of them)."""
+    base: FloatArray
+    fold_start: int
+
+
+def series_scale(y: FloatArray) -> float:
+    """Return the mean absolute 1-step change of ``y``, or a fallback when it is 0.
+
+    A constant series has no change to scale by: its mean absolute level is used, and
+    1 when that is 0 too, so scaled values stay finite.
+    """
+    finite = y[np.isfinite(y)]
+    if finite.size >= 2:
+        change = float(np.mean(np.abs(np.diff(finite))))
+        if change > 0:
+            return change
+    level = float(np.mean(np.abs(finite))) if finite.size else 0.0
+    return level if level > 0 else 1.0
+
+
+def _shift(y: FloatArray, lag: int) -> FloatArray:
+    """``out[t] = y[t - lag]`` (NaN where that is outside ``y``); lag may be <= 0."""
+    out = np.full(len(y), np.nan)
+    if lag > 0:
+        out[lag:] = y[:-lag]
+    elif lag < 0:
+        out[:lag] = y[-lag:]
+    else:
+        out[:] = y
+    return out
+
+
+def steps_since(flags: npt.NDArray[np.bool_], cap: int) -> FloatArray:
+    """Steps since ``flags`` was last true at or before each position, capped at ``cap``."""
+    idx = np.arange(len(flags))
+    last = np.maximum.accumulate(np.where(flags, idx, -1))
+    since = np.where(last >= 0, idx - last, cap)
+    return np.minimum(since, cap).astype(np.float64)
+
+
+class GlobalGradientBoosting(Forecaster):
+    """Direct multi-horizon gradient boosting learnt on all series of a fleet.
+
+    Args:
+        season_length: steps in a day; the day-window features and the same-time-a-day
+            -earlier features use it.
+        anchors: candidate anchor steps; those up to ``horizon`` (plus ``horizon``) get
+            a regressor.
+        max_iter: boosting iterations per anchor regressor.
+        learning_rate: boosting learning rate.
+        max_leaf_nodes: leaves per tree.
+        max_bins: histogram bins per feature.
+        min_samples_leaf: least training rows per leaf.
+        validation_fraction: share of every series held out for the shrinkage and the
+            calibration residuals.
+        min_improvement: relative held-out gain over persistence a weight needs.
+        max_history: only each series' last this many observations are used.
+        max_rows: most training rows per regressor; larger fleets are subsampled with
+            an even stride over every series' origins, so the cost stays bounded.
+        random_state: seed of the boosting.
+        n_threads: OpenMP threads per regressor fit.
+        fleet: a fleet model learnt beforehand (:meth:`learn_fleet`); ``None`` learns
+            it from the frame given to ``fit``.
+        horizon: steps ahead the intervals are calibrated for.
+        alias: name in forecast frames.
+    """
+
+    name = "global_gbm"
+    joint = True
+    """Marks a family whose fit learns from every series of the frame together."""
+
+    def __init__(
+        self,
+        *,
+        season_length: int = 144,
+        anchors: tuple[int, ...] = DEFAULT_ANCHORS,
+        max_iter: int = 30,
+        learning_rate: float = 0.2,
+        max_leaf_nodes: int = 15,
+        max_bins: int = 64,
+        min_samples_leaf: int = 200,
+        validation_fraction: float = 0.2,
+        min_improvement: float = 0.02,
+        max_history: int = 4032,
+        max_rows: int = 60_000,
+        random_state: int | None = 0,
+        n_threads: int = 1,
+        fleet: FleetModel | None = None,
+        horizon: int = 36,
+        alias: str | None = None,
+    ) -> None:
+        super().__init__(horizon=horizon, alias=alias)
+        self.season_length = season_length
+        self.anchors = anchors
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.max_leaf_nodes = max_leaf_nodes
+        self.max_bins = max_bins
+        self.min_samples_leaf = min_samples_leaf
+        self.validation_fraction = validation_fraction
+        self.min_improvement = min_improvement
+        self.max_history = max_history
+        self.max_rows = max_rows
+        self.random_state = random_state
+        self.n_threads = n_threads
+        self.fleet = fleet
+
+    def min_history(self) -> int:
+        """Return enough rows to train on and to hold out a tail of 2 horizons."""
+        return max(100, 6 * self.horizon)
+
+    def anchor_steps(self) -> tuple[int, ...]:
+        """Return the anchor steps that get a regressor."""
+        steps = {k for k in self.anchors if 1 <= k <= self.horizon} | {self.horizon}
+        return tuple(sorted(steps))
+
+    def with_fleet(self, fleet: FleetModel) -> GlobalGradientBoosting:
+        """Return an unfitted copy that uses ``fleet`` instead of learning one."""
+        return type(self)(**{**self.get_params(), "fleet": fleet})
+
+    # -- fit --------------------------------------------------------------------
+
+    def fit(self, df: SeriesFrame) -> Self:
+        """Fit every series of ``df``, learning the fleet model from all of them first.
+
+        With ``fleet`` given, that fleet model is used and only the per-series part
+        runs. A series too short for ``min_history`` raises, as in every family.
+        """
+        self.fleet_ = self.fleet if self.fleet is not None else self.learn_fleet(df)
+        return super().fit(df)
+
+    def learn_fleet(self, df: SeriesFrame) -> FleetModel:
+        """Learn the pooled regressors from every long-enough series of ``df``.
+
+        Raises:
+            InsufficientHistoryError: when no series has ``min_history`` observations.
+        """
+        every = [(str(uid), g) for uid, g in df.groupby(UID, sort=True, observed=True)]
+        groups = [(uid, g) for uid, g in every if len(g) >= self.min_history()]
+        if not groups:
+            short = ", ".join(f"{uid!r} ({len(g)})" for uid, g in every[:5])
+            raise InsufficientHistoryError(
+                f"no series has the {self.min_history()} observations {self.model_name} "
+                f"needs to learn a fleet model (series and lengths: {short}"
+                f"{', ...' if len(every) > 5 else ''}); provide more history."
+            )
+        total = sum(min(len(g), self.max_history) for _, g in groups)
+        stride = max(1, int(np.ceil(total / self.max_rows)))
+        # Each series is sampled as soon as it is prepared: memory follows max_rows.
+        sampled = [
+            _sample(self._prepare(g[Y].to_numpy(dtype=np.float64), pd.DatetimeIndex(g[DS])), stride)
+            for _, g in groups
+        ]
+        names = [uid for uid, _ in groups]
+        anchors = self.anchor_steps()
+        fold_models: list[Any] = []
+        final_models: list[Any] = []
+        errors = np.full((len(SHRINK_GRID), len(anchors)), np.nan)
+        grid = np.asarray(SHRINK_GRID)[:, None]
+        with threadpool_limits(limits=self.n_threads, user_api="openmp"):
+            for j, k in enumerate(anchors):
+                parts = [self._rows(p, k) for p in sampled]
+                fold_model = self._train(*_stack(parts, "fold"))
+                if fold_model is not None:
+                    scored_x, scored_t = _stack(parts, "scored")
+                    if len(scored_t):
+                        pred = np.asarray(fold_model.predict(scored_x), dtype=np.float64)
+                        errors[:, j] = np.mean(np.abs(scored_t[None, :] - grid * pred[None, :]), axis=1)
+                fold_models.append(fold_model)
+                final_models.append(self._train(*_stack(parts, "all")))
+        return FleetModel(
+            anchors=anchors,
+            fold_models=tuple(fold_models),
+            final_models=tuple(final_models),
+            fleet_errors=errors,
+            series=tuple(names),
+            last_ds=max(p.ds[-1] for p in sampled),
+        )
+
+    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
+        fleet = getattr(self, "fleet_", None) or self.fleet
+        if fleet is None:  # a direct per-series call: the series is its own fleet
+            frame = pd.DataFrame({UID: "series", DS: ds, Y: y})
+            fleet = self.learn_fleet(frame)
+        p = self._prepare(y, ds)
+        n = len(p.y)
+        anchors = fleet.anchors
+        fold_origins = np.arange(p.fold_start, n - 1)
+        fold_changes = np.zeros((len(fold_origins), len(anchors)))
+        final_changes = np.zeros(len(anchors))
+        weights = np.zeros(len(anchors))
+        grid = np.asarray(SHRINK_GRID)
+        with threadpool_limits(limits=self.n_threads, user_api="openmp"):
+            for j, k in enumerate(anchors):
+                fold_model, final_model = fleet.fold_models[j], fleet.final_models[j]
+                if fold_model is None or final_model is None:
+                    continue  # too little to learn: weight 0 = persistence
+                x = np.column_stack([p.base, self._step_features(p, k, p.origins)])
+                target = (_shift(p.y, -k) - p.y) / p.scale
+                pred = np.asarray(fold_model.predict(x[fold_origins]), dtype=np.float64)
+                scored = fold_origins + k < n
+                own = np.zeros(len(grid))
+                if scored.any():
+                    actual_change = target[fold_origins[scored]]
+                    own = np.mean(
+                        np.abs(actual_change[None, :] - grid[:, None] * pred[scored][None, :]),
+                        axis=1,
+                    )
+                weights[j] = _best_weight(own, fleet.fleet_errors[:, j], self.min_improvement)
+                fold_changes[:, j] = weights[j] * pred * p.scale
+                if weights[j] > 0.0:
+                    change = float(final_model.predict(x[-1:])[0])
+                    final_changes[j] = weights[j] * change * p.scale
+        state = GlobalState(
+            last=float(p.y[-1]),
+            scale=p.scale,
+            anchors=anchors,
+            changes=final_changes,
+            weights=weights,
+        )
+        paths = p.y[fold_origins, None] + interpolate_changes(anchors, fold_changes, self.horizon)
+        idx = fold_origins[:, None] + np.arange(1, self.horizon + 1)[None, :]
+        actual = np.where(idx < n, p.y[np.minimum(idx, n - 1)], np.nan)
+        return state, np.asarray(actual - paths, dtype=np.float64)
+
+    def _fit_series(self, y: FloatArray, ds: pd.DatetimeIndex) -> Any:
+        return self._fit_and_calibrate(y, ds)[0]
+
+    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
+        return np.asarray(self._fit_and_calibrate(y, ds)[1], dtype=np.float64)
+
+    def _predict_series(self, state: Any, h: int) -> FloatArray:
+        if not isinstance(state, GlobalState):
+            raise TypeError(f"expected a GlobalState, got {type(state).__name__}")
+        return state.last + interpolate_changes(state.anchors, state.changes, h)
+
+    # -- features -----------------------------------------------------------------
+
+    def _prepare(self, y: FloatArray, ds: pd.DatetimeIndex) -> _Prepared:
+        y = y[-self.max_history :]
+        ds = ds[-self.max_history :]
+        scale = series_scale(y)
+        n_fold = max(2 * self.horizon, int(self.validation_fraction * len(y)))
+        return _Prepared(
+            y=y,
+            ds=ds,
+            scale=scale,
+            origins=np.arange(len(y)),
+            base=self._base_features(y, scale),
+            fold_start=len(y) - n_fold,
+        )
+
+    def _base_features(self, y: FloatArray, scale: float) -> FloatArray:
+        """Features of an origin that do not depend on the step ahead, shape ``(n, F)``."""
+        day = max(2, self.season_length)
+        series = pd.Series(y)
+        feats: list[FloatArray] = [y / scale]
+        feats += [(y - _shift(y, lag)) / scale for lag in CHANGE_LAGS]
+        for w in ROLLING:
+            roll = series.rolling(w, min_periods=max(2, w // 2))
+            feats.append((roll.mean().to_numpy(dtype=np.float64) - y) / scale)
+            feats.append(roll.std().to_numpy(dtype=np.float64) / scale)
+        daily = series.rolling(day, min_periods=max(2, day // 4))
+        high = daily.max().to_numpy(dtype=np.float64)
+        low = daily.min().to_numpy(dtype=np.float64)
+        feats.append((high - y) / scale)
+        feats.append((y - low) / scale)
+        feats.append((daily.median().to_numpy(dtype=np.float64) - y) / scale)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            span = high - low
+            feats.append(np.where(span > 0, (y - low) / span, np.nan))
+        zero = (y == 0).astype(np.float64)
+        zeros = pd.Series(zero)
+        feats.append(zeros.rolling(36, min_periods=1).mean().to_numpy(dtype=np.float64))
+        feats.append(zeros.rolling(day, min_periods=1).mean().to_numpy(dtype=np.float64))
+        cap = 2 * day
+        feats.append(steps_since(y == 0, cap))
+        moved = np.r_[True, np.diff(y) != 0]
+        feats.append(steps_since(moved, cap))
+        n = len(y)
+        feats.append(np.full(n, float(zero.mean())))
+        feats.append(np.full(n, scale / (scale + float(np.mean(np.abs(y))))))
+        return np.column_stack(feats)
+
+    def _step_features(self, p: _Prepared, k: int, origins: IntArray) -> FloatArray:
+        """Features of the target times ``t + k`` of ``origins``: a day earlier, hour, weekday."""
+        day = max(1, self.season_length)
+        back = day * int(np.ceil(k / day))
+        y = p.y[origins]
+        before = origins + k - back  # y[t + k - back], and y[t - back]: NaN before the start
+        same_time = np.where(before >= 0, p.y[np.clip(before, 0, None)], np.nan)
+        earlier = origins - back
+        then = np.where(earlier >= 0, p.y[np.clip(earlier, 0, None)], np.nan)
+        step = p.ds[1] - p.ds[0]
+        target = p.ds[origins] + step * k
+        return np.column_stack(
+            [
+                (same_time - y) / p.scale,
+                (same_time - then) / p.scale,
+                np.asarray(target.hour + target.minute / 60.0, dtype=np.float64),
+                np.asarray(target.dayofweek, dtype=np.float64),
+            ]
+        )
+
+    def _rows(self, p: _Prepared, k: int) -> dict[str, tuple[FloatArray, FloatArray]]:
+        """One series' sampled rows at anchor ``k``: ``fold``, ``scored`` and ``all``."""
+        n = len(p.y)
+        t = p.origins
+        x = np.column_stack([p.base, self._step_features(p, k, t)])
+        ahead = t + k
+        target = np.where(ahead < n, p.y[np.minimum(ahead, n - 1)], np.nan) - p.y[t]
+        target = target / p.scale
+        fold = ahead < p.fold_start
+        scored = (t >= p.fold_start) & (ahead < n)
+        usable = ahead < n
+        return {
+            "fold": (x[fold], target[fold]),
+            "scored": (x[scored], target[scored]),
+            "all": (x[usable], target[usable]),
+        }
+
+    def _train(self, x: FloatArray, target: FloatArray) -> Any:
+        if len(target) < 2 * self.min_samples_leaf:
+            return None
+        return HistGradientBoostingRegressor(
+            # Absolute error on scaled changes: the fleet's mean MASE, robust to bursts.
+            loss="absolute_error",
+            max_iter=self.max_iter,
+            learning_rate=self.learning_rate,
+            max_leaf_nodes=self.max_leaf_nodes,
+            max_bins=self.max_bins,
+            min_samples_leaf=self.min_samples_leaf,
+            early_stopping=False,
+            random_state=self.random_state,
+        ).fit(x, target)
+
+
+def _stack(
+    parts: list[dict[str, tuple[FloatArray, FloatArray]]], key: str
+) -> tuple[FloatArray, FloatArray]:
+    return np.concatenate([p[key][0] for p in parts]), np.concatenate([p[key][1] for p in parts])
+
+
+def _sample(p: _Prepared, stride: int) -> _Prepared:
+    """Keep every ``stride``-th origin (counted back from the last) of a prepared series."""
+    if stride == 1:
+        return p
+    origins = np.arange(len(p.y) - 1, -1, -stride)[::-1]
+    return replace(p, origins=origins, base=p.base[origins])
+
+
+def _best_weight(own: FloatArray, fleet: FloatArray, min_improvement: float) -> float:
+    """Shrink weight with the least own plus fleet held-out error (weight 0: persistence).
+
+    A weight other than 0 must beat persistence's combined error by the relative margin
+    ``min_improvement``. Where the fleet scored nothing, the series' own error decides.
+    """
+    score = own + np.where(np.isfinite(fleet), fleet, 0.0)
+    if not np.all(np.isfinite(score)):
+        return 0.0
+    best = int(np.argmin(score))
+    if score[best] > (1.0 - min_improvement) * score[0]:
+        return 0.0
+    return float(SHRINK_GRID[best])
