@@ -31,7 +31,9 @@ presented as measured.
 Run: ``python benchmarks/training_scale.py`` (sizes 10, 100, 1000 of both sets, no
 budget: hours on 2 cores); ``make bench`` passes ``--budget-s 900``.
 Prints a table and writes ``benchmarks/results/training_scale.json``. The machine's
-load average is recorded next to every number: it is shared, so times are noisy.
+load average is recorded next to every number: it is shared, so times are noisy. So
+is each training's CPU seconds (this process and the local pool's workers), which other
+jobs' load moves far less than the wall time: compare those across runs on a busy machine.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import json
 import logging
 import os
 import platform
+import resource
 import shutil
 import sys
 import tempfile
@@ -122,11 +125,24 @@ class Measured:
     promoted: bool | None
     failures: int
     projected: bool = False
+    cpu_s: float | None = None
+    """CPU seconds of this process and the local pool's workers during the training
+    (Dask's workers are not this process's children, so not counted): on a shared
+    machine it moves far less with other jobs' load than the wall time."""
 
 
 def load1() -> float:
     """The 1-minute load average (the machine is shared; say how busy it was)."""
     return round(os.getloadavg()[0], 2)
+
+
+def cpu_seconds() -> float:
+    """User plus system CPU seconds of this process and its reaped children so far."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def time_training(
@@ -142,6 +158,7 @@ def time_training(
             artifact_location=(root / "artifacts").as_uri(),
         )
         before = load1()
+        cpu_before = cpu_seconds()
         began = time.perf_counter()
         with make_executor(**kw) as executor:
             outcome = train(
@@ -155,9 +172,10 @@ def time_training(
                 executor=executor,
             )
         seconds = time.perf_counter() - began
+        cpu = cpu_seconds() - cpu_before  # the pool's workers were joined on exit
     return Measured(
         models, backend, n, round(seconds, 2), round(seconds / n, 3), before, load1(),
-        outcome.promoted, len(outcome.failures),
+        outcome.promoted, len(outcome.failures), cpu_s=round(cpu, 1),
     )  # fmt: skip
 
 
@@ -342,6 +360,7 @@ def report(
         "s/series",
         "vs smallest",
         "marginal s/series",
+        "CPU s",
         "load 1m",
     )
     for column in columns:
@@ -354,6 +373,7 @@ def report(
             table.add_row(
                 r.models, r.backend, f"{r.series:,}", f"{r.seconds:,.1f}{mark}",
                 f"{r.per_series_s:.3f}", f"{r.per_series_s / base:.2f}x", _marginal(previous, r),
+                "" if r.cpu_s is None else f"{r.cpu_s:,.0f}",
                 f"{r.load_before:.1f}-{r.load_after:.1f}",
             )  # fmt: skip
     console.print(table)

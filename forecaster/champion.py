@@ -13,7 +13,7 @@ lets scoring and the gate treat the champion as one model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
 from typing import Any, Final, Self
 
@@ -161,6 +161,21 @@ class ChampionForecaster:
             frame[FAMILY] = self.families_[uid]
             frames.append(frame)
         return pd.concat(frames, ignore_index=True)
+
+    def restricted_to(self, series: Iterable[str]) -> ChampionForecaster:
+        """Return a fitted copy that forecasts only ``series`` (those it knows).
+
+        The copy shares this champion's fitted models, in the same order: a request
+        for a few series of a large champion costs those series' forecasts only.
+        """
+        models = self._check_fitted()
+        wanted = set(series)
+        copy = ChampionForecaster(
+            self.selection, self.candidates, default=self.default, alias=self.alias
+        )
+        copy.models_ = {uid: model for uid, model in models.items() if uid in wanted}
+        copy.families_ = {uid: self.families_[uid] for uid in copy.models_}
+        return copy
 
     def describe(self) -> dict[str, str]:
         """Return ``{unique_id: family}`` of the fitted series."""

@@ -11,7 +11,9 @@ pool's figure under ``backtest_plots/``.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -88,16 +90,24 @@ def log_pool_review(
             "foresight.pool_figures": f"{len(figures)} of {len(pools)} pools",
         }
     )
-    for pool, figure in figures.items():
-        run.log_figure(figure, f"backtest_plots/{pool}.png")
-    for pool in pools[:MAX_POOL_RUNS]:
-        champions = {
-            split_series_id(uid)[1] or uid: model
-            for uid, model in selection.items()
-            if split_series_id(uid)[0] == pool
-        }
-        with run.child_run(pool, tags={POOL_TAG: pool, "foresight.kind": "pool"}) as child:
-            child.log_params({f"champion.{signal}": model for signal, model in champions.items()})
-            child.log_metrics(by_pool[pool])
-            if pool in figures:
-                child.log_figure(figures[pool], f"backtest_{pool}.png")
+    with tempfile.TemporaryDirectory() as tmp:
+        # Rendering is the cost (about half a second a figure): once per pool, the
+        # same PNG logged to the training run and to the pool's child run.
+        rendered: dict[str, Path] = {}
+        for pool, figure in figures.items():
+            rendered[pool] = Path(tmp) / f"{len(rendered)}.png"
+            figure.savefig(rendered[pool])
+            run.log_file(rendered[pool], f"backtest_plots/{pool}.png")
+        for pool in pools[:MAX_POOL_RUNS]:
+            champions = {
+                split_series_id(uid)[1] or uid: model
+                for uid, model in selection.items()
+                if split_series_id(uid)[0] == pool
+            }
+            with run.child_run(pool, tags={POOL_TAG: pool, "foresight.kind": "pool"}) as child:
+                child.log_params(
+                    {f"champion.{signal}": model for signal, model in champions.items()}
+                )
+                child.log_metrics(by_pool[pool])
+                if pool in rendered:
+                    child.log_file(rendered[pool], f"backtest_{pool}.png")

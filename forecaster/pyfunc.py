@@ -17,6 +17,7 @@ from __future__ import annotations
 import pickle
 import tempfile
 import warnings
+from collections.abc import Iterable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -56,6 +57,19 @@ class SupportsPredict(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsRestriction(Protocol):
+    """A fitted model that can forecast some of its series without the others."""
+
+    def restricted_to(self, series: Iterable[str]) -> SupportsPredict:
+        """Return a fitted model of only ``series`` (those it knows), in its order."""
+        ...
+
+    def describe(self) -> Mapping[str, str]:
+        """Return ``{unique_id: family}`` of every series it knows, in its order."""
+        ...
+
+
 def forecast_requests(
     model: SupportsPredict, requests: pd.DataFrame, levels: Levels
 ) -> pd.DataFrame:
@@ -65,6 +79,9 @@ def forecast_requests(
         model: the fitted forecaster.
         requests: columns ``unique_id`` and ``h``, one row per series.
         levels: the quantile levels of the output.
+
+    A model that supports it (:class:`SupportsRestriction`, e.g. the champion) only
+    forecasts the requested series; any other forecasts all and the rows are picked.
 
     Returns:
         The rows of ``model.predict(h, levels)`` for the requested series, grouped by
@@ -78,17 +95,31 @@ def forecast_requests(
     frames = []
     for h in pd.unique(requests[H]):
         wanted = set(requests.loc[requests[H] == h, UID].astype(str))
-        forecast = model.predict(int(h), levels)
-        unknown = sorted(wanted - set(forecast[UID].astype(str)))
-        if unknown:
-            raise DataValidationError(
-                f"the model has no series {unknown[:5]}"
-                f"{f' (and {len(unknown) - 5} more)' if len(unknown) > 5 else ''}; "
-                f"it knows {forecast[UID].nunique()} series. Request only series it was "
-                "trained on, or retrain with them."
-            )
+        forecast = _forecast_of(model, wanted, int(h), levels)
         frames.append(forecast[forecast[UID].astype(str).isin(wanted)])
     return pd.concat(frames, ignore_index=True)
+
+
+def _forecast_of(model: SupportsPredict, wanted: set[str], h: int, levels: Levels) -> pd.DataFrame:
+    """Forecast ``h`` steps of (at least) the ``wanted`` series, which must all be known."""
+    if isinstance(model, SupportsRestriction):
+        known = set(model.describe())
+        forecast = None
+    else:
+        forecast = model.predict(h, levels)
+        known = set(forecast[UID].astype(str))
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise DataValidationError(
+            f"the model has no series {unknown[:5]}"
+            f"{f' (and {len(unknown) - 5} more)' if len(unknown) > 5 else ''}; "
+            f"it knows {len(known)} series. Request only series it was "
+            "trained on, or retrain with them."
+        )
+    if isinstance(model, SupportsRestriction):
+        return model.restricted_to(wanted).predict(h, levels)
+    assert forecast is not None
+    return forecast
 
 
 def _check_requests(requests: pd.DataFrame) -> None:
@@ -147,7 +178,10 @@ class ForecastPyfunc(PythonModel):
 
 def default_input_example(model: SupportsPredict, levels: Levels, n: int = 3) -> pd.DataFrame:
     """Return a request for one step of the model's first ``n`` series."""
-    ids = pd.unique(model.predict(1, levels)[UID].astype(str))[:n]
+    if isinstance(model, SupportsRestriction):
+        ids = list(model.describe())[:n]  # no forecast of every series just for the ids
+    else:
+        ids = list(pd.unique(model.predict(1, levels)[UID].astype(str)))[:n]
     return pd.DataFrame({UID: pd.Series(ids, dtype=str), H: pd.Series([1] * len(ids))})
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -245,6 +246,13 @@ class TrainingRun:
             return
         with self._errors("log a figure"):
             self._client.log_figure(self.run_id, figure, name)
+
+    def log_file(self, path: Path, name: str) -> None:
+        """Log an existing file as the artifact ``name`` (its own file name is ignored)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = Path(tmp) / Path(name).name
+            shutil.copyfile(path, copy)
+            self._log_file(copy, Path(name).parent)
 
     def log_json(self, name: str, obj: Any) -> None:
         """Log a JSON-serialisable object as an artifact file ``name``."""

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.figure import Figure
 from mlflow import MlflowClient
 
 from forecaster.models.naive import Persistence, SeasonalNaive
@@ -43,8 +45,16 @@ def tracking(tmp_path: Path) -> TrackingConfig:
 
 
 def test_a_training_has_one_child_run_per_pool_with_per_series_scores(
-    tracking: TrackingConfig, tmp_path: Path
+    tracking: TrackingConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    renders: list[object] = []
+    savefig = Figure.savefig
+
+    def counting_savefig(self: Figure, *args: Any, **kwargs: Any) -> None:
+        renders.append(self)
+        savefig(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", counting_savefig)
     plan = TrainingPlan(
         horizon=6,
         horizons={"1h": 1, "6h": 6},
@@ -83,6 +93,13 @@ def test_a_training_has_one_child_run_per_pool_with_per_series_scores(
         ]
     plots = {a.path for a in client.list_artifacts(outcome.run_id, "backtest_plots")}
     assert plots == {f"backtest_plots/{pool}.png" for pool in POOLS}
+    # Each pool's figure is rendered once, for both runs (rendering is the cost).
+    assert len(renders) == len(set(map(id, renders))) == len(POOLS)
+    for child in children:
+        pool = child.data.tags[POOL_TAG]
+        in_child = Path(client.download_artifacts(child.info.run_id, f"backtest_{pool}.png"))
+        in_run = Path(client.download_artifacts(outcome.run_id, f"backtest_plots/{pool}.png"))
+        assert in_child.read_bytes() == in_run.read_bytes()
 
 
 def test_pool_scores_leave_out_non_finite_values_and_average_the_rest() -> None:

@@ -244,3 +244,15 @@ def test_champion_needs_a_family_for_every_series() -> None:
     assert fitted.describe() == {"cycle/y": "persistence", "flat/y": "persistence"}
     with pytest.raises(NotFittedError):
         ChampionForecaster({}, CANDIDATES).predict(2)
+
+
+def test_a_restricted_champion_forecasts_only_its_series_as_the_whole_does() -> None:
+    champion = ChampionForecaster.from_selection(
+        {"cycle/y": "seasonal_naive", "flat/y": "persistence"}, CANDIDATES, two_series()
+    )
+    whole = champion.predict(3, [0.5, 0.9])
+    part = champion.restricted_to(["cycle/y", "unknown/y"])
+    assert part.describe() == {"cycle/y": "seasonal_naive"}
+    expected = whole[whole["unique_id"] == "cycle/y"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(part.predict(3, [0.5, 0.9]), expected)
+    assert champion.describe() == {"cycle/y": "seasonal_naive", "flat/y": "persistence"}

@@ -12,9 +12,15 @@ import pytest
 from matplotlib.figure import Figure
 from mlflow import MlflowClient
 
+from forecaster.champion import ChampionForecaster
 from forecaster.exceptions import DataValidationError, TrackingError
 from forecaster.models.naive import Persistence
-from forecaster.pyfunc import ForecastPyfunc, forecast_requests, load_forecaster
+from forecaster.pyfunc import (
+    ForecastPyfunc,
+    default_input_example,
+    forecast_requests,
+    load_forecaster,
+)
 from forecaster.registry import download_model
 from forecaster.tracking import (
     TrackingConfig,
@@ -218,3 +224,26 @@ def test_describe_pools_lists_them_all_or_says_how_many_more() -> None:
     shown = short.count("pool-")
     assert short.endswith(f",... (+{1000 - shown} of 1000)")
     assert describe_pools(ids[:3], max_chars=60) == "pool-0000,pool-0001,pool-0002"
+
+
+def test_forecast_requests_of_a_champion_forecast_only_the_requested_series() -> None:
+    ds = pd.date_range("2024-03-01", periods=40, freq="10min", tz="UTC")
+    df = pd.concat(
+        [pd.DataFrame({"unique_id": f"p{i}/y", "ds": ds, "y": float(i)}) for i in range(3)],
+        ignore_index=True,
+    )
+    champion = ChampionForecaster({}, {"persistence": Persistence(horizon=4)}, "persistence")
+    champion.fit(df)
+
+    def refuse(h: int, levels: object = ()) -> pd.DataFrame:
+        raise AssertionError("an unrequested series was forecast")
+
+    expected = champion.predict(2, LEVELS)
+    champion.models_["p0/y"].predict = refuse  # type: ignore[method-assign]
+    requests = pd.DataFrame({"unique_id": ["p2/y", "p1/y"], "h": [2, 2]})
+    out = forecast_requests(champion, requests, LEVELS)
+    want = expected[expected["unique_id"].isin(["p1/y", "p2/y"])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(out, want)
+    assert default_input_example(champion, LEVELS, n=2)["unique_id"].tolist() == ["p0/y", "p1/y"]
+    with pytest.raises(DataValidationError, match=r"no series \['zz/y'\]; it knows 3 series"):
+        forecast_requests(champion, pd.DataFrame({"unique_id": ["zz/y"], "h": [1]}), LEVELS)
