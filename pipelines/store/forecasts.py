@@ -73,19 +73,22 @@ class ForecastRepository:
                 )
         return len(rows)
 
-    def latest(self, series_id: str) -> pd.DataFrame:
-        """Return the most recently generated forecast of a series (empty if none)."""
-        newest = (
-            select(func.max(ForecastRow.generated_at))
-            .where(ForecastRow.series_id == series_id)
-            .scalar_subquery()
+    def latest(self, series_id: str, model_version: str | None = None) -> pd.DataFrame:
+        """Return the most recently generated forecast of a series (empty if none).
+
+        Args:
+            series_id: the series.
+            model_version: only forecasts this model version made; None: any.
+        """
+        newest = select(func.max(ForecastRow.generated_at)).where(
+            ForecastRow.series_id == series_id
         )
-        statement = (
-            select(ForecastRow)
-            .where(ForecastRow.series_id == series_id, ForecastRow.generated_at == newest)
-            .order_by(ForecastRow.step)
-        )
-        return self._frame(statement, "read the latest forecast")
+        statement = select(ForecastRow).where(ForecastRow.series_id == series_id)
+        if model_version is not None:
+            newest = newest.where(ForecastRow.model_version == model_version)
+            statement = statement.where(ForecastRow.model_version == model_version)
+        statement = statement.where(ForecastRow.generated_at == newest.scalar_subquery())
+        return self._frame(statement.order_by(ForecastRow.step), "read the latest forecast")
 
     def read(
         self,
