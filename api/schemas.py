@@ -145,8 +145,18 @@ class ForecastIndexOut(_Out):
     forecasts: dict[str, str] = Field(description="pool name to its forecast's path")
 
 
+class PeakOut(_Out):
+    """Quantiles of the pool's demand peak over its lead time, as the forecast job stored them."""
+
+    origin: datetime = Field(description="the newest observation the forecast was made from")
+    window_end: datetime = Field(description="the end of the window the peak is over")
+    lead_seconds: float = Field(description="the window's length (the lead time in steps)")
+    last: float = Field(description="demand at the origin, GPUs (quantile - last = headroom)")
+    quantiles: dict[str, float] = Field(description="q<level> to the peak's quantile, GPUs")
+
+
 class ForecastOut(_Out):
-    """The demand forecast of one pool as the recommendation uses it."""
+    """The demand forecast of one pool as the recommendation uses it (stored by the job)."""
 
     pool: str
     series_id: str
@@ -157,6 +167,10 @@ class ForecastOut(_Out):
     quantile: float
     levels: list[float]
     records: list[ForecastRecord]
+    peak: PeakOut | None = Field(
+        default=None, description="the peak forecast the policy provisions at; null: none"
+    )
+    peak_missing: str = Field(default="", description="why there is no peak forecast")
 
 
 class SignalOut(_Out):

@@ -80,7 +80,9 @@ def run_forecast(
             problems = dict(history.problems)
             groups = [(str(uid), series) for uid, series in recent.groupby(UID, sort=True)]
             with make_executor(settings) as executor:
-                frames = _forecast_all(loaded, groups, plan.horizon, plan.levels, executor, report)
+                # The pools' own quantiles too: the service reads what is stored, fits nothing.
+                levels = tuple(sorted({*plan.levels, *plan.peak_levels}))
+                frames = _forecast_all(loaded, groups, plan.horizon, levels, executor, report)
                 peaks = _peak_forecasts(loaded, recent, executor)
             for uid, made in frames.items():
                 if isinstance(made, str):

@@ -90,6 +90,26 @@ class ForecastRepository:
         statement = statement.where(ForecastRow.generated_at == newest.scalar_subquery())
         return self._frame(statement.order_by(ForecastRow.step), "read the latest forecast")
 
+    def newest(
+        self, series_ids: Sequence[str], model_version: str | None = None
+    ) -> dict[str, datetime]:
+        """Return when each series' newest forecast was generated (one query).
+
+        Args:
+            series_ids: the series to look at; those without a forecast are left out.
+            model_version: only forecasts this model version made; None: any.
+        """
+        statement = (
+            select(ForecastRow.series_id, func.max(ForecastRow.generated_at))
+            .where(ForecastRow.series_id.in_(list(series_ids)))
+            .group_by(ForecastRow.series_id)
+        )
+        if model_version is not None:
+            statement = statement.where(ForecastRow.model_version == model_version)
+        with self._db.transaction("read the newest forecast times") as session:
+            rows = session.execute(statement).all()
+        return {str(sid): as_utc(when) for sid, when in rows if when is not None}
+
     def read(
         self,
         series_ids: Sequence[str] | None = None,
