@@ -93,7 +93,8 @@ class PoolRecommendation(_Out):
     gpus_per_placeholder_pod: int
     quantile: float = Field(description="the demand quantile provisioned for")
     forecast_quantiles: dict[str, float] = Field(
-        description="peak demand (GPUs) over the decision window per quantile, e.g. q0.9"
+        description="quantiles of the demand peak (GPUs) over the lead time, e.g. q0.9: the "
+        "stored peak forecast, else the largest per-step quantile over the decision window"
     )
     model_version: str | None
     data_freshness_seconds: float = Field(description="age of the oldest live reading used")

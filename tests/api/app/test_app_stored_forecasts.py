@@ -118,3 +118,36 @@ def test_a_forecast_older_than_a_few_steps_goes_reactive_and_says_so(
     assert "the forecast is 1799 s old" in stale["explanation"]["summary"]
     assert stale["desired_nodes"] >= 4  # the reactive floor: 30 GPUs on 8-GPU nodes
     assert fresh["mode"] == "predictive"
+
+
+def test_the_stored_peak_quantile_is_what_the_pool_is_provisioned_for(
+    make_services: Callable[..., Services],
+    make_app: Callable[[Services], FastAPI],
+    champion: LoadedModel,
+    settings: Settings,
+    store: Store,
+    clock: FakeClock,
+) -> None:
+    history = store.samples.read()
+    peak_model = PeakQuantileForecaster(
+        lead_steps=(2, 3), quantiles=(0.5, 0.8, 0.9), max_iter=20, min_samples_leaf=20
+    ).fit(history)
+    with_peak = replace(champion, version="8", peak=peak_model)
+    run_forecast_job(settings, store, with_peak)
+    stored = store.peak_forecasts.latest("alpha/demand_gpus", "8")
+
+    with TestClient(make_app(make_services(model=with_peak, clock=clock))) as client:
+        alpha = client.get("/recommendation/alpha").json()
+        beta = client.get("/recommendation/beta").json()
+        forecast = client.get("/forecast/alpha").json()
+
+    # alpha: 10 min lead at 5 min steps is lead 2; its q0.9 over 8-GPU nodes, no margin.
+    q90 = float(stored.loc[stored["lead"] == 2, "q0.9"].iloc[0])
+    assert alpha["forecast_quantiles"]["q0.9"] == pytest.approx(q90)
+    assert alpha["explanation"]["stages"]["forecast_nodes"] == -(-q90 // 8)
+    assert "q0.9 of the demand peak over the next 10 min" in alpha["explanation"]["summary"]
+    # beta: 15 min lead is lead 3, at its own quantile 0.8.
+    assert "q0.8 of the demand peak over the next 15 min" in beta["explanation"]["summary"]
+    assert forecast["peak"]["lead_seconds"] == 600.0
+    assert forecast["peak"]["quantiles"]["q0.9"] == pytest.approx(q90)
+    assert forecast["peak_missing"] == ""
