@@ -134,7 +134,12 @@ def decide(
     settings = _settings(pool)
     generated = None if forecast is None else forecast.generated_at
     inputs = {
-        "forecast_peak_gpus": InputReading.of(None if peak is None else peak.value, generated, now),
+        # A peak forecast is as of its origin (the newest demand it is carried over to).
+        "forecast_peak_gpus": InputReading.of(
+            None if peak is None else peak.value,
+            peak.at - peak.lead if peak is not None and peak.lead is not None else generated,
+            now,
+        ),
         "live_demand_gpus": InputReading.of_sample(live.demand_gpus, now),
         "ready_nodes": InputReading.of_sample(live.ready_nodes, now),
         "gpu_util": InputReading.of_sample(live.gpu_util, now),

@@ -351,6 +351,11 @@ def _set_by(
     if term != "forecast" or peak_gpus is None or stages.forecast_nodes is None:
         return closing
     at_target = nodes_for_gpus(demand_gpus, gpus_per_node, utilisation)
+    if at_target >= stages.forecast_nodes and utilisation >= 1.0:
+        return (
+            f"{stages.final} nodes: live demand already needs {at_target} nodes and the "
+            f"forecast peak ({peak_gpus - demand_gpus:+.4g} GPUs over live demand) adds none"
+        )
     if at_target >= stages.forecast_nodes:
         return (
             f"{stages.final} nodes, set by the target utilisation: live demand at "
