@@ -9,6 +9,10 @@ keeps it in memory; :meth:`ForecastCache.reload` (run by the app's background re
 outside every lock) notices newer ones with one query. No model is fitted or
 predicted in the service process.
 
+The stored peak forecast is as of its origin; the policy carries its headroom (peak
+quantile minus the demand at the origin) over to the newest observed demand when that
+is newer (:meth:`api.policy.peak.PeakForecast.rebased`), and says so.
+
 A pool gets a reason instead of a forecast when no model is loaded, or when the store
 has no forecast of the served version for it (the forecast job has not run since the
 version was promoted, or failed for that series). How old a stored forecast may be
