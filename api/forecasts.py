@@ -97,19 +97,10 @@ class ForecastCache:
         self._forecasts: dict[str, PoolForecast] = {}
         self._lock = threading.Lock()
 
-    @property
-    def version(self) -> str | None:
-        """The model version whose stored forecasts are read."""
-        return None if self._model is None else self._model.version
-
     def step(self, pool: str) -> timedelta:
         """Return the pool's series step (the default before a forecast is read)."""
         made = self._forecasts.get(pool)
         return DEFAULT_STEP if made is None else made.step
-
-    def cached(self, pool: str) -> PoolForecast | None:
-        """Return the forecast last read for the pool, None when none was read yet."""
-        return self._forecasts.get(pool)
 
     def get(self, pool: PoolConfig) -> PoolForecast:
         """Return the pool's newest stored forecast (read on first use, then cached).

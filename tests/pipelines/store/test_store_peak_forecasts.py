@@ -93,3 +93,26 @@ def test_non_finite_values_and_missing_columns_are_refused(store: Store) -> None
             peak_frame().drop(columns="lead"), model_version="3", generated_at=ORIGIN, step=STEP
         )
     assert store.peak_forecasts.read().empty
+
+
+def _horizon_frame(sid: str, origin: datetime) -> pd.DataFrame:
+    ds = pd.to_datetime([origin + STEP, origin + 2 * STEP], utc=True)
+    return pd.DataFrame({"unique_id": sid, "ds": ds, "mean": [1.0, 2.0], "q0.9": [2.0, 3.0]})
+
+
+def test_forecasts_newest_and_latest_are_per_model_version(store: Store) -> None:
+    first, second = ORIGIN, ORIGIN + STEP
+    store.forecasts.save(_horizon_frame("a/demand_gpus", first), "3", first)
+    store.forecasts.save(_horizon_frame("a/demand_gpus", second), "4", second)
+    store.forecasts.save(_horizon_frame("b/demand_gpus", first), "3", first)
+
+    assert store.forecasts.newest(["a/demand_gpus", "b/demand_gpus", "c/demand_gpus"]) == {
+        "a/demand_gpus": second,
+        "b/demand_gpus": first,
+    }
+    assert store.forecasts.newest(["a/demand_gpus"], "3") == {"a/demand_gpus": first}
+    assert set(store.forecasts.latest("a/demand_gpus", "3")["generated_at"]) == {
+        pd.Timestamp(first)
+    }
+    assert set(store.forecasts.latest("a/demand_gpus")["model_version"]) == {"4"}
+    assert store.forecasts.latest("a/demand_gpus", "9").empty
