@@ -134,12 +134,8 @@ def decide(
     settings = _settings(pool)
     generated = None if forecast is None else forecast.generated_at
     inputs = {
-        # A peak forecast is as of its origin (the newest demand it is carried over to).
-        "forecast_peak_gpus": InputReading.of(
-            None if peak is None else peak.value,
-            peak.at - peak.lead if peak is not None and peak.lead is not None else generated,
-            now,
-        ),
+        # Dated by the forecast job's run: its age is what the staleness check bounds.
+        "forecast_peak_gpus": InputReading.of(None if peak is None else peak.value, generated, now),
         "live_demand_gpus": InputReading.of_sample(live.demand_gpus, now),
         "ready_nodes": InputReading.of_sample(live.ready_nodes, now),
         "gpu_util": InputReading.of_sample(live.gpu_util, now),

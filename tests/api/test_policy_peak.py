@@ -146,10 +146,10 @@ def test_a_peak_forecast_without_the_pools_level_is_refused() -> None:
         replace(forecast(peak()), level=0.95, quantiles={0.95: (1.0, 2.0, 3.0)})
 
 
-def test_the_peak_input_is_dated_by_its_origin_and_a_peak_adding_no_node_is_said() -> None:
+def test_the_peak_input_is_dated_by_the_forecast_and_a_peak_adding_no_node_is_said() -> None:
     rec = run(forecast(peak(q90=38.0, last=36.0)), live(demand=36.0, at=NOW - MIN))
 
-    assert rec.explanation.inputs["forecast_peak_gpus"].at == NOW - MIN  # rebased origin
+    assert rec.explanation.inputs["forecast_peak_gpus"].at == ORIGIN  # the job's run
     assert rec.explanation.stages.forecast_nodes == 5  # 38 / 8 -> 5, as live 36 needs
     assert (
         "live demand already needs 5 nodes and the forecast peak (+2 GPUs over live demand) "
