@@ -16,7 +16,7 @@ from datetime import datetime
 import pandas as pd
 
 from api.sample_checks import TimeWindow, check_samples
-from forecaster.config.pools import ALLOCATED_GPUS, QUEUE_GPUS, PoolsConfig
+from forecaster.config.pools import PoolsConfig
 from forecaster.config.settings import Settings
 from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, Y
@@ -32,8 +32,6 @@ class Ingested:
 
     rows: int
     pools: tuple[str, ...]
-    demand_pools: tuple[str, ...] = ()
-    """The pools whose demand history changed (their forecast needs a refit)."""
 
 
 def samples_frame(items: Iterable[tuple[str, datetime, float]]) -> pd.DataFrame:
@@ -66,10 +64,7 @@ def ingest(store: Store, pools: PoolsConfig, frame: pd.DataFrame, window: TimeWi
         return Ingested(0, ())
     touched = check_samples(frame, pools, window)
     rows = store.samples.upsert_with_demand(frame)
-    signals = frame[UID].astype(str).str.rpartition("/")[2]
-    is_demand = signals.isin([ALLOCATED_GPUS, QUEUE_GPUS, DEMAND])
-    owners = {str(sid).rpartition("/")[0] for sid in frame.loc[is_demand, UID]}
-    return Ingested(rows, tuple(touched), tuple(sorted(owners)))
+    return Ingested(rows, tuple(touched))
 
 
 def seed_from_sample(settings: Settings, store: Store, pools: PoolsConfig) -> int:

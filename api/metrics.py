@@ -12,9 +12,8 @@ Exposed (``foresight_`` prefix):
 - ``min_nodes{pool}``, ``max_nodes{pool}`` (the configured bounds, for alerts),
 - ``desired_nodes{pool}``, ``current_nodes{pool}``, ``headroom_pods{pool}``,
   ``latency_extra_nodes{pool}``: the current recommendation.
-- ``model_age_seconds{pool}``: age of the demand forecast the recommendation used
-  (serving refits the champion's family on recent history, so this is how old the
-  model's view of the pool is).
+- ``model_age_seconds{pool}``: age of the stored demand forecast the recommendation
+  used (since the forecast job made it; past 3 steps the pool decides reactively).
 - ``live_forecast_error{pool}``: the recent live forecast error (MASE), when measured.
 - ``live_coverage{pool}``, ``calibration_offset_gpus{pool}``: how often the pool's raw
   quantile forecast covered demand lately, and the GPUs live calibration adds to it

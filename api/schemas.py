@@ -93,7 +93,8 @@ class PoolRecommendation(_Out):
     gpus_per_placeholder_pod: int
     quantile: float = Field(description="the demand quantile provisioned for")
     forecast_quantiles: dict[str, float] = Field(
-        description="peak demand (GPUs) over the decision window per quantile, e.g. q0.9"
+        description="quantiles of the demand peak (GPUs) over the lead time, e.g. q0.9: the "
+        "stored peak forecast, else the largest per-step quantile over the decision window"
     )
     model_version: str | None
     data_freshness_seconds: float = Field(description="age of the oldest live reading used")
@@ -145,8 +146,18 @@ class ForecastIndexOut(_Out):
     forecasts: dict[str, str] = Field(description="pool name to its forecast's path")
 
 
+class PeakOut(_Out):
+    """Quantiles of the pool's demand peak over its lead time, as the forecast job stored them."""
+
+    origin: datetime = Field(description="the newest observation the forecast was made from")
+    window_end: datetime = Field(description="the end of the window the peak is over")
+    lead_seconds: float = Field(description="the window's length (the lead time in steps)")
+    last: float = Field(description="demand at the origin, GPUs (quantile - last = headroom)")
+    quantiles: dict[str, float] = Field(description="q<level> to the peak's quantile, GPUs")
+
+
 class ForecastOut(_Out):
-    """The demand forecast of one pool as the recommendation uses it."""
+    """The demand forecast of one pool as the recommendation uses it (stored by the job)."""
 
     pool: str
     series_id: str
@@ -157,6 +168,10 @@ class ForecastOut(_Out):
     quantile: float
     levels: list[float]
     records: list[ForecastRecord]
+    peak: PeakOut | None = Field(
+        default=None, description="the peak forecast the policy provisions at; null: none"
+    )
+    peak_missing: str = Field(default="", description="why there is no peak forecast")
 
 
 class SignalOut(_Out):

@@ -26,7 +26,7 @@ from api.body_cache import PoolsArrayCache
 from api.callchain.incremental import ChainWindow
 from api.clock import Clock, system_clock
 from api.errors import PoolUnavailableError, UnknownPoolError
-from api.forecasts import ForecastCache, ForecastSettings, PoolForecast
+from api.forecasts import ForecastCache, PoolForecast
 from api.ingest import Ingested, ingest
 from api.live import LiveIndex
 from api.policy import (
@@ -45,7 +45,6 @@ from api.store_probe import StoreWriteProbe
 from forecaster.config.pools import PoolConfig, PoolsConfig
 from forecaster.config.settings import Settings
 from forecaster.exceptions import DataValidationError
-from forecaster.loaders import DEMAND
 from forecaster.registry import LoadedModel
 from forecaster.types import DS, UID
 from pipelines.store import Store
@@ -89,12 +88,13 @@ class HealthBounds:
 
     Attributes:
         stale_steps: live readings older than this many steps are stale.
-        forecast_age_steps: forecasts older than this many steps are stale.
+        forecast_age_steps: stored forecasts older than this many steps are stale (the
+            forecast job runs about every step; this lets one run be late or missed).
         error_bound: the largest recent live error (MASE) still trusted.
     """
 
     stale_steps: int = 3
-    forecast_age_steps: int = 2
+    forecast_age_steps: int = 3
     error_bound: float = 2.0
 
 
@@ -189,17 +189,9 @@ class RecommendationService:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.live = LiveIndex(services.store, services.pools.pools)
-        settings = services.settings
-        self._forecast_settings = ForecastSettings(
-            levels=settings.levels,
-            horizon=settings.horizon,
-            max_train=timedelta(days=settings.max_train_days),
-            max_gap_steps=settings.max_gap_steps,
-        )
         self.forecasts = ForecastCache(
             services.store,
             services.model,
-            self._forecast_settings,
             missing_model_reason=services.model_problem or "no champion model is loaded",
         )
         self._pools = {pool.name: pool for pool in services.pools.pools}
@@ -214,9 +206,6 @@ class RecommendationService:
         self._pool_locks = PoolLocks(self._pools)
         self._lock = threading.RLock()
         self._version = 0
-        # Bumped per pool whenever its samples change: a model fitted in the background
-        # knows which of its fits went stale before it was swapped in.
-        self._sample_epochs: dict[str, int] = dict.fromkeys(self._pools, 0)
         # The encoded ``pools`` arrays of ``GET /recommendation``, tagged by the version.
         self.pool_arrays = PoolsArrayCache()
         # ``/readyz`` checks that the store takes writes, not only reads.
@@ -270,21 +259,22 @@ class RecommendationService:
     # -- data ------------------------------------------------------------------
 
     def start(self) -> None:
-        """Read every pool's newest samples (at startup).
+        """Read every pool's newest samples and stored forecast (at startup).
 
         Raises:
             StoreError: the store failed.
         """
         self._mark_changed(self.live.poll())
+        self.forecasts.reload(self._pools.values())
 
     def ingest(self, frame: pd.DataFrame) -> Ingested:
         """Store pushed samples and recompute the pools they touch.
 
-        Cheap: the decision is recomputed with the pool's current forecast fit; new
-        demand samples only mark that fit stale, and :meth:`refresh` refits it. Only
-        pools whose newest readings the samples may have moved are read back and
-        decided again: a backfill older than a pool's readings changes no input of its
-        decision (its forecast follows with the refit).
+        Cheap: the decision is recomputed with the pool's stored forecast (the policy
+        carries its peak headroom over to the newest demand); the forecast job makes
+        the next one. Only pools whose newest readings the samples may have moved are
+        read back and decided again: a backfill older than a pool's readings changes
+        no input of its decision.
 
         Raises:
             DataValidationError: the samples are invalid (nothing is stored).
@@ -293,11 +283,9 @@ class RecommendationService:
         tolerance = timedelta(seconds=self.services.settings.service.max_sample_future_seconds)
         window = TimeWindow.around(self.services.wall_clock(), tolerance)
         done = ingest(self.services.store, self.services.pools, frame, window)
-        for name in done.demand_pools:
-            self.forecasts.invalidate(name)
         moved = self.live.moved_by(zip(frame[UID].tolist(), frame[DS].tolist(), strict=True))
         changed = self.live.poll(moved) if moved else set()
-        self._mark_changed(changed, stored=done.pools)
+        self._mark_changed(changed)
         self._decide([self._pools[name] for name in done.pools if name in changed])
         return done
 
@@ -308,10 +296,10 @@ class RecommendationService:
             self._version += 1
 
     def refresh(self, ahead: timedelta = timedelta(0)) -> set[str]:
-        """Poll the store, refit stale forecasts, recompute what changed or expires soon.
+        """Poll the store for samples and forecasts, recompute what changed or expires soon.
 
-        The refits (seconds each for a real champion) run outside every lock, and the
-        pools are recomputed in small batches (:data:`REFRESH_BATCH`), so a refresh
+        Newer stored forecasts (the forecast job's) are read outside every lock, and
+        the pools are recomputed in small batches (:data:`REFRESH_BATCH`), so a refresh
         never holds up a push or a read for long.
 
         Args:
@@ -320,12 +308,11 @@ class RecommendationService:
         Returns:
             The pools recomputed.
         """
-        self._mark_changed(self._poll())
-        newest = {name: self._newest_demand(name) for name in self._pools}
-        refitted = self.forecasts.refit_stale(self._pools.values(), self.now(), newest)
-        if refitted:
+        self._mark_changed(self.live.poll())
+        reread = self.forecasts.reload(self._pools.values())
+        if reread:
             with self._lock:
-                self._mark_dirty(refitted)
+                self._mark_dirty(reread)
                 self._version += 1
         now = self.now()
         with self._lock:
@@ -337,25 +324,21 @@ class RecommendationService:
     def use_model(self, loaded: LoadedModel) -> None:
         """Serve ``loaded`` from now on, without a pause in serving.
 
-        A new version is fitted for every pool first (in the caller's thread, outside
-        the lock, while requests are answered with the old model); then the fits are
-        swapped in at once and every pool is recomputed. The same version from another
-        source (the registry back after an outage) only changes what is reported.
+        The stored forecasts of the new version are read for every pool first (in the
+        caller's thread, outside the lock, while requests are answered with the old
+        ones); then they are swapped in at once and every pool is recomputed. A pool
+        whose forecast the job has not stored yet for the new version decides
+        reactively, saying so, until it has. The same version from another source (the
+        registry back after an outage) only changes what is reported.
         """
         current = self.services.model
         if current is not None and current.version == loaded.version:
             self.services.model = loaded
             self.services.model_problem = ""
             return
-        cache = ForecastCache(self.services.store, loaded, self._forecast_settings)
-        epochs = dict(self._sample_epochs)
-        now = self.now()
-        for pool in self._pools.values():
-            cache.get(pool, now)
+        cache = ForecastCache(self.services.store, loaded)
+        cache.reload(self._pools.values())
         with self._lock:
-            for name, epoch in epochs.items():
-                if self._sample_epochs.get(name) != epoch:
-                    cache.invalidate(name)
             self.forecasts = cache
             self.services.model = loaded
             self.services.model_problem = ""
@@ -372,26 +355,9 @@ class RecommendationService:
         entry = self._entries.get(name)
         return name in self._dirty or entry is None or at >= entry.recommendation.valid_until
 
-    def _newest_demand(self, pool: str) -> datetime | None:
-        sample = self.live.readings(pool).demand()
-        return None if sample is None else sample.at
-
-    def _poll(self) -> set[str]:
-        """Poll every pool; mark the forecast stale where the newest demand moved."""
-        demand = {name: self.live.readings(name).latest.get(DEMAND) for name in self._pools}
-        changed = self.live.poll()
-        for name in changed:
-            if self.live.readings(name).latest.get(DEMAND) != demand[name]:
-                self.forecasts.invalidate(name)
-        return changed
-
-    def _mark_changed(self, pools: set[str], stored: Iterable[str] = ()) -> None:
-        """Have ``pools`` (their readings changed) recomputed; ``stored``: pools whose
-        samples were written, their readings changed or not."""
+    def _mark_changed(self, pools: set[str]) -> None:
+        """Have ``pools`` (their readings changed) recomputed."""
         with self._lock:
-            # use_model compares these to mark what changed while a new model fitted.
-            for name in pools.union(stored):
-                self._sample_epochs[name] = self._sample_epochs.get(name, 0) + 1
             self._mark_dirty(pools)
             if pools:
                 self._version += 1
@@ -449,8 +415,7 @@ class RecommendationService:
             PoolUnavailableError: no forecast can be made (no model, too little history).
         """
         pool = self.pool(name)
-        with self._lock:
-            made = self.forecasts.get(pool, self.now())
+        made = self.forecasts.get(pool)
         if made.forecast is None:
             raise PoolUnavailableError(name, f"no demand forecast: {made.reason}")
         return made
@@ -554,7 +519,7 @@ class RecommendationService:
         if live is None:
             missing = ", ".join(readings.missing())
             return f"no live samples of {missing} yet; push them to /signals/metrics"
-        made = self.forecasts.get(pool, now)
+        made = self.forecasts.get(pool)
         services = self.services
         forecast = made.forecast
         if forecast is not None and services.settings.service.live_calibration:

@@ -21,6 +21,7 @@ import pandas as pd
 from forecaster.contract import validate_series
 from forecaster.loaders import load_trace
 from forecaster.loaders.traces import DEMAND
+from forecaster.peak.fleet import fleet_frame
 from forecaster.types import DS, UID, Y
 
 HELIOS_SIGNALS = frozenset({"demand_gpus", "pending_gpus", "pending_jobs"})
@@ -83,9 +84,5 @@ def on_step(frame: pd.DataFrame, step: pd.Timedelta) -> pd.DataFrame:
 def _clean(frame: pd.DataFrame) -> pd.DataFrame:
     """Validated, UTC, with demand clipped at zero as the cases are."""
     clean, _ = validate_series(frame.reset_index(drop=True))
-    ds = pd.DatetimeIndex(clean[DS])
-    clean[DS] = ds.tz_localize("UTC") if ds.tz is None else ds.tz_convert("UTC")
-    demand = clean[UID].astype(str).str.endswith(f"/{DEMAND}")
-    clean.loc[demand, Y] = clean.loc[demand, Y].clip(lower=0.0)
-    clean[UID] = clean[UID].astype(str)
-    return clean
+    # The same fleet frame the training fits the served peak model on.
+    return fleet_frame(clean)

@@ -36,6 +36,10 @@ class TrainingPlan:
         champion: ``median`` (every series forecast by the median of the families; no
             selection) or ``select`` (one family per series, picked on the selection
             windows).
+        peak_leads: lead steps of the global peak-quantile model the training also
+            fits (the pools' lead times in steps); empty: no peak model.
+        peak_levels: quantile levels of the peak model (the pools' provisioning
+            quantiles and ``levels``).
     """
 
     horizon: int
@@ -46,6 +50,8 @@ class TrainingPlan:
     max_train: int | None = None
     heldout_windows: int = 2
     champion: ChampionRule = "median"
+    peak_leads: tuple[int, ...] = ()
+    peak_levels: Levels = ()
 
     def __post_init__(self) -> None:
         if self.heldout_windows < 1 or self.n_windows < 1:

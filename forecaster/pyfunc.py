@@ -30,11 +30,14 @@ from mlflow.models.model import ModelInfo
 from mlflow.pyfunc.model import PythonModel, PythonModelContext
 
 from forecaster.exceptions import DataValidationError
+from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.types import UID, Levels
 
 H = "h"
 """Request column: how many steps ahead to forecast the row's series."""
 ARTIFACT_KEY = "forecaster"
+PEAK_ARTIFACT_KEY = "peak"
+"""Optional artifact: the training's global peak-quantile model, served beside it."""
 _ENTRY_CODE = '''"""MLflow models-from-code entry point of a Foresight forecaster (generated)."""
 
 import mlflow
@@ -152,16 +155,28 @@ class ForecastPyfunc(PythonModel):
         model: the fitted forecaster; ``None`` when MLflow builds the wrapper and
             ``load_context`` restores it from the artifact.
         levels: quantile levels of the output frame.
+        peak: the training's peak-quantile model stored with it, None when the
+            training fitted none (the forecast job reads it; ``predict`` does not).
     """
 
-    def __init__(self, model: SupportsPredict | None = None, levels: Levels = ()) -> None:
+    def __init__(
+        self,
+        model: SupportsPredict | None = None,
+        levels: Levels = (),
+        peak: PeakQuantileForecaster | None = None,
+    ) -> None:
         self.model = model
         self.levels = tuple(float(level) for level in levels)
+        self.peak = peak
 
     def load_context(self, context: PythonModelContext) -> None:
-        """Restore the fitted forecaster and the levels saved with the model."""
+        """Restore the fitted forecaster, its peak model if any, and the levels."""
         with open(context.artifacts[ARTIFACT_KEY], "rb") as fh:
             self.model = pickle.load(fh)
+        peak_path = context.artifacts.get(PEAK_ARTIFACT_KEY)
+        if peak_path is not None:
+            with open(peak_path, "rb") as fh:
+                self.peak = pickle.load(fh)
         self.levels = tuple(float(level) for level in context.model_config["levels"])
 
     def predict(
@@ -191,6 +206,7 @@ def log_forecaster(
     levels: Levels,
     name: str = "model",
     input_example: pd.DataFrame | None = None,
+    peak: PeakQuantileForecaster | None = None,
 ) -> ModelInfo:
     """Log a fitted forecaster as a pyfunc model into MLflow's active run.
 
@@ -198,6 +214,9 @@ def log_forecaster(
         model: the fitted forecaster (pickled with cloudpickle).
         levels: quantile levels the served model outputs.
         name: the logged model's name within the run.
+        peak: the training's peak-quantile model, stored as a second artifact of the
+            same logged model (so it is registered, versioned and copied as
+            last-known-good together with the champion).
         input_example: a request frame (``unique_id``, ``h``); defaults to one step of
             the model's first three series. The signature is inferred from it and the
             model's answer to it.
@@ -215,12 +234,18 @@ def log_forecaster(
         pickled = Path(tmp) / "forecaster.pkl"
         with pickled.open("wb") as fh:
             cloudpickle.dump(model, fh)
+        artifacts = {ARTIFACT_KEY: str(pickled)}
+        if peak is not None:
+            peak_file = Path(tmp) / "peak.pkl"
+            with peak_file.open("wb") as fh:
+                cloudpickle.dump(peak, fh)
+            artifacts[PEAK_ARTIFACT_KEY] = str(peak_file)
         entry = Path(tmp) / "forecast_model.py"
         entry.write_text(_ENTRY_CODE)
         info: ModelInfo = mlflow.pyfunc.log_model(
             name=name,
             python_model=str(entry),
-            artifacts={ARTIFACT_KEY: str(pickled)},
+            artifacts=artifacts,
             model_config={"levels": [float(level) for level in levels]},
             signature=signature,
             input_example=example,
@@ -231,11 +256,19 @@ def log_forecaster(
 
 def load_forecaster(path: str | Path) -> SupportsPredict:
     """Load the fitted forecaster of a pyfunc model saved in a local directory."""
+    return load_bundle(path)[0]
+
+
+def load_bundle(path: str | Path) -> tuple[SupportsPredict, PeakQuantileForecaster | None]:
+    """Load the fitted forecaster and its peak model (None if it has none) from ``path``."""
     loaded = mlflow.pyfunc.load_model(str(path))
     wrapper = loaded.unwrap_python_model()
     if not isinstance(wrapper, ForecastPyfunc) or wrapper.model is None:
         raise DataValidationError(f"{path} is not a Foresight forecaster pyfunc model.")
-    return wrapper.model
+    peak = getattr(wrapper, "peak", None)
+    if peak is not None and not isinstance(peak, PeakQuantileForecaster):
+        raise DataValidationError(f"{path} holds a peak artifact that is not a peak model.")
+    return wrapper.model, peak
 
 
 def _pinned_requirements() -> list[str]:

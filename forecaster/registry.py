@@ -37,7 +37,8 @@ import mlflow
 from mlflow.exceptions import MlflowException
 
 from forecaster.exceptions import TrackingError
-from forecaster.pyfunc import SupportsPredict, load_forecaster
+from forecaster.peak.model import PeakQuantileForecaster
+from forecaster.pyfunc import SupportsPredict, load_bundle
 from forecaster.tracking import TrackingConfig, tracking_errors
 
 logger = logging.getLogger(__name__)
@@ -81,12 +82,15 @@ class LoadedModel:
         source: ``registry`` or ``last_known_good`` (the registry failed or had no
             champion).
         reason: why the last-known-good copy was used; empty for the registry.
+        peak: the peak-quantile model trained and registered with it; None when that
+            training fitted none (the forecast job then stores per-horizon rows only).
     """
 
     model: SupportsPredict
     version: str
     source: Literal["registry", "last_known_good"]
     reason: str = ""
+    peak: PeakQuantileForecaster | None = None
 
 
 def register(
@@ -215,13 +219,14 @@ def load_champion(
         )
     try:
         metadata = _read_metadata(lkg)
-        model = _load(lkg / "model")
+        model, peak = _load(lkg / "model")
     except TrackingError as exc:
         raise TrackingError(
             f"no champion for {name!r}: {problem}; and the last-known-good copy is unusable: {exc}"
         ) from exc
     loaded = LoadedModel(
         model=model,
+        peak=peak,
         version=str(metadata["version"]),
         source="last_known_good",
         reason=(
@@ -252,7 +257,7 @@ def _load_from_registry(
         # Registered versions are immutable: the local copy is this very champion,
         # unless it was damaged on disk; then the registry's files replace it below.
         try:
-            return LoadedModel(_load(current / "model"), version, "registry")
+            return _loaded(current / "model", version)
         except TrackingError as exc:
             logger.warning("model %s: repairing the last-known-good copy: %s", name, exc)
             refresh = True
@@ -260,10 +265,15 @@ def _load_from_registry(
     if refresh:
         metadata = {"name": name, "version": version, "run_id": found.run_id or "", "source": uri}
         copy = export_last_known_good(version_uri, models_dir, metadata, tracking=tracking)
-        return LoadedModel(_load(copy / "model"), version, "registry")
+        return _loaded(copy / "model", version)
     with tempfile.TemporaryDirectory() as tmp:
         path = download_model(version_uri, Path(tmp), tracking=tracking)
-        return LoadedModel(_load(path), version, "registry")
+        return _loaded(path, version)
+
+
+def _loaded(path: Path, version: str) -> LoadedModel:
+    model, peak = _load(path)
+    return LoadedModel(model, version, "registry", peak=peak)
 
 
 def check_reachable(tracking: TrackingConfig, timeout_s: float = PROBE_TIMEOUT_S) -> None:
@@ -409,9 +419,9 @@ def download_model(model_uri: str, dest: Path, *, tracking: TrackingConfig) -> P
     return Path(path)
 
 
-def _load(path: Path) -> SupportsPredict:
+def _load(path: Path) -> tuple[SupportsPredict, PeakQuantileForecaster | None]:
     try:
-        return load_forecaster(path)
+        return load_bundle(path)
     # Unpickling a model can fail in any way its classes can (a renamed module, an
     # incompatible library): each means this copy cannot serve, so say which one.
     except Exception as exc:

@@ -306,12 +306,18 @@ class TrainingRun:
         levels: Levels,
         name: str = "model",
         input_example: pd.DataFrame | None = None,
+        peak: Any = None,
     ) -> ModelInfo:
-        """Log a fitted forecaster as a pyfunc model of this run (see ``forecaster.pyfunc``)."""
+        """Log a fitted forecaster as a pyfunc model of this run (see ``forecaster.pyfunc``).
+
+        ``peak``: the training's peak-quantile model, stored in the same logged model.
+        """
         from forecaster.pyfunc import log_forecaster
 
         with self._errors("log the model"):
-            return log_forecaster(model, name=name, levels=levels, input_example=input_example)
+            return log_forecaster(
+                model, name=name, levels=levels, input_example=input_example, peak=peak
+            )
 
     def _log_file(self, path: Path, artifact_dir: Path) -> None:
         subdir = None if str(artifact_dir) in {"", "."} else artifact_dir.as_posix()

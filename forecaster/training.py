@@ -14,6 +14,12 @@ held-out ones, which selection never saw (neither as training data nor as actual
 MLflow gets both, as ``selection/<metric>/<model>/<horizon>`` and
 ``heldout/<metric>/<model>/<horizon>``, so a reviewer cannot mistake one for the other.
 
+The training also fits one global peak-quantile model on every pool's demand
+(:mod:`forecaster.peak.fitting`) at the plan's ``peak_leads`` and ``peak_levels``, and
+stores it inside the same logged model as the champion, so the registered version,
+its ``champion`` alias and its last-known-good copy carry both. Too little history
+means no peak model (the reason is logged and tagged ``foresight.peak``).
+
 The order of the side effects is what keeps a crash harmless: the run is logged
 first, the new version is registered next, the ``champion`` alias moves only after
 the gate said so, and the last-known-good copy is replaced last (atomically). A
@@ -42,6 +48,7 @@ from forecaster.exceptions import TrackingError
 from forecaster.fleet import nested_fleet_backtest
 from forecaster.metrics import score_backtest
 from forecaster.models.combination import with_median, with_median_rows
+from forecaster.peak.fitting import PeakFit, fit_peak
 from forecaster.plan import TrainingPlan, recent_history
 from forecaster.pool_review import log_pool_review
 from forecaster.registry import (
@@ -87,6 +94,8 @@ class TrainingOutcome:
     Attributes:
         scores: held-out scores (windows selection never saw), per series and model.
         selection_scores: the scores selection was made on (earlier windows).
+        peak: the global peak-quantile model stored with the version, or why there is
+            none (``peak.model`` None).
     """
 
     run_id: str
@@ -98,6 +107,7 @@ class TrainingOutcome:
     champion: ChampionForecaster
     failures: pd.DataFrame = field(repr=False)
     selection_scores: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    peak: PeakFit = field(repr=False, default_factory=lambda: PeakFit(None, "not fitted"))
 
 
 def train(
@@ -167,6 +177,8 @@ def train(
     champion = ChampionForecaster(
         selection, with_median(candidates), default=default_family(plan.champion)
     ).fit(recent_history(df, plan.max_train), executor=executor)
+    # The same history the champion is fitted on: both describe the data up to now.
+    peak = fit_peak(recent_history(df, plan.max_train), plan.peak_leads, plan.peak_levels)
     report("fit", 1, 1)
 
     with start_training_run(
@@ -184,7 +196,8 @@ def train(
             run.log_frame("failures.csv", result.failures)
         log_pool_review(run, challenger_rows, scores, selection, level=max(plan.levels))
         run.set_tags({"foresight.gate": decision.reason[:500]})
-        info = run.log_forecaster(champion, levels=plan.levels)
+        run.set_tags({"foresight.peak": peak.describe()[:500]})
+        info = run.log_forecaster(champion, levels=plan.levels, peak=peak.model)
         run_id = run.run_id
     version = register(info.model_uri, model_name, tracking=tracking, run_id=run_id)
     promoted = promote(model_name, version, decision, tracking=tracking)
@@ -206,6 +219,7 @@ def train(
         champion=champion,
         failures=result.failures,
         selection_scores=selection_scores,
+        peak=peak,
     )
 
 

@@ -158,6 +158,7 @@ def train_command(
             f"Model {settings.registered_model_name} version {outcome.version} {verdict}: "
             f"{outcome.decision.reason}"
         )
+        console.print(f"With it: {outcome.peak.describe()}")
         _print_mlflow_hint(settings, outcome.run_id)
 
 

@@ -3,8 +3,9 @@
 Every replica runs the same command: the scheduler inside it joins the leader
 election (see :mod:`pipelines.scheduler`), so exactly one replica runs the jobs while
 all of them answer requests. Its publish job publishes what this process's API serves
-(:mod:`api.publish_runner`), not a service of its own. ``make run`` adds the MLflow UI
-of the local store.
+(:mod:`api.publish_runner`), not a service of its own. The API serves the forecasts
+the forecast job stored, so with the scheduler on, ``serve`` runs the forecast job
+once before it starts serving. ``make run`` adds the MLflow UI of the local store.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from typing import Annotated
 
 import typer
 
+from forecaster.config.pools import load_pools
 from forecaster.config.settings import Settings
-from forecaster.exceptions import ConfigError, TrackingError
+from forecaster.exceptions import ConfigError, ForesightError, TrackingError
 from pipelines.cli_support import ConfigOption, cli_errors, cli_settings, console
 from pipelines.mlflow_ui import mlflow_ui
 from pipelines.ports import ensure_free
 from pipelines.scheduler import start_scheduler
-from pipelines.scheduler.dispatch import JobRunner
+from pipelines.scheduler.dispatch import JobContext, JobRunner, execute
 from pipelines.store import open_store
 
 
@@ -108,6 +110,8 @@ def serve_command(
             if scheduler:
                 # The publish job publishes what this app serves (call-chain included).
                 runner = serving_job_runner(lambda: getattr(application.state, "service", None))
+                # The API serves only stored forecasts: make them before the first request.
+                _forecast_before_serving(settings, runner)
                 stack.enter_context(_scheduler(settings, runner))
             _print_addresses(host, port, ui, scheduler, settings.publish.grpc_expander_address)
             # Hundreds of thousands of long-lived objects (modules, classes) come with
@@ -179,6 +183,37 @@ def _runs_view(settings: Settings, ui: str) -> str:
         return runs_view_url(ui, ensure_experiment(tracking_config(settings)))
     except TrackingError:
         return ui
+
+
+class _NoFollowUps:
+    """The startup forecast starts nothing after it (the scheduler takes over)."""
+
+    def run_soon(self, name: str) -> None:
+        """Do nothing: the scheduler runs ``name`` on its schedule."""
+
+
+def _forecast_before_serving(settings: Settings, runner: JobRunner) -> None:
+    """Seed an empty store from the sample data, then run the forecast job once.
+
+    The API reads the forecasts the forecast job stored and fits nothing, and the
+    scheduler's first forecast is an interval away: without this, the first
+    recommendations after ``make run`` would be reactive. The run is recorded like a
+    scheduled one (``foresight jobs``); a failure (no champion yet) is reported and
+    serving goes on, reactively, saying why.
+    """
+    from api.ingest import seed_from_sample
+
+    store = open_store(settings.store_url)
+    try:
+        try:
+            seed_from_sample(settings, store, load_pools(settings.pools_file))
+        except ForesightError as exc:
+            console.print(f"[yellow]Not seeding from the sample data:[/] {exc}")
+        report = execute(JobContext(settings, store, runner, _NoFollowUps()), "forecast")
+    finally:
+        store.close()
+    colour = "green" if report.outcome in ("ok", "partial") else "yellow"
+    console.print(f"[{colour}]Forecast job at startup ({report.outcome}):[/] {report.summary}")
 
 
 @contextmanager

@@ -12,6 +12,7 @@ from api.policy.explain import Explanation, HeldLatency, InputReading, Stages, t
 from api.policy.floor import apply_floor, reactive_floor
 from api.policy.health import HealthVerdict, assess_health, covers_window
 from api.policy.need import PeakDemand, add_latency, ceil_nodes, nodes_for_gpus, peak_demand
+from api.policy.peak import PeakForecast
 from api.policy.recommendation import Recommendation, action_for, headroom
 from api.policy.stabilise import StabilisationLimit, Stabilised, record, stabilise
 from api.policy.types import (
@@ -50,6 +51,7 @@ __all__ = [
     "LiveSignals",
     "Mode",
     "PeakDemand",
+    "PeakForecast",
     "Recommendation",
     "Sample",
     "StabilisationLimit",

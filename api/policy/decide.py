@@ -1,6 +1,7 @@
 """The scale decision for one pool: the chain of pure steps, composed.
 
-forecast -> raw need -> + latency -> reactive floor -> health gate -> bounds ->
+forecast (the stored peak quantile over the lead time, else the per-horizon maximum)
+-> raw need -> + latency -> reactive floor -> health gate -> bounds ->
 stabilisation -> final clamp -> recommendation with its explanation. Every step is a
 public function of its own module; this one only wires them and records what each
 produced. No clock is read: ``now`` is a parameter.
@@ -87,7 +88,11 @@ def decide(
     """
     require_aware(now, "now")
     verdict = assess_health(forecast, live, health, pool.lead_time, now)
-    peak = None if forecast is None else peak_demand(forecast, now, pool.lead_time)
+    peak = (
+        None
+        if forecast is None
+        else peak_demand(forecast, now, pool.lead_time, demand=live.demand_gpus)
+    )
     floor = reactive_floor(live.demand_gpus.value, pool.gpus_per_node)
 
     forecast_nodes: int | None = None
@@ -95,7 +100,9 @@ def decide(
     applied = 0
     cause: LatencyCause | None = None
     if verdict.mode == "predictive" and peak is not None:
-        forecast_nodes = nodes_for_gpus(peak.value, pool.gpus_per_node, pool.target_utilisation)
+        # A peak quantile carries its own margin: no target utilisation on top (need.py).
+        utilisation = pool.target_utilisation if peak.utilisation_applies else 1.0
+        forecast_nodes = nodes_for_gpus(peak.value, pool.gpus_per_node, utilisation)
         latency_nodes, applied = add_latency(forecast_nodes, latency)
         need = apply_floor(latency_nodes, floor)
     else:
@@ -127,6 +134,7 @@ def decide(
     settings = _settings(pool)
     generated = None if forecast is None else forecast.generated_at
     inputs = {
+        # Dated by the forecast job's run: its age is what the staleness check bounds.
         "forecast_peak_gpus": InputReading.of(None if peak is None else peak.value, generated, now),
         "live_demand_gpus": InputReading.of_sample(live.demand_gpus, now),
         "ready_nodes": InputReading.of_sample(live.ready_nodes, now),
@@ -151,6 +159,7 @@ def decide(
             held_latency=held_latency,
             settings=settings,
             calibration=None if forecast is None else forecast.calibration,
+            peak=peak,
         ),
         health_reasons=verdict.reasons,
         health_detail=verdict.detail,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from api.policy.need import nodes_for_gpus
+from api.policy.need import PeakDemand, nodes_for_gpus
 from api.policy.stabilise import StabilisationLimit
 from api.policy.types import (
     Calibration,
@@ -237,10 +237,17 @@ def summarise(
     held_latency: HeldLatency | None = None,
     settings: Mapping[str, float],
     calibration: Calibration | None = None,
+    peak: PeakDemand | None = None,
 ) -> str:
-    """Return the reasoning as one line of prose, ending with the term that set the number."""
+    """Return the reasoning as one line of prose, ending with the term that set the number.
+
+    ``peak`` says where the provisioned value came from (the stored peak forecast, or
+    the per-horizon fallback and why); without it the fallback's words are used.
+    """
     parts: list[str] = []
     gpn = int(settings["gpus_per_node"])
+    from_peak = peak is not None and peak.source == "peak"
+    utilisation = 1.0 if from_peak else settings["target_utilisation"]
     if stages.mode == "reactive":
         parts.append(f"reactive mode: {health_detail}")
     elif peak_gpus is not None and level is not None:
@@ -256,12 +263,24 @@ def summarise(
                 f"{calibration.live_coverage:.0%} of the last {calibration.forecasts} "
                 "realised forecasts),"
             )
-        parts.append(
-            f"the q{level:g} demand forecast{rule} peaks at {peak_gpus:.4g} GPUs within the lead "
-            "time plus one step; "
-            f"at {gpn} GPUs per node and {settings['target_utilisation']:.0%} target "
-            f"utilisation that is {stages.forecast_nodes} nodes"
-        )
+        if from_peak and peak is not None and peak.lead is not None:
+            parts.append(
+                f"q{level:g} of the demand peak over the next {_duration(peak.lead)}"
+                f"{rule} is {peak_gpus:.4g} GPUs{_rebased(peak, demand_gpus)}; at {gpn} GPUs "
+                f"per node that is {stages.forecast_nodes} nodes (no target-utilisation "
+                "margin on a peak quantile: the quantile level is the margin)"
+            )
+        else:
+            missing = "" if peak is None else f" (no peak forecast: {peak.missing}; the "
+            if missing:
+                missing += "largest per-step quantile over the window, which is not a "
+                missing += "quantile of the peak)"
+            parts.append(
+                f"the q{level:g} demand forecast{rule} peaks at {peak_gpus:.4g} GPUs within "
+                f"the lead time plus one step{missing}; "
+                f"at {gpn} GPUs per node and {settings['target_utilisation']:.0%} target "
+                f"utilisation that is {stages.forecast_nodes} nodes"
+            )
     if latency.not_gpu_bound:
         parts.append(
             "the pool is not GPU-bound (its GPUs idle while its services are slow), so no "
@@ -294,8 +313,24 @@ def summarise(
             "scale-down waits until the decision history spans the "
             f"{settings['scale_down_window_seconds'] / 60:g} min window"
         )
-    parts.append(_set_by(stages, term, peak_gpus, demand_gpus, gpn, settings))
+    parts.append(_set_by(stages, term, peak_gpus, demand_gpus, gpn, utilisation))
     return "; ".join(parts)
+
+
+def _duration(delta: timedelta) -> str:
+    minutes = delta.total_seconds() / 60
+    return f"{minutes:g} min" if minutes < 120 else f"{minutes / 60:g} h"
+
+
+def _rebased(peak: PeakDemand, demand_gpus: float) -> str:
+    """Say when the stored headroom was carried over to newer live demand."""
+    if peak.rebased_from is None:
+        return ""
+    return (
+        f" (the forecast made at {iso_utc(peak.rebased_from)} gave "
+        f"{peak.value - demand_gpus:+.4g} GPUs of headroom, carried over to the newer live "
+        f"demand of {demand_gpus:.4g} GPUs)"
+    )
 
 
 def _set_by(
@@ -304,22 +339,27 @@ def _set_by(
     peak_gpus: float | None,
     demand_gpus: float,
     gpus_per_node: int,
-    settings: Mapping[str, float],
+    utilisation: float,
 ) -> str:
     """The closing clause; a forecast term says what the forecast added over live demand.
 
     A flat forecast still lands above the floor, lifted by its interval (the quantile)
-    and by the target utilisation; when live demand at the target utilisation needs
-    as many nodes, that, not a predicted rise, set the number.
+    and, on the per-horizon fallback, by the target utilisation; when live demand at
+    that utilisation needs as many nodes, that, not a predicted rise, set the number.
     """
     closing = f"{stages.final} nodes, set by {term}"
     if term != "forecast" or peak_gpus is None or stages.forecast_nodes is None:
         return closing
-    at_target = nodes_for_gpus(demand_gpus, gpus_per_node, settings["target_utilisation"])
+    at_target = nodes_for_gpus(demand_gpus, gpus_per_node, utilisation)
+    if at_target >= stages.forecast_nodes and utilisation >= 1.0:
+        return (
+            f"{stages.final} nodes: live demand already needs {at_target} nodes and the "
+            f"forecast peak ({peak_gpus - demand_gpus:+.4g} GPUs over live demand) adds none"
+        )
     if at_target >= stages.forecast_nodes:
         return (
             f"{stages.final} nodes, set by the target utilisation: live demand at "
-            f"{settings['target_utilisation']:.0%} already needs {at_target} nodes and the "
+            f"{utilisation:.0%} already needs {at_target} nodes and the "
             f"forecast peak ({peak_gpus - demand_gpus:+.4g} GPUs over live demand, its "
             "interval included) adds none"
         )

@@ -5,8 +5,9 @@ these hold, and the verdict lists every one that does:
 
 - ``no_forecast``: no model or no forecast exists for the pool;
 - ``stale_forecast``: the forecast is older than ``max_forecast_age``;
-- ``forecast_short``: it does not reach ``now + lead_time`` or has no point in the
-  decision window, so the peak the nodes are for is unknown;
+- ``forecast_short``: its peak forecast is over a window shorter than the lead time
+  and its per-horizon forecasts do not reach ``now + lead_time`` or have no point in
+  the decision window, so the peak the nodes are for is unknown;
 - ``stale_live``: the live demand or ready-node reading is older than ``max_live_age``
   (the forecast was made from data that stopped arriving, and the error bound can no
   longer be checked against reality);
@@ -52,7 +53,14 @@ def _seconds(delta: timedelta) -> str:
 
 
 def covers_window(forecast: DemandForecast, now: datetime, lead_time: timedelta) -> bool:
-    """Return True when the forecast reaches ``now + lead_time`` with a point in the window."""
+    """Return True when the forecast covers the lead time.
+
+    A peak forecast covers it when its window is at least the lead time long (it is
+    carried over to the newest demand, and its age is the staleness check's); the
+    per-horizon forecasts when they reach ``now + lead_time`` with a point in the window.
+    """
+    if forecast.peak is not None and forecast.peak.lead >= lead_time:
+        return True
     end = forecast.end
     if end is None or end < now + lead_time:
         return False

@@ -13,12 +13,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import pandas as pd
 
 from forecaster.exceptions import DataValidationError
 from forecaster.types import DS, quantile_column
+
+if TYPE_CHECKING:
+    from api.policy.peak import PeakForecast
 
 Action = Literal["scale_up", "hold", "scale_down"]
 """What the recommendation asks of the node group."""
@@ -139,6 +142,10 @@ class DemandForecast:
         step: the series step (spacing of ``timestamps``).
         calibration: the online calibration already added to the ``level`` quantile
             (see :meth:`calibrated`); None when the values are the model's own.
+        peak: quantiles of the demand peak over the lead time, made with the same
+            forecast; the policy provisions at it (see :mod:`api.policy.need`). None
+            when the model version has none for the pool.
+        peak_missing: why ``peak`` is None, for the explanation; empty otherwise.
     """
 
     timestamps: tuple[datetime, ...]
@@ -148,6 +155,8 @@ class DemandForecast:
     generated_at: datetime
     step: timedelta
     calibration: Calibration | None = None
+    peak: PeakForecast | None = None
+    peak_missing: str = ""
 
     def __post_init__(self) -> None:
         require_aware(self.generated_at, "DemandForecast.generated_at")
@@ -176,12 +185,19 @@ class DemandForecast:
             frozen[float(level)] = tuple(float(v) for v in values)
         # A read-only view keeps the frozen dataclass honest about its mapping field.
         object.__setattr__(self, "quantiles", MappingProxyType(frozen))
+        if self.peak is not None and self.level not in self.peak.quantiles:
+            raise DataValidationError(
+                f"the peak forecast has no quantile {self.level}; it has "
+                f"{sorted(self.peak.quantiles)}"
+            )
 
     def calibrated(self, calibration: Calibration | None) -> DemandForecast:
         """Return the forecast with ``calibration``'s offset added to the ``level`` quantile.
 
         Values stay at or above 0 (demand is), the other levels are unchanged, and a
-        forecast already calibrated is not calibrated twice.
+        forecast already calibrated is not calibrated twice. The peak forecast's
+        ``level`` quantile gets the same offset (the evaluate job measures it on the
+        per-horizon forecasts; it is the live evidence there is of the level's bias).
 
         Raises:
             ValueError: the forecast is already calibrated.
@@ -191,8 +207,12 @@ class DemandForecast:
         if self.calibration is not None:
             raise ValueError("this forecast is already calibrated; calibrate the model's own")
         values = tuple(max(0.0, v + calibration.offset) for v in self.quantiles[self.level])
+        peak = None if self.peak is None else self.peak.calibrated(self.level, calibration)
         return replace(
-            self, quantiles={**self.quantiles, self.level: values}, calibration=calibration
+            self,
+            quantiles={**self.quantiles, self.level: values},
+            calibration=calibration,
+            peak=peak,
         )
 
     @property

@@ -11,8 +11,10 @@ from typing import Any
 from fastapi import APIRouter
 
 from api.deps import PoolName, ServiceDep
-from api.schemas import ForecastIndexOut, ForecastOut, ForecastRecord
+from api.schemas import ForecastIndexOut, ForecastOut, ForecastRecord, PeakOut
 from forecaster.loaders import DEMAND
+from forecaster.types import quantile_column
+from pipelines.store.forecasts import GENERATED_AT, MODEL_VERSION
 
 router = APIRouter(tags=["forecasts"])
 
@@ -35,20 +37,24 @@ def list_forecasts(service: ServiceDep) -> ForecastIndexOut:
     response_model=ForecastOut,
     responses={
         404: {"description": "an unknown pool"},
-        503: {"description": "no forecast: no model is loaded or the history is too short"},
+        503: {"description": "no forecast: no model is loaded or none is stored for the pool"},
     },
     summary="The demand forecast of one pool",
 )
 def get_forecast(service: ServiceDep, pool: PoolName) -> ForecastOut:
-    """Return the ``<pool>/demand_gpus`` forecast frame as records, one per step ahead."""
+    """Return the stored ``<pool>/demand_gpus`` forecast as records, one per step ahead,
+    and the stored quantiles of its peak over the pool's lead time."""
     made = service.forecast(pool)
     # service.forecast raises instead of returning a forecast-less result.
     assert made.frame is not None
     assert made.forecast is not None
+    assert made.generated_at is not None
+    rows = made.frame.drop(columns=[MODEL_VERSION, GENERATED_AT], errors="ignore")
     records = [
         ForecastRecord.model_validate({str(k): _plain(v) for k, v in row.items()})
-        for row in made.frame.to_dict("records")
+        for row in rows.to_dict("records")
     ]
+    peak = made.forecast.peak
     return ForecastOut(
         pool=pool,
         series_id=service.pool(pool).series_id(DEMAND),
@@ -59,4 +65,14 @@ def get_forecast(service: ServiceDep, pool: PoolName) -> ForecastOut:
         quantile=made.forecast.level,
         levels=sorted(made.forecast.quantiles),
         records=records,
+        peak=None
+        if peak is None
+        else PeakOut(
+            origin=peak.origin,
+            window_end=peak.end,
+            lead_seconds=peak.lead.total_seconds(),
+            last=peak.last,
+            quantiles={quantile_column(q): v for q, v in sorted(peak.quantiles.items())},
+        ),
+        peak_missing=made.forecast.peak_missing,
     )

@@ -52,7 +52,10 @@ class SchedulerSettings(_Section):
         description="a five-field crontab expression for the daily training (UTC)",
     )
     forecast_every_minutes: int = Field(
-        default=15, gt=0, description="minutes between forecasts (also run after each training)"
+        default=5,
+        gt=0,
+        description="minutes between forecasts (also run after each training); the API "
+        "serves only stored forecasts, so about one series step",
     )
     evaluate_every_minutes: int = Field(
         default=60, gt=0, description="minutes between evaluations of stored forecasts"

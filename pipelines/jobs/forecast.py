@@ -1,10 +1,18 @@
-"""The ``forecast`` job: the champion, refitted on the latest stored history, into the store.
+"""The ``forecast`` job: the one place serving's forecasts are made, into the store.
 
 As ``foresight forecast`` does: the registered champion fixes each series' family
 and hyperparameters; its state is as old as the training, so each series is refitted
 on its recent history before predicting. Each series is fitted alone, through the
 training's executor (``scheduler.workers`` processes or Dask), so one that fails is
 reported while the others are stored.
+
+When the champion's version carries a peak-quantile model (fitted by the same
+training, see :mod:`forecaster.peak.fitting`), the job also predicts, from the same
+history and through the same executor, the quantiles of every pool's demand peak over
+each trained lead, made at each series' newest observation (the origin), and stores
+them in ``peak_forecasts`` beside the per-horizon rows. The peak model is global and
+fitted at training time: predicting is one pass over the fleet, no refit. The API
+reads both and fits nothing (see :mod:`api.forecasts`).
 """
 
 from __future__ import annotations
@@ -17,6 +25,8 @@ import pandas as pd
 from forecaster.champion import ChampionForecaster
 from forecaster.config.settings import Settings
 from forecaster.exceptions import ForesightError
+from forecaster.peak.fleet import fleet_frame
+from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.registry import LoadedModel, load_champion
 from forecaster.tracking import tracking_config
 from forecaster.training import recent_history
@@ -28,6 +38,8 @@ from pipelines.jobs.runtime import borrowed_store, finish, no_progress, outcome_
 from pipelines.store import Store
 
 JOB = "forecast"
+PEAK_PROBLEM = "peak"
+"""Key of ``problems`` when the peak forecast failed (the per-horizon rows are stored)."""
 
 
 def run_forecast(
@@ -68,7 +80,10 @@ def run_forecast(
             problems = dict(history.problems)
             groups = [(str(uid), series) for uid, series in recent.groupby(UID, sort=True)]
             with make_executor(settings) as executor:
-                frames = _forecast_all(loaded, groups, plan.horizon, plan.levels, executor, report)
+                # The pools' own quantiles too: the service reads what is stored, fits nothing.
+                levels = tuple(sorted({*plan.levels, *plan.peak_levels}))
+                frames = _forecast_all(loaded, groups, plan.horizon, levels, executor, report)
+                peaks = _peak_forecasts(loaded, recent, executor)
             for uid, made in frames.items():
                 if isinstance(made, str):
                     problems[uid] = f"not forecast: {made}"
@@ -81,18 +96,36 @@ def run_forecast(
                 if frame is not None
                 else 0
             )
+            peak_rows = 0
+            if isinstance(peaks, str):
+                problems[PEAK_PROBLEM] = peaks
+            elif peaks is not None:
+                peak_rows = opened.peak_forecasts.save(
+                    peaks,
+                    model_version=loaded.version,
+                    generated_at=generated_at,
+                    step=history.step.to_pytimedelta(),
+                )
     except ForesightError as exc:
         return finish(JOB, started, "failed", str(exc))
     done_series = 0 if frame is None else int(frame[UID].nunique())
+    peak_note = (
+        f" and {peak_rows:,} peak rows"
+        if peak_rows
+        else " (no peak model in this version)"
+        if loaded.peak is None
+        else " (no peak rows)"
+    )
     summary = (
-        f"saved {rows:,} forecast rows for {done_series} series with champion version "
-        f"{loaded.version} ({loaded.source})"
+        f"saved {rows:,} forecast rows for {done_series} series{peak_note} with champion "
+        f"version {loaded.version} ({loaded.source})"
     )
     details = {
         "version": loaded.version,
         "source": loaded.source,
         "fallback_reason": loaded.reason,
         "rows": rows,
+        "peak_rows": peak_rows,
         "series": done_series,
         "generated_at": generated_at.isoformat(),
         "horizon": plan.horizon,
@@ -154,3 +187,25 @@ def _refit_predict(
         return prototype.unfitted().fit(series).predict(horizon, levels)
     except ForesightError as exc:
         return str(exc)
+
+
+def _peak_forecasts(
+    loaded: LoadedModel, history: pd.DataFrame, executor: Executor | None
+) -> pd.DataFrame | str | None:
+    """The peak quantiles of every demand series at its newest observation.
+
+    None when the version has no peak model; the error, in words, when it fails.
+    """
+    if loaded.peak is None:
+        return None
+    if executor is None:
+        return _predict_peak(loaded.peak, history)
+    return executor.submit(_predict_peak, loaded.peak, history).result()
+
+
+def _predict_peak(model: PeakQuantileForecaster, history: pd.DataFrame) -> pd.DataFrame | str:
+    """Module level, and the error returned rather than raised, so executors can run it."""
+    try:
+        return model.predict_peak(fleet_frame(history, model.targets))
+    except (ForesightError, ValueError) as exc:
+        return f"the peak forecast failed: {exc}"

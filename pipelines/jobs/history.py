@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 import pandas as pd
 
+from forecaster.config.pools import load_pools
 from forecaster.config.settings import Settings
 from forecaster.contract import CleaningReport, validate_series
 from forecaster.contract.parse import format_step
@@ -24,8 +25,9 @@ from forecaster.exceptions import ConfigError, DataValidationError
 from forecaster.metrics import horizon_steps
 from forecaster.models.base import Forecaster
 from forecaster.models.catalog import default_models, steps_in
+from forecaster.peak.fleet import pool_leads
 from forecaster.training import TrainingPlan
-from forecaster.types import DS, UID
+from forecaster.types import DS, UID, Levels
 from pipelines.store import Store
 
 
@@ -105,6 +107,7 @@ def training_plan(settings: Settings, step: pd.Timedelta) -> TrainingPlan:
             f'{exc}: set horizons (FORESIGHT_HORIZONS, e.g. \'["1h", "3h"]\') to multiples '
             f"of the data's step {format_step(step)}"
         ) from exc
+    leads, peak_levels = peak_targets(settings, step)
     return TrainingPlan(
         horizon=max(settings.horizon, *horizons.values()),
         horizons=horizons,
@@ -114,7 +117,27 @@ def training_plan(settings: Settings, step: pd.Timedelta) -> TrainingPlan:
         levels=settings.levels,
         max_train=steps_in(pd.Timedelta(days=settings.max_train_days), step),
         champion=settings.champion_rule,
+        peak_leads=leads,
+        peak_levels=peak_levels,
     )
+
+
+def peak_targets(settings: Settings, step: pd.Timedelta) -> tuple[tuple[int, ...], Levels]:
+    """The lead steps and levels the training's peak model is fitted at.
+
+    The leads are the configured pools' lead times in steps of the data (rounded up);
+    the levels are the pools' provisioning quantiles and the settings' levels. Without
+    a pools file there is nothing to provision, so no leads (and no peak model).
+
+    Raises:
+        ConfigError: the pools file exists but is invalid.
+    """
+    if not settings.pools_file.is_file():
+        return (), ()
+    pools = load_pools(settings.pools_file).pools
+    leads = pool_leads((pool.lead_time for pool in pools), step.to_pytimedelta())
+    levels = tuple(sorted({*settings.levels, *(pool.quantile for pool in pools)}))
+    return leads, levels
 
 
 def candidate_models(

@@ -97,6 +97,7 @@ def run_train(
         "models": [model.model_name for model in models],
         "selection": dict(outcome.selection),
         "failed_backtest_windows": failed_windows,
+        "peak": outcome.peak.describe(),
     }
     return finish(
         JOB, started, "partial" if problems else "ok", summary, problems=problems, details=details

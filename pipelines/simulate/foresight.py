@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from api.policy import decide as policy_decide
+from api.policy.peak import PeakForecast
 from api.policy.recommendation import Recommendation
 from api.policy.types import (
     NO_LATENCY,
@@ -136,6 +137,15 @@ class ForesightPolicy:
 
 
 def _as_demand_forecast(made: PointForecast, level: float, step: timedelta) -> DemandForecast:
+    """The policy's forecast; a peak forecaster's also as the peak forecast it serves as."""
+    peak = None
+    if made.peak_lead is not None and made.last is not None:
+        peak = PeakForecast(
+            quantiles={q: float(values[0]) for q, values in made.quantiles.items()},
+            origin=made.origin,
+            last=made.last,
+            lead=made.peak_lead * step,
+        )
     return DemandForecast(
         timestamps=made.timestamps,
         quantiles={q: tuple(values.tolist()) for q, values in made.quantiles.items()},
@@ -143,4 +153,6 @@ def _as_demand_forecast(made: PointForecast, level: float, step: timedelta) -> D
         model_version=MODEL_VERSION,
         generated_at=made.origin,
         step=step,
+        peak=peak,
+        peak_missing="" if peak is not None else "the replayed forecaster gives none",
     )

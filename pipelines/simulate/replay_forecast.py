@@ -39,12 +39,18 @@ class PointForecast:
         quantiles: level -> values aligned with ``timestamps`` (clipped at 0).
         fitted_at: the timestamp of the model fit the forecast came from, None when
             no fit was involved (or before the first one).
+        peak_lead: set when the quantiles are of the demand peak over this many steps
+            (a flat path of the peak forecaster): the policy then provisions at it as
+            it does a served peak forecast, without a utilisation margin.
+        last: the demand at ``origin`` the peak's headroom is measured from.
     """
 
     origin: datetime
     timestamps: tuple[datetime, ...]
     quantiles: dict[float, FloatArray]
     fitted_at: pd.Timestamp | None
+    peak_lead: int | None = None
+    last: float | None = None
 
 
 class ReplayForecaster(Protocol):

@@ -73,19 +73,42 @@ class ForecastRepository:
                 )
         return len(rows)
 
-    def latest(self, series_id: str) -> pd.DataFrame:
-        """Return the most recently generated forecast of a series (empty if none)."""
-        newest = (
-            select(func.max(ForecastRow.generated_at))
-            .where(ForecastRow.series_id == series_id)
-            .scalar_subquery()
+    def latest(self, series_id: str, model_version: str | None = None) -> pd.DataFrame:
+        """Return the most recently generated forecast of a series (empty if none).
+
+        Args:
+            series_id: the series.
+            model_version: only forecasts this model version made; None: any.
+        """
+        newest = select(func.max(ForecastRow.generated_at)).where(
+            ForecastRow.series_id == series_id
         )
+        statement = select(ForecastRow).where(ForecastRow.series_id == series_id)
+        if model_version is not None:
+            newest = newest.where(ForecastRow.model_version == model_version)
+            statement = statement.where(ForecastRow.model_version == model_version)
+        statement = statement.where(ForecastRow.generated_at == newest.scalar_subquery())
+        return self._frame(statement.order_by(ForecastRow.step), "read the latest forecast")
+
+    def newest(
+        self, series_ids: Sequence[str], model_version: str | None = None
+    ) -> dict[str, datetime]:
+        """Return when each series' newest forecast was generated (one query).
+
+        Args:
+            series_ids: the series to look at; those without a forecast are left out.
+            model_version: only forecasts this model version made; None: any.
+        """
         statement = (
-            select(ForecastRow)
-            .where(ForecastRow.series_id == series_id, ForecastRow.generated_at == newest)
-            .order_by(ForecastRow.step)
+            select(ForecastRow.series_id, func.max(ForecastRow.generated_at))
+            .where(ForecastRow.series_id.in_(list(series_ids)))
+            .group_by(ForecastRow.series_id)
         )
-        return self._frame(statement, "read the latest forecast")
+        if model_version is not None:
+            statement = statement.where(ForecastRow.model_version == model_version)
+        with self._db.transaction("read the newest forecast times") as session:
+            rows = session.execute(statement).all()
+        return {str(sid): as_utc(when) for sid, when in rows if when is not None}
 
     def read(
         self,

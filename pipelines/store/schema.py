@@ -120,6 +120,22 @@ class ForecastRow(Base):
     quantiles: Mapped[dict[str, Any]] = mapped_column(JsonDocument, nullable=False)
 
 
+class PeakForecastRow(Base):
+    """One lead of a stored peak forecast: quantiles of ``max(y[origin+1 .. ds])``."""
+
+    __tablename__ = "peak_forecasts"
+    __table_args__ = (Index("ix_peak_forecasts_series_version", "series_id", "model_version"),)
+
+    series_id: Mapped[str] = mapped_column(String(SERIES_ID_LENGTH), primary_key=True)
+    generated_at: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
+    lead: Mapped[int] = mapped_column(Integer(), primary_key=True)
+    origin: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    ds: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    model_version: Mapped[str] = mapped_column(String(100), nullable=False)
+    last: Mapped[float] = mapped_column(Double(), nullable=False)
+    quantiles: Mapped[dict[str, Any]] = mapped_column(JsonDocument, nullable=False)
+
+
 class RecommendationRow(Base):
     """One published recommendation of a pool: the audit trail, append-only."""
 

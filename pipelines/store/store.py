@@ -12,13 +12,15 @@ from pipelines.store.job_runs import JobRunRepository
 from pipelines.store.leader import LeaderRepository
 from pipelines.store.migrate import upgrade
 from pipelines.store.outbox import OutboxRepository
+from pipelines.store.peak_forecasts import PeakForecastRepository
 from pipelines.store.recommendations import RecommendationRepository
 from pipelines.store.samples import SampleRepository
 from pipelines.store.state import PoolStateRepository
 
 
 class Store:
-    """Samples, forecasts, recommendations, pool state and the webhook outbox.
+    """Samples, forecasts (per horizon and of the lead-time peak), recommendations, pool
+    state and the webhook outbox.
 
     Build it with :func:`open_store`. Each repository method is one transaction.
     The engine is shared with APScheduler's SQLAlchemy job store (its table,
@@ -32,6 +34,7 @@ class Store:
         self.database = database
         self.samples = SampleRepository(database)
         self.forecasts = ForecastRepository(database)
+        self.peak_forecasts = PeakForecastRepository(database)
         self.recommendations = RecommendationRepository(database)
         self.state = PoolStateRepository(database)
         self.outbox = OutboxRepository(database)

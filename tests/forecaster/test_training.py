@@ -240,3 +240,49 @@ def test_a_training_with_a_joint_family_learns_its_fleet_once_and_serves_it(
     out = served.predict(6, levels=(0.5, 0.9))
     assert len(out) == 12
     assert (out["q0.9"] >= out["q0.5"] - 1e-9).all()
+
+
+def test_the_peak_model_is_registered_with_the_champion_and_loaded_with_it(
+    tracking: TrackingConfig, tmp_path: Path
+) -> None:
+    plan = replace(PLAN, peak_leads=(2,), peak_levels=(0.9,), max_train=None)
+    models_dir = tmp_path / "models"
+    outcome = train(
+        seasonal_frame(),
+        [Persistence(horizon=6)],
+        plan,
+        tracking=tracking,
+        model_name="demand",
+        models_dir=models_dir,
+    )
+
+    assert outcome.peak.model is not None
+    for source in ("registry", "last_known_good"):
+        if source == "last_known_good":
+            tracking = replace(tracking, tracking_uri=f"sqlite:///{tmp_path}/elsewhere.db")
+        loaded = load_champion("demand", models_dir=models_dir, tracking=tracking)
+        assert loaded.source == source
+        assert loaded.peak is not None
+        made = loaded.peak.predict_peak(seasonal_frame())
+        assert set(made["unique_id"]) == {"pool-a/demand_gpus", "pool-b/demand_gpus"}
+        assert list(made["lead"].unique()) == [2]
+
+
+def test_too_little_history_for_a_peak_model_still_registers_the_champion(
+    tracking: TrackingConfig, tmp_path: Path
+) -> None:
+    plan = replace(PLAN, peak_leads=(2,), peak_levels=(0.9,))
+    outcome = train(
+        seasonal_frame(days=6),  # 288 rows: fewer realised peaks than two leaves need
+        [Persistence(horizon=6)],
+        plan,
+        tracking=tracking,
+        model_name="demand",
+        models_dir=tmp_path / "models",
+    )
+
+    assert outcome.promoted
+    assert outcome.peak.model is None
+    assert "realised lead-2 peaks" in outcome.peak.reason
+    loaded = load_champion("demand", models_dir=tmp_path / "models", tracking=tracking)
+    assert loaded.peak is None

@@ -2,8 +2,8 @@
 
 The sample ends in the past, so the clock is the newest sample (as ``foresight serve
 --clock replay`` does). A naive champion (seasonal naive, a day's season) stands in
-for a trained one: it fits in milliseconds and still gives every pool a forecast
-interval to draw.
+for a trained one: the forecast job fits it in milliseconds and stores every pool a
+forecast interval to draw.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import uvicorn
@@ -26,6 +27,7 @@ from forecaster.config.settings import Settings, load_settings
 from forecaster.loaders import DEMAND
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.registry import LoadedModel
+from pipelines.jobs.forecast import run_forecast
 from pipelines.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,6 +43,7 @@ def sample_settings(workdir: Path) -> Settings:
         models_dir=workdir / "models",
         store_url=f"sqlite:///{workdir / 'store.db'}",
         max_train_days=7,
+        scheduler={"workers": 1},
     )
 
 
@@ -63,9 +66,12 @@ def sample_services(workdir: Path) -> Services:
     seed_from_sample(settings, store, pools)
     stamps = store.samples.last_timestamps()
     newest = max(stamps.values()).to_pydatetime()
-    return Services(
-        settings, pools, store, naive_champion(pools.names), clock=lambda: newest, owns_store=True
-    )
+    champion = naive_champion(pools.names)
+    # The API serves what the forecast job stored (as `foresight serve` runs it first).
+    made = run_forecast(settings, store=store, now=newest + timedelta(seconds=1), champion=champion)
+    if made.outcome not in ("ok", "partial"):
+        raise RuntimeError(f"the forecast job failed: {made.summary}")
+    return Services(settings, pools, store, champion, clock=lambda: newest, owns_store=True)
 
 
 def _free_port() -> int:

@@ -1,4 +1,8 @@
-"""Fixtures of the app tests: a temp SQLite store, two pools, a fitted champion, a clock."""
+"""Fixtures of the app tests: a temp SQLite store, two pools, a fitted champion, a clock.
+
+The store holds the forecasts the forecast job made with the champion at ``END``: the
+service reads them and fits nothing.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from forecaster.config.pools import PoolsConfig
 from forecaster.config.settings import Settings, load_settings
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.registry import LoadedModel
+from pipelines.jobs.forecast import run_forecast
 from pipelines.store import Store, open_store
 
 STEP = timedelta(minutes=5)
@@ -97,14 +102,28 @@ def pools() -> PoolsConfig:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return load_settings(
-        root=tmp_path, levels=[0.5, 0.8, 0.9], horizon=12, max_train_days=3, max_gap_steps=6
+        root=tmp_path,
+        levels=[0.5, 0.8, 0.9],
+        horizon=12,
+        max_train_days=3,
+        max_gap_steps=6,
+        scheduler={"workers": 1},
     )
 
 
+def run_forecast_job(
+    settings: Settings, store: Store, champion: LoadedModel, now: datetime = END
+) -> None:
+    """Store forecasts as the scheduled forecast job does, from the samples up to ``now``."""
+    report = run_forecast(settings, store=store, now=now + timedelta(seconds=1), champion=champion)
+    assert report.outcome in ("ok", "partial"), report.summary
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def store(tmp_path: Path, settings: Settings, champion: LoadedModel) -> Iterator[Store]:
     with open_store(f"sqlite:///{tmp_path / 'store.db'}") as opened:
         opened.samples.upsert(pd.concat([history("alpha"), history("beta", seed=1)]))
+        run_forecast_job(settings, opened, champion)
         yield opened
 
 

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 
 import pytest
 from fastapi import FastAPI
@@ -21,8 +22,12 @@ from api.service import RecommendationService
 from forecaster.config.settings import Settings
 from forecaster.exceptions import TrackingError
 from forecaster.registry import LoadedModel
+from pipelines.store import Store
 
-from .conftest import MakeServices, make_champion
+from .conftest import END, MakeServices, make_champion, run_forecast_job
+
+LATER = END + timedelta(seconds=10)
+"""When version 8's forecast job runs (stored forecasts are keyed by generation time)."""
 
 
 @dataclass
@@ -68,7 +73,7 @@ def _served(client: TestClient) -> set[str]:
 
 
 def test_a_promotion_is_served_without_restart_and_readyz_says_so(
-    make_services: MakeServices, registry: FakeRegistry
+    make_services: MakeServices, registry: FakeRegistry, settings: Settings, store: Store
 ) -> None:
     services = make_services(model=version("7"), champion=registry)
     with TestClient(
@@ -85,6 +90,7 @@ def test_a_promotion_is_served_without_restart_and_readyz_says_so(
         )
 
         registry.champion = "8"
+        run_forecast_job(settings, store, registry.models["8"], LATER)  # the job follows a training
         assert follower.check() is True
 
         assert _served(client) == {"8"}
@@ -96,8 +102,9 @@ def test_a_promotion_is_served_without_restart_and_readyz_says_so(
 
 
 def test_requests_are_answered_by_the_old_model_while_the_new_one_loads(
-    make_services: MakeServices, registry: FakeRegistry
+    make_services: MakeServices, registry: FakeRegistry, settings: Settings, store: Store
 ) -> None:
+    run_forecast_job(settings, store, registry.models["8"], LATER)
     services = make_services(model=version("7"), champion=registry)
     with TestClient(
         create_app(services=services, refresh_seconds=None, follow_champion=False)
@@ -127,8 +134,9 @@ def test_requests_are_answered_by_the_old_model_while_the_new_one_loads(
 
 
 def test_an_outage_is_told_and_recovery_needs_no_restart(
-    make_services: MakeServices, registry: FakeRegistry
+    make_services: MakeServices, registry: FakeRegistry, settings: Settings, store: Store
 ) -> None:
+    run_forecast_job(settings, store, registry.models["8"], LATER)
     # Started during an outage from a stale local copy (version 7; the champion is 8).
     stale = replace(version("7"), source="last_known_good", reason="registry unreachable")
     registry.champion, registry.down = "8", True
@@ -201,8 +209,9 @@ def test_a_first_champion_reaches_a_replica_that_started_without_one(
 
 
 def test_the_app_polls_at_the_configured_interval(
-    make_services: MakeServices, registry: FakeRegistry, settings: Settings
+    make_services: MakeServices, registry: FakeRegistry, settings: Settings, store: Store
 ) -> None:
+    run_forecast_job(settings, store, registry.models["8"], LATER)
     fast = settings.model_copy(
         update={"service": settings.service.model_copy(update={"model_poll_seconds": 0.1})}
     )
@@ -220,3 +229,28 @@ def _wait(condition: Callable[[], bool], timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return condition()
+
+
+def test_a_new_version_without_stored_forecasts_decides_reactively_and_says_why(
+    make_services: MakeServices, registry: FakeRegistry, settings: Settings, store: Store
+) -> None:
+    services = make_services(model=version("7"), champion=registry)
+    with TestClient(
+        create_app(services=services, refresh_seconds=None, follow_champion=False)
+    ) as client:
+        follower = ChampionFollower(client.app.state.service, registry)  # type: ignore[attr-defined]
+        registry.champion = "8"
+        assert follower.check() is True  # promoted before its forecast job ran
+
+        pool = client.get("/recommendation/alpha").json()
+        assert pool["mode"] == "reactive"
+        assert "no_forecast" in pool["explanation"]["health_reasons"]
+        answer = client.get("/forecast/alpha")
+        assert answer.status_code == 503
+        assert "no forecast of alpha/demand_gpus by model version 8" in answer.text
+
+        run_forecast_job(settings, store, registry.models["8"], LATER)
+        client.app.state.service.refresh()  # type: ignore[attr-defined]
+
+        pool = client.get("/recommendation/alpha").json()
+        assert (pool["mode"], pool["model_version"]) == ("predictive", "8")

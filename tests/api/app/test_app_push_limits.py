@@ -19,9 +19,6 @@ from fastapi.testclient import TestClient
 
 from api.clock import ReplayClock
 from api.service import Services
-from forecaster.champion import ChampionForecaster
-from forecaster.models.naive import Persistence
-from forecaster.registry import LoadedModel
 from pipelines.store import Store
 
 AT = "2025-03-31T00:00:00Z"
@@ -122,67 +119,3 @@ def test_an_old_sample_rewrites_one_demand_row_not_every_later_one(
     assert response.status_code == 200
     # The queue sample and the one demand row at its time; the day after is untouched.
     assert response.json()["rows_written"] == 2
-
-
-class CountingPersistence(Persistence):
-    """Persistence that counts its fits in a list shared by its clones."""
-
-    def __init__(
-        self, fits: list[int], horizon: int = 12, window: int = 288, alias: str | None = None
-    ) -> None:
-        super().__init__(horizon=horizon, window=window, alias=alias)
-        self.fits = fits
-
-    def fit(self, df: Any) -> CountingPersistence:
-        self.fits.append(1)
-        super().fit(df)
-        return self
-
-
-def test_a_gpu_util_push_does_not_refit_and_a_demand_push_refits_in_the_background(
-    make_services: Callable[..., Services], make_app: Callable[[Services], FastAPI]
-) -> None:
-    fits: list[int] = []
-    model = ChampionForecaster(
-        {}, {"persistence": CountingPersistence(fits)}, default="persistence"
-    )
-    champion = LoadedModel(model=model, version="1", source="registry")
-    with TestClient(make_app(make_services(model=champion))) as client:
-        client.get("/recommendation")  # every pool fitted once
-        fitted_at_start = len(fits)
-
-        util = client.post("/signals/metrics", json=_one("alpha/gpu_util", AT, 70))
-        client.get("/recommendation/alpha")
-        after_util = len(fits)
-        parts = _one("alpha/queue_gpus", AT, 3) + _one("alpha/allocated_gpus", AT, 30)
-        demand = client.post("/signals/metrics", json=parts)
-        client.get("/recommendation/alpha")
-        after_demand = len(fits)
-        client.app.state.service.refresh()  # type: ignore[attr-defined]
-        after_refresh = len(fits)
-
-    assert util.status_code == demand.status_code == 200
-    assert fitted_at_start == 2
-    assert after_util == fitted_at_start
-    assert after_demand == fitted_at_start
-    assert after_refresh == fitted_at_start + 1
-
-
-def test_rewriting_old_demand_refits_at_most_once_per_step(
-    make_services: Callable[..., Services], make_app: Callable[[Services], FastAPI]
-) -> None:
-    fits: list[int] = []
-    model = ChampionForecaster(
-        {}, {"persistence": CountingPersistence(fits)}, default="persistence"
-    )
-    champion = LoadedModel(model=model, version="1", source="registry")
-    old = (NEWEST - timedelta(hours=1)).isoformat().replace("+00:00", "Z")
-    with TestClient(make_app(make_services(model=champion))) as client:
-        client.get("/recommendation")
-        before = len(fits)
-        for value in range(5):
-            client.post("/signals/metrics", json=_one("alpha/queue_gpus", old, value))
-            client.app.state.service.refresh()  # type: ignore[attr-defined]
-
-    # The newest demand did not move and the fit is not a step old: no refit at all.
-    assert len(fits) == before

@@ -10,7 +10,11 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.service import Services
+from forecaster.config.settings import Settings
 from forecaster.registry import LoadedModel
+from pipelines.store import Store
+
+from .conftest import END, run_forecast_job
 
 
 def test_forecast_records_of_demand(client: TestClient) -> None:
@@ -25,7 +29,7 @@ def test_forecast_records_of_demand(client: TestClient) -> None:
     first = body["records"][0]
     assert first["ds"] == "2025-03-31T00:00:00Z"
     assert first["step"] == 1
-    assert first["family"] == "seasonal_naive"
+    assert first["model"] == "champion"  # as the forecast job stored it
     assert first["q0.5"] <= first["q0.9"]
     # At least the horizon, and at least the pool's lead time plus a step.
     assert len(body["records"]) >= 12
@@ -91,8 +95,11 @@ def test_ready_says_when_serving_the_last_known_good_copy(
     make_services: Callable[..., Services],
     make_app: Callable[[Services], FastAPI],
     champion: LoadedModel,
+    settings: Settings,
+    store: Store,
 ) -> None:
     lkg = LoadedModel(champion.model, "6", "last_known_good", "the registry is unreachable")
+    run_forecast_job(settings, store, lkg, END + timedelta(seconds=10))
     with TestClient(make_app(make_services(model=lkg))) as client:
         body = client.get("/readyz").json()
         alpha = client.get("/recommendation/alpha").json()

@@ -18,6 +18,7 @@ from forecaster.config.pools import PoolsConfig
 from forecaster.config.settings import load_settings
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.registry import LoadedModel
+from pipelines.jobs.forecast import run_forecast
 from pipelines.store import Store, open_store
 
 STEP = timedelta(minutes=5)
@@ -65,7 +66,12 @@ def services(tmp_path: Path, store: Store) -> Services:
         }
     )
     settings = load_settings(
-        root=tmp_path, levels=[0.5, 0.9], horizon=12, max_train_days=3, max_gap_steps=6
+        root=tmp_path,
+        levels=[0.5, 0.9],
+        horizon=12,
+        max_train_days=3,
+        max_gap_steps=6,
+        scheduler={"workers": 1},
     )
     candidates = {
         "persistence": Persistence(horizon=12, window=288),
@@ -76,6 +82,9 @@ def services(tmp_path: Path, store: Store) -> Services:
     )
     model.fit(history("alpha", seed=7))
     champion = LoadedModel(model=model, version="3", source="registry")
+    # The service reads the forecasts the forecast job stored; it fits nothing.
+    made = run_forecast(settings, store=store, now=END + timedelta(seconds=1), champion=champion)
+    assert made.outcome == "ok", made.summary
     return Services(settings, pools, store, champion, clock=lambda: END)
 
 

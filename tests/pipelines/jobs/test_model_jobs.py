@@ -11,10 +11,12 @@ import pytest
 
 from forecaster.config.settings import Settings
 from forecaster.metrics import naive_scale
+from forecaster.registry import load_champion
 from forecaster.tracking import TrackingConfig, tracking_config
 from forecaster.types import DS, MEAN, STEP, UID, Y
 from pipelines.jobs.evaluate import RETRAIN, run_evaluate
 from pipelines.jobs.forecast import run_forecast
+from pipelines.jobs.history import read_history
 from pipelines.jobs.ingest import run_ingest
 from pipelines.jobs.train import run_train
 from pipelines.store import Store
@@ -55,6 +57,11 @@ def test_train_forecast_evaluate_then_degradation_triggers_retraining(
     assert set(forecasts["model_version"]) == {version}
     assert (forecasts["generated_at"] == cut).all()
     assert len(forecasts) == 5 * 6
+    # Two days of history are too few realised peaks for the peak model: none stored.
+    assert "no peak model" in trained.details["peak"]
+    assert made.details["peak_rows"] == 0
+    assert "no peak model in this version" in made.summary
+    assert store.peak_forecasts.read().empty
 
     later = cut + pd.Timedelta(hours=2)
     run_ingest(settings, store=store, source=source, now=later.to_pydatetime())
@@ -145,3 +152,58 @@ def test_forecasts_through_a_process_pool_are_those_made_in_process(
     assert fanned.outcome == alone.outcome == "ok", (fanned.summary, alone.summary)
     assert fanned.details["series"] == 5
     pd.testing.assert_frame_equal(first, second)
+
+
+def test_the_forecast_job_stores_the_peak_quantiles_of_the_trained_peak_model(
+    tmp_path: Path,
+) -> None:
+    settings = make_settings(tmp_path, max_train_days=4)
+    data = synthetic(days=6)
+    cut = START + pd.Timedelta(days=5)
+    with _store(settings) as store:
+        run_ingest(settings, store=store, source=FakeSource(data), now=cut.to_pydatetime())
+        trained = run_train(settings, store=store, fast=True)
+        assert trained.outcome == "ok", trained.summary
+        assert "peak model at leads [1]" in trained.details["peak"]  # 10 min lead, 10 min step
+        version = trained.details["version"]
+
+        made = run_forecast(settings, store=store, now=cut.to_pydatetime())
+        assert made.outcome == "ok", (made.summary, made.problems)
+        assert made.details["peak_rows"] == 1  # one demand series, one lead
+
+        peak = store.peak_forecasts.latest(f"{POOL}/demand_gpus", version)
+        origin = cut - pd.Timedelta(minutes=10)  # the newest sample before the cut
+        assert list(peak["origin"]) == [origin]
+        assert list(peak["ds"]) == [origin + pd.Timedelta(minutes=10)]
+        assert set(peak["generated_at"]) == {cut}
+        at_origin = data[data[DS] == origin].set_index(UID)[Y]
+        demand = at_origin[f"{POOL}/allocated_gpus"] + at_origin[f"{POOL}/queue_gpus"]
+        assert peak["last"].iloc[0] == pytest.approx(demand)
+        levels = sorted({*settings.levels, 0.9})
+        assert [c for c in peak.columns if c.startswith("q")] == [f"q{q:g}" for q in levels]
+        values = peak[[f"q{q:g}" for q in levels]].to_numpy()[0]
+        assert (np.diff(values) >= 0).all()  # quantiles never cross
+        # Exactly what the registered peak model predicts from the stored history.
+        loaded = load_champion(
+            settings.registered_model_name,
+            models_dir=settings.models_dir,
+            tracking=tracking_config(settings),
+        )
+        assert loaded.peak is not None
+        history = read_history(store, settings, end=cut.to_pydatetime(), days=4).frame
+        direct = loaded.peak.predict_peak(history)
+        direct = direct[direct[UID] == f"{POOL}/demand_gpus"]
+        np.testing.assert_allclose(values, direct[[f"q{q:g}" for q in levels]].to_numpy()[0])
+
+        # Through a process pool (the training's executor): the same rows.
+        pooled = settings.model_copy(
+            update={"scheduler": settings.scheduler.model_copy(update={"workers": 2})}
+        )
+        assert run_forecast(pooled, store=store, now=cut.to_pydatetime()).outcome == "ok"
+        pd.testing.assert_frame_equal(store.peak_forecasts.latest(f"{POOL}/demand_gpus"), peak)
+
+
+def _store(settings: Settings) -> Store:
+    from pipelines.store import open_store
+
+    return open_store(settings.store_url)

@@ -165,3 +165,21 @@ def test_forecasters_with_other_levels_sharing_the_cache_get_their_own_fits():
         )
         simulate(replay_of(frame), config, ForesightPolicy(config, forecaster))
     assert len(models) == 6  # three days for each set of levels
+
+
+def test_the_replay_provisions_the_peak_as_serving_does_without_a_utilisation_margin():
+    frame = fleet()
+    models: ModelCache = {}
+    desired = {}
+    for utilisation in (0.5, 1.0):
+        config = pool(0.9).model_copy(update={"target_utilisation": utilisation})
+        forecaster = PeakReplayForecaster(
+            frame, "p0/demand_gpus", LEVELS, params=SMALL, models=models
+        )
+        policy = ForesightPolicy(config, forecaster)
+        result = simulate(replay_of(frame), config, policy)
+        desired[utilisation] = result.frame["desired_nodes"].to_numpy()
+        assert policy.last is not None
+        assert "of the demand peak over the next 20 min" in policy.last.explanation.summary
+
+    np.testing.assert_array_equal(desired[0.5], desired[1.0])

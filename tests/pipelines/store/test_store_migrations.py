@@ -20,6 +20,7 @@ from pipelines.store.schema import VERSION_TABLE, Base
 TABLES = {
     "samples",
     "forecasts",
+    "peak_forecasts",
     "recommendations",
     "pool_state",
     "webhook_outbox",

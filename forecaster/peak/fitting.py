@@ -1,0 +1,92 @@
+"""The training's peak model: one global fit on the fleet, or the reason there is none.
+
+A training fits one :class:`~forecaster.peak.PeakQuantileForecaster` on every pool's
+demand (with its covariates) at the pools' lead steps and provisioning levels. It is
+stored with the registered champion (see :mod:`forecaster.pyfunc`), so a retrained
+peak model reaches serving exactly as the champion does. Too little history, or no
+demand series, is not an error of the training: the champion is still registered,
+the forecast job then stores no peak forecast, and the service falls back to the
+per-horizon forecasts and says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from forecaster.exceptions import DataValidationError, InsufficientHistoryError
+from forecaster.peak.fleet import fleet_frame
+from forecaster.peak.model import PeakQuantileForecaster
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PeakFit:
+    """The training's peak model, or why it has none.
+
+    Attributes:
+        model: the fitted global model; None when none could be fitted.
+        reason: why ``model`` is None; empty when there is a model.
+        leads: the lead steps it forecasts.
+        levels: the quantile levels it forecasts.
+    """
+
+    model: PeakQuantileForecaster | None
+    reason: str = ""
+    leads: tuple[int, ...] = ()
+    levels: tuple[float, ...] = field(default=())
+
+    def describe(self) -> str:
+        """One line for a run tag or a log: what was fitted, or why nothing was."""
+        if self.model is None:
+            return f"no peak model: {self.reason}"
+        rows = sum(self.model.n_train_rows_.values())
+        return (
+            f"peak model at leads {list(self.leads)} steps, levels {list(self.levels)}, "
+            f"{len(self.model.series_)} demand series, {rows:,} training rows"
+        )
+
+
+def fit_peak(
+    history: pd.DataFrame,
+    leads: Sequence[int],
+    levels: Sequence[float],
+    params: Mapping[str, Any] | None = None,
+) -> PeakFit:
+    """Fit the fleet's peak-quantile model on a training's history.
+
+    Args:
+        history: the validated long frame the training saw (every stored series; the
+            pools' demand and covariates are picked out).
+        leads: lead steps to forecast (the pools' lead times in steps).
+        levels: quantile levels (the pools' provisioning quantiles and the configured
+            levels).
+        params: other keyword arguments of ``PeakQuantileForecaster``.
+
+    Returns:
+        The fit; without a model (and with the reason logged) when there are no leads,
+        no demand series or too little history.
+    """
+    lead_steps = tuple(sorted({int(lead) for lead in leads}))
+    quantiles = tuple(sorted({float(q) for q in levels}))
+    if not lead_steps:
+        return _none("no pool lead time is configured", lead_steps, quantiles)
+    model = PeakQuantileForecaster(lead_steps=lead_steps, quantiles=quantiles, **dict(params or {}))
+    try:
+        fleet = fleet_frame(history, model.targets)
+        fitted = model.fit(fleet)
+    except (InsufficientHistoryError, DataValidationError) as exc:
+        return _none(str(exc), lead_steps, quantiles)
+    fit = PeakFit(fitted, "", lead_steps, quantiles)
+    logger.info("%s", fit.describe())
+    return fit
+
+
+def _none(reason: str, leads: tuple[int, ...], levels: tuple[float, ...]) -> PeakFit:
+    logger.warning("no peak model this training: %s", reason)
+    return PeakFit(None, reason, leads, levels)

@@ -1,0 +1,172 @@
+"""Stored peak forecasts: quantiles of the demand peak over the lead time, per series.
+
+The forecast job writes one row per series, generation time and lead (in steps); the
+recommendation service reads the newest of the version it serves. A frame read back
+is ``unique_id, origin, ds, lead, last, q<level>..., model_version, generated_at``:
+``origin`` is the last observation the forecast was made from, ``ds`` the end of the
+window ``origin + lead * step``, ``last`` the demand at ``origin`` (so ``q - last`` is
+the headroom) and ``q<level>`` the quantile of ``max(y[origin+1 .. ds])``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Select, func, select
+
+from forecaster.exceptions import DataValidationError
+from forecaster.types import DS, UID
+from pipelines.store.engine import Database
+from pipelines.store.schema import PeakForecastRow, as_utc
+from pipelines.store.upsert import upsert
+
+ORIGIN: Final = "origin"
+LEAD: Final = "lead"
+LAST: Final = "last"
+MODEL_VERSION: Final = "model_version"
+GENERATED_AT: Final = "generated_at"
+
+_QUANTILE = re.compile(r"^q(0?\.\d+)$")
+
+
+class PeakForecastRepository:
+    """Peak forecasts keyed by ``(series_id, generated_at, lead)``.
+
+    Saving again with the same generation time overwrites, so a retried forecast job
+    stores each lead once.
+
+    Args:
+        database: the store's database.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def save(
+        self,
+        frame: pd.DataFrame,
+        *,
+        model_version: str,
+        generated_at: datetime,
+        step: timedelta,
+    ) -> int:
+        """Store a peak frame as ``PeakQuantileForecaster.predict_peak`` returns it.
+
+        Args:
+            frame: ``unique_id, ds, lead, last, q<level>...`` with ``ds`` the origin.
+            model_version: the registered model version whose peak model made it.
+            generated_at: when it was made (tz-aware).
+            step: the series step (``ds`` of a row is ``origin + lead * step``).
+
+        Returns:
+            The number of rows stored.
+
+        Raises:
+            DataValidationError: a column is missing, or ``last`` or a quantile is not
+                finite.
+            StoreError: the database failed; nothing was stored.
+        """
+        rows = _rows(frame, model_version, as_utc(generated_at), step)
+        if rows:
+            with self._db.transaction("write peak forecasts") as session:
+                upsert(
+                    session,
+                    self._db.dialect,
+                    PeakForecastRow,
+                    rows,
+                    keys=("series_id", "generated_at", "lead"),
+                    update=("origin", "ds", "model_version", "last", "quantiles"),
+                )
+        return len(rows)
+
+    def latest(self, series_id: str, model_version: str | None = None) -> pd.DataFrame:
+        """Return the newest peak forecast of a series (of ``model_version`` if given).
+
+        Empty when there is none.
+        """
+        newest = select(func.max(PeakForecastRow.generated_at)).where(
+            PeakForecastRow.series_id == series_id
+        )
+        if model_version is not None:
+            newest = newest.where(PeakForecastRow.model_version == model_version)
+        statement = select(PeakForecastRow).where(
+            PeakForecastRow.series_id == series_id,
+            PeakForecastRow.generated_at == newest.scalar_subquery(),
+        )
+        if model_version is not None:
+            statement = statement.where(PeakForecastRow.model_version == model_version)
+        return self._frame(statement.order_by(PeakForecastRow.lead), "read the latest peak")
+
+    def read(self, series_ids: Sequence[str] | None = None) -> pd.DataFrame:
+        """Return every stored peak forecast of ``series_ids`` (all when None)."""
+        statement = select(PeakForecastRow).order_by(
+            PeakForecastRow.series_id, PeakForecastRow.generated_at, PeakForecastRow.lead
+        )
+        if series_ids is not None:
+            statement = statement.where(PeakForecastRow.series_id.in_(list(series_ids)))
+        return self._frame(statement, "read peak forecasts")
+
+    def _frame(self, statement: Select[PeakForecastRow], action: str) -> pd.DataFrame:
+        with self._db.transaction(action) as session:
+            rows = list(session.scalars(statement))
+        return _to_frame(rows)
+
+
+def _rows(
+    frame: pd.DataFrame, model_version: str, generated_at: datetime, step: timedelta
+) -> list[dict[str, Any]]:
+    missing = [column for column in (UID, DS, LEAD, LAST) if column not in frame.columns]
+    if missing:
+        raise DataValidationError(
+            f"cannot store the peak forecast: columns {missing} are missing; pass the frame "
+            "PeakQuantileForecaster.predict_peak returns (unique_id, ds, lead, last, q...)"
+        )
+    if step <= timedelta(0):
+        raise ValueError(f"step must be positive, got {step}")
+    columns = [str(c) for c in frame.columns if _QUANTILE.match(str(c))]
+    values = frame[[LAST, *columns]].to_numpy(dtype=np.float64)
+    if not np.isfinite(values).all():
+        bad = sorted(frame.loc[~np.isfinite(values).all(axis=1), UID].astype(str).unique())
+        raise DataValidationError(
+            f"cannot store the peak forecast: series {bad} have non-finite values"
+        )
+    rows = []
+    for i, (uid, origin, lead) in enumerate(zip(frame[UID], frame[DS], frame[LEAD], strict=True)):
+        start = pd.Timestamp(origin).to_pydatetime()
+        rows.append(
+            {
+                "series_id": str(uid),
+                "generated_at": generated_at,
+                "lead": int(lead),
+                "origin": start,
+                "ds": start + int(lead) * step,
+                "model_version": model_version,
+                "last": float(values[i, 0]),
+                "quantiles": {c: float(values[i, k + 1]) for k, c in enumerate(columns)},
+            }
+        )
+    return rows
+
+
+def _to_frame(rows: Sequence[PeakForecastRow]) -> pd.DataFrame:
+    levels = sorted({key for row in rows for key in row.quantiles}, key=lambda c: float(c[1:]))
+    data: dict[str, Any] = {
+        UID: pd.Series([row.series_id for row in rows], dtype=object),
+        ORIGIN: pd.to_datetime([row.origin for row in rows], utc=True).as_unit("ns"),
+        DS: pd.to_datetime([row.ds for row in rows], utc=True).as_unit("ns"),
+        LEAD: np.array([row.lead for row in rows], dtype=np.int64),
+        LAST: np.array([row.last for row in rows], dtype=np.float64),
+    }
+    for column in levels:
+        data[column] = np.array(
+            [row.quantiles.get(column, math.nan) for row in rows], dtype=np.float64
+        )
+    data[MODEL_VERSION] = pd.Series([row.model_version for row in rows], dtype=object)
+    data[GENERATED_AT] = pd.to_datetime([row.generated_at for row in rows], utc=True).as_unit("ns")
+    return pd.DataFrame(data)

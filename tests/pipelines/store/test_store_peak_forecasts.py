@@ -1,0 +1,118 @@
+"""Stored peak forecasts: saved as the peak model predicts them, read back newest first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecaster.exceptions import DataValidationError
+from pipelines.store import Store, open_store
+
+STEP = timedelta(minutes=5)
+ORIGIN = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with open_store(f"sqlite:///{tmp_path / 'store.db'}") as opened:
+        yield opened
+
+
+def peak_frame(origin: datetime = ORIGIN, last: float = 10.0) -> pd.DataFrame:
+    """Two leads of one series, as ``predict_peak`` returns them."""
+    return pd.DataFrame(
+        {
+            "unique_id": ["a/demand_gpus"] * 2,
+            "ds": pd.to_datetime([origin, origin], utc=True),
+            "lead": [2, 3],
+            "last": [last, last],
+            "scale": [1.0, 1.0],
+            "q0.9": [last + 4.0, last + 5.0],
+            "q0.95": [last + 6.0, last + 7.0],
+        }
+    )
+
+
+def test_a_saved_peak_reads_back_with_its_window_end(store: Store) -> None:
+    generated = ORIGIN + timedelta(minutes=1)
+    saved = store.peak_forecasts.save(
+        peak_frame(), model_version="3", generated_at=generated, step=STEP
+    )
+
+    got = store.peak_forecasts.latest("a/demand_gpus")
+
+    assert saved == 2
+    assert list(got["lead"]) == [2, 3]
+    assert list(got["ds"]) == [pd.Timestamp(ORIGIN + 2 * STEP), pd.Timestamp(ORIGIN + 3 * STEP)]
+    assert (got["origin"] == pd.Timestamp(ORIGIN)).all()
+    np.testing.assert_allclose(got["q0.95"], [16.0, 17.0])
+    np.testing.assert_allclose(got["last"], [10.0, 10.0])
+    assert set(got["model_version"]) == {"3"}
+    assert (got["generated_at"] == pd.Timestamp(generated)).all()
+
+
+def test_latest_is_the_newest_of_the_version_asked_for(store: Store) -> None:
+    first, second = ORIGIN, ORIGIN + STEP
+    store.peak_forecasts.save(
+        peak_frame(first, 10.0), model_version="3", generated_at=first, step=STEP
+    )
+    store.peak_forecasts.save(
+        peak_frame(second, 20.0), model_version="4", generated_at=second, step=STEP
+    )
+
+    assert store.peak_forecasts.latest("a/demand_gpus")["last"].iloc[0] == 20.0
+    assert store.peak_forecasts.latest("a/demand_gpus", "3")["last"].iloc[0] == 10.0
+    assert store.peak_forecasts.latest("a/demand_gpus", "9").empty
+    assert store.peak_forecasts.latest("b/demand_gpus").empty
+
+
+def test_saving_the_same_generation_again_overwrites(store: Store) -> None:
+    for last in (10.0, 12.0):
+        store.peak_forecasts.save(
+            peak_frame(last=last), model_version="3", generated_at=ORIGIN, step=STEP
+        )
+
+    rows = store.peak_forecasts.read()
+
+    assert len(rows) == 2
+    np.testing.assert_allclose(rows["last"], [12.0, 12.0])
+
+
+def test_non_finite_values_and_missing_columns_are_refused(store: Store) -> None:
+    bad = peak_frame()
+    bad.loc[0, "q0.9"] = np.nan
+    with pytest.raises(DataValidationError, match="non-finite"):
+        store.peak_forecasts.save(bad, model_version="3", generated_at=ORIGIN, step=STEP)
+    with pytest.raises(DataValidationError, match="lead"):
+        store.peak_forecasts.save(
+            peak_frame().drop(columns="lead"), model_version="3", generated_at=ORIGIN, step=STEP
+        )
+    assert store.peak_forecasts.read().empty
+
+
+def _horizon_frame(sid: str, origin: datetime) -> pd.DataFrame:
+    ds = pd.to_datetime([origin + STEP, origin + 2 * STEP], utc=True)
+    return pd.DataFrame({"unique_id": sid, "ds": ds, "mean": [1.0, 2.0], "q0.9": [2.0, 3.0]})
+
+
+def test_forecasts_newest_and_latest_are_per_model_version(store: Store) -> None:
+    first, second = ORIGIN, ORIGIN + STEP
+    store.forecasts.save(_horizon_frame("a/demand_gpus", first), "3", first)
+    store.forecasts.save(_horizon_frame("a/demand_gpus", second), "4", second)
+    store.forecasts.save(_horizon_frame("b/demand_gpus", first), "3", first)
+
+    assert store.forecasts.newest(["a/demand_gpus", "b/demand_gpus", "c/demand_gpus"]) == {
+        "a/demand_gpus": second,
+        "b/demand_gpus": first,
+    }
+    assert store.forecasts.newest(["a/demand_gpus"], "3") == {"a/demand_gpus": first}
+    assert set(store.forecasts.latest("a/demand_gpus", "3")["generated_at"]) == {
+        pd.Timestamp(first)
+    }
+    assert set(store.forecasts.latest("a/demand_gpus")["model_version"]) == {"4"}
+    assert store.forecasts.latest("a/demand_gpus", "9").empty
