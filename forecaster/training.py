@@ -39,7 +39,6 @@ import pandas as pd
 from forecaster.backtest import (
     BacktestResult,
     Estimator,
-    backtest,
     same_estimator,
     split_heldout,
 )
@@ -312,7 +311,8 @@ def _incumbent_rows(
             str(uid): incumbent.selection.get(str(uid), default) for uid in df[UID].unique()
         }
         return champion_rows(heldout, families)
-    result: BacktestResult = backtest(
+    # A joint family in the incumbent learns its fleet per window, as the training's did.
+    result: BacktestResult = nested_fleet_backtest(
         [prototype],
         df,
         horizon=plan.horizon,

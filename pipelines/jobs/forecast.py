@@ -25,6 +25,7 @@ import pandas as pd
 from forecaster.champion import ChampionForecaster
 from forecaster.config.settings import Settings
 from forecaster.exceptions import ForesightError
+from forecaster.fleet import with_fleet
 from forecaster.peak.fleet import fleet_frame
 from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.registry import LoadedModel, load_champion
@@ -160,7 +161,11 @@ def _forecast_all(
                 out[uid] = str(exc)
             report("forecast", done, len(groups))
         return out
-    prototype = model.unfitted()
+    # A joint family (global_gbm) learns its fleet once, from every series, before the
+    # per-series refits: fitted alone, each series would be a fleet of one.
+    if not groups:
+        return out
+    prototype = with_fleet(model.unfitted(), pd.concat([series for _, series in groups]))
     if executor is None:
         for done, (uid, series) in enumerate(groups, start=1):
             out[uid] = _refit_predict(prototype, series, horizon, levels)

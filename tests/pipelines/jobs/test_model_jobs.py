@@ -207,3 +207,35 @@ def _store(settings: Settings) -> Store:
     from pipelines.store import open_store
 
     return open_store(settings.store_url)
+
+
+def test_the_forecast_job_learns_a_joint_familys_fleet_from_every_series(
+    settings: Settings, store: Store
+) -> None:
+    from forecaster.champion import ChampionForecaster
+    from forecaster.models.global_gbm import GlobalGradientBoosting
+    from forecaster.registry import LoadedModel
+    from forecaster.training import recent_history
+    from pipelines.jobs.history import training_plan
+
+    data = synthetic()
+    cut = START + pd.Timedelta(days=3)
+    run_ingest(settings, store=store, source=FakeSource(data), now=cut.to_pydatetime())
+    joint = GlobalGradientBoosting(
+        season_length=144, horizon=6, anchors=(1, 3, 6), max_iter=5, min_samples_leaf=10
+    )
+    read = read_history(store, settings, end=cut.to_pydatetime(), days=settings.max_train_days)
+    history = recent_history(read.frame, training_plan(settings, read.step).max_train)
+    uids = sorted(str(u) for u in history[UID].unique())
+    champion = ChampionForecaster(dict.fromkeys(uids, "global_gbm"), {"global_gbm": joint})
+    fitted = champion.unfitted().fit(history)  # one fit of every series: one fleet
+    loaded = LoadedModel(model=fitted, version="1", source="registry")
+
+    made = run_forecast(settings, store=store, now=cut.to_pydatetime(), champion=loaded)
+    assert made.outcome == "ok", (made.summary, made.problems)
+
+    stored = store.forecasts.read().sort_values([UID, STEP]).reset_index(drop=True)
+    expected = fitted.predict(len(stored[STEP].unique()), settings.levels)
+    expected = expected.sort_values([UID, STEP]).reset_index(drop=True)
+    # Refitted series by series, each would be a fleet of one and forecast otherwise.
+    np.testing.assert_allclose(stored[MEAN].to_numpy(), expected[MEAN].to_numpy())
