@@ -164,17 +164,13 @@ def test_an_incumbent_of_the_same_families_is_scored_from_this_trainings_rows(
     import forecaster.training as training
 
     calls: list[list[str]] = []
-    real, real_nested = training.backtest, training.nested_fleet_backtest
-
-    def counting(models, *args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append([m.model_name for m in models])
-        return real(models, *args, **kwargs)
+    real_nested = training.nested_fleet_backtest
 
     def counting_nested(models, *args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append([m.model_name for m in models])  # training's own backtest
+        # Training's own backtest and the incumbent's both go through it.
+        calls.append([m.model_name for m in models])
         return real_nested(models, *args, **kwargs)
 
-    monkeypatch.setattr(training, "backtest", counting)
     monkeypatch.setattr(training, "nested_fleet_backtest", counting_nested)
     df, models_dir = seasonal_frame(), tmp_path / "m"
     plan = replace(PLAN, champion="median")
@@ -191,7 +187,6 @@ def test_an_incumbent_of_the_same_families_is_scored_from_this_trainings_rows(
     assert calls[-1] == ["champion"]
     assert refitted.decision.champion_score == pytest.approx(same.decision.champion_score)
     monkeypatch.undo()
-    monkeypatch.setattr(training, "backtest", counting)
     monkeypatch.setattr(training, "nested_fleet_backtest", counting_nested)
 
     other = [Persistence(horizon=6, window=48), SeasonalNaive(season_length=DAY, horizon=6)]

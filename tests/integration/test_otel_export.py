@@ -38,6 +38,7 @@ from forecaster.config.pools import load_pools
 from forecaster.config.settings import load_settings
 from forecaster.models.naive import Persistence
 from forecaster.registry import LoadedModel
+from pipelines.jobs.forecast import run_forecast
 from pipelines.store import open_store
 
 pytestmark = pytest.mark.timeout(120)
@@ -95,11 +96,15 @@ def base_url(tmp_path: Path) -> Iterator[str]:
     store.samples.upsert(pd.concat([_history("alpha"), _history("beta")]))
     model = ChampionForecaster({}, {"persistence": Persistence(horizon=12)}, default="persistence")
     model.fit(_history("fit"))
+    champion = LoadedModel(model=model, version="1", source="registry")
+    # The API serves what the forecast job stored (as `foresight serve` runs it first).
+    made = run_forecast(settings, store=store, now=END, champion=champion)
+    assert made.outcome in ("ok", "partial"), made.summary
     services = Services(
         settings,
         load_pools(pools_file),
         store,
-        LoadedModel(model=model, version="1", source="registry"),
+        champion,
         clock=lambda: END,
         owns_store=True,
     )

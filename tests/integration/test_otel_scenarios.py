@@ -39,6 +39,7 @@ from forecaster.config.pools import load_pools
 from forecaster.config.settings import load_settings
 from forecaster.models.naive import Persistence
 from forecaster.registry import LoadedModel
+from pipelines.jobs.forecast import run_forecast
 from pipelines.store import open_store
 from tests.integration.test_otel_export import _free_port
 
@@ -113,11 +114,15 @@ def _serve(tmp_path: Path, utils: dict[str, float], pools_yaml: str = POOLS_YAML
     store.samples.upsert(pd.concat([_history(pool, util) for pool, util in utils.items()]))
     model = ChampionForecaster({}, {"persistence": Persistence(horizon=12)}, default="persistence")
     model.fit(_history("fit", 50))
+    champion = LoadedModel(model=model, version="1", source="registry")
+    # The API serves what the forecast job stored (as `foresight serve` runs it first).
+    made = run_forecast(settings, store=store, now=END, champion=champion)
+    assert made.outcome in ("ok", "partial"), made.summary
     services = Services(
         settings,
         load_pools(pools_file),
         store,
-        LoadedModel(model=model, version="1", source="registry"),
+        champion,
         clock=lambda: END,
         owns_store=True,
         spans=ChainWindow(

@@ -41,6 +41,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900
 MODEL = "foresight-demand"
 POLL_SECONDS = 2.0
 LOAD_ALLOWANCE_S = 20.0
+FORECAST_EVERY_S = 60.0
+"""The leader's forecast job interval (``forecast_every_minutes: 1`` below)."""
 """Seconds a replica may take to download and fit a new version after it sees it."""
 
 
@@ -257,9 +259,18 @@ def test_retrained_models_reach_every_replica(topology: Topology) -> None:
     assert not (topology.root / "models" / "mlartifacts").exists()
     for replica in replicas:
         wait_for(
-            lambda r=replica: r.served_versions() == {first},
+            lambda r=replica: r.model()["served_version"] == first,
             POLL_SECONDS + LOAD_ALLOWANCE_S,
             f"replica {replica.name} serving the first champion {first}",
+        )
+    # Recommendations carry the version once the leader's forecast job has stored
+    # forecasts made with it (the API reads them; it fits nothing).
+    for replica in replicas:
+        wait_for(
+            lambda r=replica: r.served_versions() == {first},
+            FORECAST_EVERY_S + LOAD_ALLOWANCE_S,
+            f"replica {replica.name} recommending from forecasts of version {first}",
+            every=0.5,
         )
 
     # A promotion: both replicas serve it within the poll plus the load.
@@ -273,14 +284,19 @@ def test_retrained_models_reach_every_replica(topology: Topology) -> None:
     promoted = time.monotonic()
     for replica in replicas:
         wait_for(
-            lambda r=replica: (
-                r.served_versions() == {second} and r.model()["served_version"] == second
-            ),
+            lambda r=replica: r.model()["served_version"] == second,
             POLL_SECONDS + LOAD_ALLOWANCE_S,
             f"replica {replica.name} serving the promoted version {second}",
             every=0.1,
         )
     reached = time.monotonic() - promoted
+    for replica in replicas:
+        wait_for(
+            lambda r=replica: r.served_versions() == {second},
+            FORECAST_EVERY_S + LOAD_ALLOWANCE_S,
+            f"replica {replica.name} recommending from forecasts of version {second}",
+            every=0.5,
+        )
     print(f"promotion to both replicas serving version {second}: {reached:.1f} s")
     for replica in replicas:
         model = replica.model()
