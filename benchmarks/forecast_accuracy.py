@@ -68,6 +68,14 @@ windows design choices may be made on."""
 QUICK = ("earth_total/demand_gpus", "alibaba_lora/arrivals", "nab/rds_cpu_utilization_e47b3b")
 
 
+def read_input(args: argparse.Namespace) -> pd.DataFrame | None:
+    """The series of ``--data`` files, else of the shared traces; None without either."""
+    if args.data:
+        return load_files(list(args.data))
+    shared = data_dir(args, ROOT)
+    return None if shared is None else load_series(shared)
+
+
 def load_series(data_dir: Path) -> pd.DataFrame:
     """Today's series from the shared traces, named ``<entity>/<signal>`` (not validated)."""
     frames = [
@@ -257,14 +265,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     add_input_options(parser, "series ids")
     args = parser.parse_args(argv)
-    if args.data:
-        raw = load_files(list(args.data))
-    else:
-        shared = data_dir(args, ROOT)
-        if shared is None:
-            print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
-            return 1
-        raw = load_series(shared)
+    raw = read_input(args)
+    if raw is None:
+        print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
+        return 1
     wanted = list(args.series or [])
     if args.quick and not wanted:
         wanted = list(QUICK)

@@ -33,8 +33,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.forecast_accuracy import HORIZONS, LEVELS, TEST_WINDOWS, load_series  # noqa: E402
-from benchmarks.inputs import add_input_options, data_dir, keep_series, load_files  # noqa: E402
+from benchmarks.forecast_accuracy import HORIZONS, LEVELS, TEST_WINDOWS, read_input  # noqa: E402
+from benchmarks.inputs import add_input_options, keep_series  # noqa: E402
 from forecaster.backtest import Estimator, backtest  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.metrics import HORIZON, horizon_steps, score_backtest  # noqa: E402
@@ -131,14 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS)
     add_input_options(parser, "series ids")
     args = parser.parse_args(argv)
-    if args.data:
-        raw = load_files(list(args.data))
-    else:
-        shared = data_dir(args, ROOT)
-        if shared is None:
-            print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
-            return 1
-        raw = load_series(shared)
+    raw = read_input(args)
+    if raw is None:
+        print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
+        return 1
     raw = keep_series(raw, list(args.series or []) or None)
     df, _ = validate_series(raw)
     steps = df.groupby(UID)[DS].apply(lambda s: s.diff().median())
