@@ -9,9 +9,12 @@ keeps it in memory; :meth:`ForecastCache.reload` (run by the app's background re
 outside every lock) notices newer ones with one query. No model is fitted or
 predicted in the service process.
 
-The stored peak forecast is as of its origin; the policy carries its headroom (peak
-quantile minus the demand at the origin) over to the newest observed demand when that
-is newer (:meth:`api.policy.peak.PeakForecast.rebased`), and says so.
+The stored peak quantiles are the served bounds (the model's, calibrated and combined
+online by the forecast job, :mod:`forecaster.peak.online`; the model's own are kept
+beside them and named in the explanation). The stored peak forecast is as of its
+origin; the policy carries its headroom (peak quantile minus the demand at the origin)
+over to the newest observed demand when that is newer
+(:meth:`api.policy.peak.PeakForecast.rebased`), and says so.
 
 A pool gets a reason instead of a forecast when no model is loaded, or when the store
 has no forecast of the served version for it (the forecast job has not run since the
@@ -40,7 +43,7 @@ from forecaster.registry import LoadedModel
 from forecaster.types import DS, STEP, quantile_column
 from pipelines.store import Store
 from pipelines.store.forecasts import GENERATED_AT
-from pipelines.store.peak_forecasts import LAST, LEAD, ORIGIN
+from pipelines.store.peak_forecasts import LAST, LEAD, ORIGIN, RAW
 
 logger = logging.getLogger(__name__)
 
@@ -229,10 +232,16 @@ def _peak_of(
         for c in row.index
         if str(c).startswith("q") and not pd.isna(row[c])
     }
+    raw = {
+        float(str(c)[len(RAW) + 1 :]): float(row[c])
+        for c in row.index
+        if str(c).startswith(RAW) and not pd.isna(row[c])
+    }
     peak = PeakForecast(
         quantiles=levels,
         origin=pd.Timestamp(row[ORIGIN]).to_pydatetime(),
         last=float(row[LAST]),
         lead=int(row[LEAD]) * step,
+        raw=raw or None,
     )
     return peak, ""

@@ -5,7 +5,7 @@ the series' *fleet*: its own pool's covariates (queue depth, pending jobs, arriv
 and the other pools of the same trace, in the case's units and on its step. The
 shared cases: Earth total alone (its own class: pooled with the VCs its pinball
 loss was 1.2-1.8x the reference on the peak benchmark's tune window), the 16 Earth
-VCs together (with the point-mass features chosen there), and Alibaba LoRA scaled as
+VCs together (with the training's default parameters), and Alibaba LoRA scaled as
 the case is. With ``--data`` files, the files' series are the fleet.
 """
 
@@ -25,8 +25,10 @@ from forecaster.peak.fleet import fleet_frame
 from forecaster.types import DS, UID, Y
 
 HELIOS_SIGNALS = frozenset({"demand_gpus", "pending_gpus", "pending_jobs"})
-VC_PARAMS: Mapping[str, Any] = {"flat_features": True}
-"""The Earth VCs' setting chosen on the peak benchmark's tune window (docs/forecasting.md)."""
+VC_PARAMS: Mapping[str, Any] = {}
+"""The Earth VCs' parameters: the training's defaults, as serving fits them (the peak
+benchmark's tune window chose ``flat_features`` for them; the training has no per-fleet
+setting, so the replay does not use it either)."""
 
 
 @dataclass(frozen=True)

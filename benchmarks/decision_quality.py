@@ -10,13 +10,15 @@ Every case replays, side by side: reactive (cluster-autoscaler, work packed and 
 spread), static (the smallest fixed size whose waiting closes 90 % of reactive's gap
 to the oracle, in hindsight), the oracle, Foresight and the two references.
 
-- Foresight: the champion ``foresight train`` builds with the default settings (model
-  set, training plan, nested selection), refitted daily on the demand seen so far and
-  nothing later; each step its forecast goes through ``api.policy.decide``. Its
-  quantile is swept from 0.05 to 0.999, so it reaches as low and as high a cost as the
-  references.
-  ``--model FAMILY`` pins one family instead, for diagnosis; ``--model peak`` replays
-  the peak-quantile forecaster of each case's fleet (``decision_fleets.py``) instead.
+- Foresight (default, ``--model peak``): what ``/recommendation`` provisions from. The
+  global peak-quantile model ``foresight train`` fits (default parameters) on the
+  case's fleet (``decision_fleets.py``), refitted daily on the data seen so far and
+  nothing later; its raw quantiles calibrated and combined online exactly as the
+  forecast job does before storing them (:mod:`forecaster.peak.online`); each step the
+  bound goes through ``api.policy.decide``. Its quantile is swept from 0.05 to 0.999,
+  so it reaches as low and as high a cost as the references.
+  ``--model champion`` replays the per-horizon champion (the fallback when a version
+  has no peak model), ``--model FAMILY`` pins one family of it, for diagnosis.
 - References (persistence / seasonal naive + k standard deviations, k swept 0 to 4):
   the same policy chain (target utilisation, reactive floor, bounds, stabilisation),
   differing from Foresight only in the forecast.
@@ -79,7 +81,7 @@ from pipelines.simulate import (  # noqa: E402
     simulate,
     smallest_static_meeting,
 )
-from pipelines.simulate.champion import CHAMPION, champion_forecaster  # noqa: E402
+from pipelines.simulate.champion import champion_forecaster  # noqa: E402
 from pipelines.simulate.compare import REFERENCES  # noqa: E402
 from pipelines.simulate.foresight import ForesightPolicy  # noqa: E402
 from pipelines.simulate.frontier import cost_ratio, gap_closed, plot_frontier  # noqa: E402
@@ -317,10 +319,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--model",
-        default=CHAMPION,
-        help="Foresight's forecaster: champion (what `foresight train` builds), peak (the "
-        "peak-quantile forecaster of each case's fleet), or one family of the model set "
-        "pinned (persistence, seasonal_naive, ets, mstl, gbm)",
+        default=PEAK,
+        help="Foresight's forecaster: peak (default: what /recommendation serves, the "
+        "trained peak model calibrated and combined online), champion (the per-horizon "
+        "champion, the fallback) or one family of it pinned (persistence, seasonal_naive, "
+        "ets, mstl, gbm)",
     )
     parser.add_argument(
         "--accounting",

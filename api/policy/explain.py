@@ -257,7 +257,12 @@ def summarise(
                 f" (the newsvendor quantile: a waiting GPU-hour costs "
                 f"{settings['waiting_cost_ratio']:g}x an idle one)"
             )
-        if calibration is not None:
+        if from_peak and peak is not None and peak.raw is not None:
+            rule += (
+                f", the model's {peak.raw:.4g} GPUs moved {peak.value - peak.raw:+.3g} by "
+                "online calibration and its mix with the trailing-day buffer,"
+            )
+        elif calibration is not None:
             rule += (
                 f", {calibration.offset:+.3g} GPUs of live calibration (its raw bounds covered "
                 f"{calibration.live_coverage:.0%} of the last {calibration.forecasts} "

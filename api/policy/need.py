@@ -67,6 +67,8 @@ class PeakDemand:
         rebased_from: the stored forecast's origin when its headroom was carried over
             to newer live demand; None otherwise.
         missing: why the fallback was used (no peak forecast); empty for a peak.
+        raw: the peak model's own quantile at ``level`` when ``value`` is the bound
+            calibrated and combined online; None otherwise.
     """
 
     level: float
@@ -78,6 +80,7 @@ class PeakDemand:
     lead: timedelta | None = None
     rebased_from: datetime | None = None
     missing: str = ""
+    raw: float | None = None
 
     @property
     def utilisation_applies(self) -> bool:
@@ -124,6 +127,7 @@ def peak_demand(
             source="peak",
             lead=moved.lead,
             rebased_from=moved.made_at,
+            raw=None if moved.raw is None else moved.raw.get(forecast.level),
         )
     end = window_end(now, lead_time, forecast.step)
     inside = [i for i, ts in enumerate(forecast.timestamps) if now <= ts <= end]

@@ -33,7 +33,11 @@ class PeakForecast:
         lead: the window the peak is over: ``(origin, origin + lead]``.
         made_at: the origin of the stored forecast, when :meth:`rebased` moved the
             bound to newer demand; None when it is the stored forecast as made.
-        calibration: the online calibration added to the provisioned level.
+        calibration: the evaluate job's live calibration added to the provisioned
+            level (only for a forecast stored without ``raw``: see :meth:`calibrated`).
+        raw: the model's own quantiles when ``quantiles`` are the served bounds the
+            forecast job calibrated and combined online (:mod:`forecaster.peak.online`);
+            None for a forecast stored as the model made it.
     """
 
     quantiles: Mapping[float, float]
@@ -42,6 +46,7 @@ class PeakForecast:
     lead: timedelta
     made_at: datetime | None = None
     calibration: Calibration | None = None
+    raw: Mapping[float, float] | None = None
 
     def __post_init__(self) -> None:
         require_aware(self.origin, "PeakForecast.origin")
@@ -54,6 +59,9 @@ class PeakForecast:
                 f"{values} and {self.last}"
             )
         object.__setattr__(self, "quantiles", MappingProxyType(values))
+        if self.raw is not None:
+            raw = {float(q): float(v) for q, v in self.raw.items() if math.isfinite(v)}
+            object.__setattr__(self, "raw", MappingProxyType(raw) if raw else None)
 
     @property
     def end(self) -> datetime:
@@ -77,14 +85,21 @@ class PeakForecast:
             quantiles={
                 q: max(0.0, demand.value + (v - self.last)) for q, v in self.quantiles.items()
             },
+            raw=None
+            if self.raw is None
+            else {q: max(0.0, demand.value + (v - self.last)) for q, v in self.raw.items()},
             origin=demand.at,
             last=demand.value,
             made_at=self.made_at or self.origin,
         )
 
     def calibrated(self, level: float, calibration: Calibration | None) -> PeakForecast:
-        """Add ``calibration``'s offset to the ``level`` quantile (at or above 0)."""
-        if calibration is None:
+        """Add ``calibration``'s offset to the ``level`` quantile (at or above 0).
+
+        A forecast the forecast job already calibrated online (``raw`` set) is returned
+        as it is: calibrating it again would count the model's bias twice.
+        """
+        if calibration is None or self.raw is not None:
             return self
         if self.calibration is not None:
             raise ValueError("this peak forecast is already calibrated")

@@ -196,8 +196,8 @@ class DemandForecast:
 
         Values stay at or above 0 (demand is), the other levels are unchanged, and a
         forecast already calibrated is not calibrated twice. The peak forecast's
-        ``level`` quantile gets the same offset (the evaluate job measures it on the
-        per-horizon forecasts; it is the live evidence there is of the level's bias).
+        ``level`` quantile gets the same offset only when it was stored as the model made
+        it; a peak the forecast job calibrated online (``peak.raw`` set) is kept as it is.
 
         Raises:
             ValueError: the forecast is already calibrated.

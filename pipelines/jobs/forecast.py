@@ -9,8 +9,11 @@ reported while the others are stored.
 When the champion's version carries a peak-quantile model (fitted by the same
 training, see :mod:`forecaster.peak.fitting`), the job also predicts, from the same
 history and through the same executor, the quantiles of every pool's demand peak over
-each trained lead, made at each series' newest observation (the origin), and stores
-them in ``peak_forecasts`` beside the per-horizon rows. The peak model is global and
+each trained lead, made at each series' newest observation (the origin), calibrates
+and combines them online (:mod:`forecaster.peak.online`: ACI and a mix with the
+trailing-day buffer, the state rebuilt each run from the raw forecasts earlier runs
+stored and the actuals) and stores served and raw quantiles in ``peak_forecasts``
+beside the per-horizon rows. The peak model is global and
 fitted at training time: predicting is one pass over the fleet, no refit. The API
 reads both and fits nothing (see :mod:`api.forecasts`).
 """
@@ -28,15 +31,18 @@ from forecaster.exceptions import ForesightError
 from forecaster.fleet import with_fleet
 from forecaster.peak.fleet import fleet_frame
 from forecaster.peak.model import PeakQuantileForecaster
+from forecaster.peak.online import anchor, serve_frame
+from forecaster.peak.types import SCALE
 from forecaster.registry import LoadedModel, load_champion
 from forecaster.tracking import tracking_config
 from forecaster.training import recent_history
-from forecaster.types import UID, Levels, Progress
+from forecaster.types import DS, UID, Levels, Progress
 from pipelines.jobs.executor import make_executor
 from pipelines.jobs.history import read_history, training_plan
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, no_progress, outcome_of, utc_now
 from pipelines.store import Store
+from pipelines.store.peak_forecasts import LEAD, ORIGIN, RAW
 
 JOB = "forecast"
 PEAK_PROBLEM = "peak"
@@ -102,7 +108,7 @@ def run_forecast(
                 problems[PEAK_PROBLEM] = peaks
             elif peaks is not None:
                 peak_rows = opened.peak_forecasts.save(
-                    peaks,
+                    _served(opened, peaks, recent, history.step),
                     model_version=loaded.version,
                     generated_at=generated_at,
                     step=history.step.to_pytimedelta(),
@@ -206,6 +212,25 @@ def _peak_forecasts(
     if executor is None:
         return _predict_peak(loaded.peak, history)
     return executor.submit(_predict_peak, loaded.peak, history).result()
+
+
+def _served(
+    store: Store, fresh: pd.DataFrame, history: pd.DataFrame, step: pd.Timedelta
+) -> pd.DataFrame:
+    """The fresh raw peak forecasts calibrated and combined online, as they are served.
+
+    The online state is rebuilt from the raw forecasts stored by earlier runs and the
+    actuals (:func:`forecaster.peak.online.serve_frame`); nothing is kept between runs.
+    """
+    if fresh.empty:
+        return fresh
+    since = anchor(pd.Timestamp(fresh[DS].min())) - int(fresh[LEAD].max()) * step
+    stored = store.peak_forecasts.read(sorted(fresh[UID].astype(str).unique()), since=since)
+    raw = [str(c) for c in stored.columns if str(c).startswith(RAW)]
+    earlier = stored[[UID, ORIGIN, LEAD, SCALE, *raw]].rename(
+        columns={ORIGIN: DS, **{c: c.removeprefix(RAW) for c in raw}}
+    )
+    return serve_frame(fresh, history, earlier, step)
 
 
 def _predict_peak(model: PeakQuantileForecaster, history: pd.DataFrame) -> pd.DataFrame | str:

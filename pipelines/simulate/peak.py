@@ -9,14 +9,12 @@ other pools the global model learns from, on the replay's step. Then:
 - **Fit** (daily, at midnight ``D``): one global model per quantile level of the
   sweep, trained on the fleet's rows before ``D``; it forecasts every origin of the
   day ``[D, D + 1 day)`` from rows up to each origin (the features are trailing).
-- **Calibrate** (every step): per level, adaptive conformal inference
-  (:class:`forecaster.peak.AdaptiveConformal`) learns from each forecast once its
-  peak is realised, ``L`` steps later.
-- **Combine** (every step): per level, the calibrated bound is mixed with the
-  trailing-day empirical quantile of realised headroom (what persistence + k sd
-  provisions) by their discounted realised pinball losses
-  (:class:`forecaster.peak.combine.DiscountedExperts`), so a pool where the model is
-  worse falls back to the reference.
+- **Calibrate and combine** (every step), exactly as the forecast job does for what
+  serves (:class:`forecaster.peak.online.OnlinePeak`): per level, adaptive conformal
+  inference learns from each forecast once its peak is realised, ``L`` steps later,
+  and the calibrated bound is mixed with the trailing-day empirical quantile of
+  realised headroom (what persistence + k sd provisions) by their discounted realised
+  pinball losses, so a pool where the model is worse falls back to the reference.
 
 The quantity is the one a decision needs: the ``q`` quantile of the peak over the
 lead time, ``max(y[t+1 .. t+L])`` with ``L`` the pool's lead time in steps (capacity
@@ -28,15 +26,15 @@ No look-ahead: the fleet rows read at step ``t`` are those up to ``t`` (training
 before the day's midnight); a peak is learnt from only once all of it is observed.
 The forecaster checks at every step that the fleet's target equals the replayed
 demand, so it cannot silently forecast a different series. Fits and the day's raw
-forecasts are cached, so the replays of a quantile sweep pay for them once; the online
-state (calibration, combination) restarts with every replay, warmed up on the
-``warmup`` before the replay's first step.
+forecasts are cached, so the replays of a quantile sweep pay for them once. The online
+state is rebuilt at every midnight from ``warmup`` before it
+(:func:`forecaster.peak.online.anchor`), as the forecast job rebuilds it at every
+run from the stored raw forecasts, so a bound depends only on its origin and the
+replays of a sweep share them too.
 """
 
 from __future__ import annotations
 
-import math
-from collections import deque
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -45,8 +43,9 @@ import numpy as np
 import pandas as pd
 
 from forecaster.exceptions import DataValidationError, InsufficientHistoryError
-from forecaster.peak import AdaptiveConformal, PeakQuantileForecaster
-from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE, DiscountedExperts, pinball
+from forecaster.peak import PeakQuantileForecaster
+from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE
+from forecaster.peak.online import WARMUP, OnlinePeak, anchor
 from forecaster.peak.types import SCALE
 from forecaster.types import DS, UID, Y, quantile_column
 from pipelines.simulate.replay_forecast import PointForecast
@@ -58,19 +57,6 @@ DAY = pd.Timedelta(days=1)
 ModelCache = dict[tuple[int, pd.Timestamp, tuple[float, ...]], PeakQuantileForecaster | None]
 """Daily fits by ``(lead, midnight, levels)``; None where there was too little history."""
 _TOLERANCE = 1e-6
-
-
-class _Online:
-    """Calibration and combination state of one replay, for every level at once."""
-
-    def __init__(self, levels: Sequence[float], horizon: int, day: int, eta: float, hl: float):
-        self.horizon = horizon
-        self.aci = [AdaptiveConformal(q, horizon) for q in levels]
-        self.experts = [DiscountedExperts(eta, hl) for _ in levels]
-        self.headroom: deque[float] = deque(maxlen=day)
-        self.issued: deque[tuple[FloatArray, FloatArray, FloatArray, float]] = deque()
-        self.position = -1
-        self.bounds: FloatArray = np.empty(0)
 
 
 class PeakReplayForecaster:
@@ -86,7 +72,7 @@ class PeakReplayForecaster:
         params: keyword arguments of :class:`forecaster.peak.PeakQuantileForecaster`.
         calibrate: adapt each level online by ACI.
         combine: mix with the trailing-day empirical quantile by realised loss.
-        warmup: history before the replay the online state learns on.
+        warmup: history before each day the online state learns on.
         eta: combination sharpness.
         halflife: combination loss half-life, in steps.
         models: a cache of daily fits to share between forecasters of the same fleet
@@ -102,7 +88,7 @@ class PeakReplayForecaster:
         params: Mapping[str, Any] | None = None,
         calibrate: bool = True,
         combine: bool = True,
-        warmup: timedelta = timedelta(days=1),
+        warmup: timedelta = WARMUP,
         eta: float = TUNED_ETA,
         halflife: float = TUNED_HALFLIFE,
         models: ModelCache | None = None,
@@ -132,7 +118,7 @@ class PeakReplayForecaster:
         self._day = max(1, int(DAY / self._step))
         self._raw: dict[tuple[int, pd.Timestamp], tuple[FloatArray, FloatArray]] = {}
         self._models: ModelCache = {} if models is None else models
-        self._online: _Online | None = None
+        self._issued: dict[tuple[int, int], FloatArray] = {}
         self.fit_log: list[pd.Timestamp] = []
 
     def forecast(self, history: History, horizon: int, levels: Sequence[float]) -> PointForecast:
@@ -151,12 +137,8 @@ class PeakReplayForecaster:
                 f"demand {observed}: give the forecaster the replayed series' own fleet"
             )
         lead = max(1, min(horizon, history.pool.lead_steps))
-        state = self._online
-        if history.t == 0 or state is None or state.horizon != lead:
-            state = self._start(position, lead)
-        while state.position < position:
-            self._advance(state, state.position + 1)
-        values = dict(zip(self.levels, state.bounds, strict=True))
+        bounds = self._bounds(position, lead)
+        values = dict(zip(self.levels, bounds, strict=True))
         origin = now.to_pydatetime()
         return PointForecast(
             origin=origin,
@@ -169,54 +151,33 @@ class PeakReplayForecaster:
 
     # -- online state ----------------------------------------------------------------
 
-    def _start(self, position: int, horizon: int) -> _Online:
-        state = _Online(self.levels, horizon, self._day, self.eta, self.halflife)
-        first = max(0, position - int(self.warmup / self._step))
-        state.position = first - 1
-        self._online = state
-        return state
+    def _bounds(self, position: int, lead: int) -> FloatArray:
+        """The bounds issued at ``position``: the online state rebuilt at its anchor.
 
-    def _advance(self, state: _Online, p: int) -> None:
-        """Learn from the origin realised at position ``p``, then issue ``p``'s bounds."""
-        h = state.horizon
-        s = p - h
-        if len(state.issued) >= h:  # the oldest pending origin, s, is realised at p
-            was_raw, was_calibrated, was_reference, was_scale = state.issued.popleft()
-            peak = float(np.max(self._y[s + 1 : p + 1]))
-            for k, q in enumerate(self.levels):
-                if self.calibrate:
-                    state.aci[k].observe((peak - was_raw[k]) / was_scale)
-                loss_m = pinball(np.array([peak]), was_calibrated[k : k + 1], q) / was_scale
-                loss_r = pinball(np.array([peak]), was_reference[k : k + 1], q) / was_scale
-                state.experts[k].observe(float(loss_m[0]), float(loss_r[0]))
-            if math.isfinite(peak - self._y[s]):
-                state.headroom.append(peak - self._y[s])
-        level = self._y[p]
-        raw, scale = self._raw_bounds(p, h)
-        if self.calibrate:
-            offsets = np.array([a.issue() for a in state.aci])
-            calibrated = raw + offsets * scale
-        else:
-            calibrated = raw.copy()
-        reference = self._reference(state, level)
-        if self.combine and np.isfinite(reference).all():
-            weights = np.array([e.weight() for e in state.experts])
-            bounds = np.where(
-                np.isfinite(calibrated), weights * calibrated + (1 - weights) * reference, reference
+        Bounds depend on the position only (not on the replay asking), so the
+        replays of a quantile sweep share them.
+        """
+        key = (lead, position)
+        if key not in self._issued:
+            start = int(self._ds.searchsorted(anchor(self._ds[position], self.warmup)))
+            state = OnlinePeak(
+                self.levels,
+                lead,
+                self._day,
+                calibrate=self.calibrate,
+                combine=self.combine,
+                eta=self.eta,
+                halflife=self.halflife,
             )
-        else:
-            bounds = np.where(np.isfinite(calibrated), calibrated, reference)
-        bounds = np.where(np.isfinite(bounds), bounds, level)  # nothing known yet: persistence
-        bounds = np.maximum.accumulate(np.maximum(bounds, 0.0))  # levels never cross
-        state.issued.append((raw, calibrated, reference, scale))
-        state.bounds = bounds
-        state.position = p
-
-    def _reference(self, state: _Online, level: float) -> FloatArray:
-        if len(state.headroom) < max(1, self._day // 2):
-            return np.full(len(self.levels), np.nan)
-        seen = np.fromiter(state.headroom, dtype=np.float64)
-        return np.asarray(level + np.quantile(seen, self.levels), dtype=np.float64)
+            midnight = self._ds[position].floor("D")
+            day_start = int(self._ds.searchsorted(midnight))
+            day_end = int(self._ds.searchsorted(midnight + DAY))
+            for p in range(start, day_end):
+                raw, scale = self._raw_bounds(p, lead)
+                bounds = state.step(self._y, p, raw, scale)
+                if p >= day_start:  # the warmup's own bounds are its day's state's
+                    self._issued[(lead, p)] = bounds
+        return self._issued[key]
 
     # -- daily fits --------------------------------------------------------------------
 

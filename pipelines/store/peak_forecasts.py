@@ -2,10 +2,13 @@
 
 The forecast job writes one row per series, generation time and lead (in steps); the
 recommendation service reads the newest of the version it serves. A frame read back
-is ``unique_id, origin, ds, lead, last, q<level>..., model_version, generated_at``:
-``origin`` is the last observation the forecast was made from, ``ds`` the end of the
-window ``origin + lead * step``, ``last`` the demand at ``origin`` (so ``q - last`` is
-the headroom) and ``q<level>`` the quantile of ``max(y[origin+1 .. ds])``.
+is ``unique_id, origin, ds, lead, last, q<level>..., raw_q<level>..., scale,
+model_version, generated_at``: ``origin`` is the last observation the forecast was
+made from, ``ds`` the end of the window ``origin + lead * step``, ``last`` the demand
+at ``origin`` (so ``q - last`` is the headroom), ``q<level>`` the served quantile of
+``max(y[origin+1 .. ds])`` (the model's, calibrated and combined online:
+:mod:`forecaster.peak.online`), ``raw_q<level>`` the model's own and ``scale`` the
+series' scale the model worked in (NaN where not stored).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import pandas as pd
 from sqlalchemy import Select, func, select
 
 from forecaster.exceptions import DataValidationError
+from forecaster.peak.online import RAW_PREFIX
+from forecaster.peak.types import SCALE
 from forecaster.types import DS, UID
 from pipelines.store.engine import Database
 from pipelines.store.schema import PeakForecastRow, as_utc
@@ -29,6 +34,8 @@ from pipelines.store.upsert import upsert
 ORIGIN: Final = "origin"
 LEAD: Final = "lead"
 LAST: Final = "last"
+RAW: Final = RAW_PREFIX
+"""Prefix of the columns of the model's raw quantiles (``raw_q0.9``)."""
 MODEL_VERSION: Final = "model_version"
 GENERATED_AT: Final = "generated_at"
 
@@ -59,7 +66,8 @@ class PeakForecastRepository:
         """Store a peak frame as ``PeakQuantileForecaster.predict_peak`` returns it.
 
         Args:
-            frame: ``unique_id, ds, lead, last, q<level>...`` with ``ds`` the origin.
+            frame: ``unique_id, ds, lead, last, q<level>...`` with ``ds`` the origin,
+                and optionally ``raw_q<level>...`` and ``scale``.
             model_version: the registered model version whose peak model made it.
             generated_at: when it was made (tz-aware).
             step: the series step (``ds`` of a row is ``origin + lead * step``).
@@ -81,7 +89,7 @@ class PeakForecastRepository:
                     PeakForecastRow,
                     rows,
                     keys=("series_id", "generated_at", "lead"),
-                    update=("origin", "ds", "model_version", "last", "quantiles"),
+                    update=("origin", "ds", "model_version", "last", "quantiles", "raw", "scale"),
                 )
         return len(rows)
 
@@ -103,13 +111,20 @@ class PeakForecastRepository:
             statement = statement.where(PeakForecastRow.model_version == model_version)
         return self._frame(statement.order_by(PeakForecastRow.lead), "read the latest peak")
 
-    def read(self, series_ids: Sequence[str] | None = None) -> pd.DataFrame:
-        """Return every stored peak forecast of ``series_ids`` (all when None)."""
+    def read(
+        self, series_ids: Sequence[str] | None = None, *, since: datetime | None = None
+    ) -> pd.DataFrame:
+        """Return the stored peak forecasts of ``series_ids`` (all when None).
+
+        ``since``: only those generated at or after it.
+        """
         statement = select(PeakForecastRow).order_by(
             PeakForecastRow.series_id, PeakForecastRow.generated_at, PeakForecastRow.lead
         )
         if series_ids is not None:
             statement = statement.where(PeakForecastRow.series_id.in_(list(series_ids)))
+        if since is not None:
+            statement = statement.where(PeakForecastRow.generated_at >= as_utc(since))
         return self._frame(statement, "read peak forecasts")
 
     def _frame(self, statement: Select[PeakForecastRow], action: str) -> pd.DataFrame:
@@ -130,7 +145,14 @@ def _rows(
     if step <= timedelta(0):
         raise ValueError(f"step must be positive, got {step}")
     columns = [str(c) for c in frame.columns if _QUANTILE.match(str(c))]
+    raw = [c for c in columns if f"{RAW}{c}" in frame.columns]
     values = frame[[LAST, *columns]].to_numpy(dtype=np.float64)
+    raw_values = frame[[f"{RAW}{c}" for c in raw]].to_numpy(dtype=np.float64)
+    scales = (
+        frame[SCALE].to_numpy(dtype=np.float64)
+        if SCALE in frame.columns
+        else np.full(len(frame), np.nan)
+    )
     if not np.isfinite(values).all():
         bad = sorted(frame.loc[~np.isfinite(values).all(axis=1), UID].astype(str).unique())
         raise DataValidationError(
@@ -149,6 +171,8 @@ def _rows(
                 "model_version": model_version,
                 "last": float(values[i, 0]),
                 "quantiles": {c: float(values[i, k + 1]) for k, c in enumerate(columns)},
+                "raw": {c: float(raw_values[i, k]) for k, c in enumerate(raw)} or None,
+                "scale": float(scales[i]) if math.isfinite(scales[i]) else None,
             }
         )
     return rows
@@ -167,6 +191,13 @@ def _to_frame(rows: Sequence[PeakForecastRow]) -> pd.DataFrame:
         data[column] = np.array(
             [row.quantiles.get(column, math.nan) for row in rows], dtype=np.float64
         )
+    for column in levels:
+        data[f"{RAW}{column}"] = np.array(
+            [(row.raw or {}).get(column, math.nan) for row in rows], dtype=np.float64
+        )
+    data[SCALE] = np.array(
+        [math.nan if row.scale is None else row.scale for row in rows], dtype=np.float64
+    )
     data[MODEL_VERSION] = pd.Series([row.model_version for row in rows], dtype=object)
     data[GENERATED_AT] = pd.to_datetime([row.generated_at for row in rows], utc=True).as_unit("ns")
     return pd.DataFrame(data)

@@ -121,7 +121,11 @@ class ForecastRow(Base):
 
 
 class PeakForecastRow(Base):
-    """One lead of a stored peak forecast: quantiles of ``max(y[origin+1 .. ds])``."""
+    """One lead of a stored peak forecast: quantiles of ``max(y[origin+1 .. ds])``.
+
+    ``quantiles`` are served (calibrated and combined online), ``raw`` the model's own
+    and ``scale`` the series' scale at the origin (NULL in rows from before 0007).
+    """
 
     __tablename__ = "peak_forecasts"
     __table_args__ = (Index("ix_peak_forecasts_series_version", "series_id", "model_version"),)
@@ -134,6 +138,8 @@ class PeakForecastRow(Base):
     model_version: Mapped[str] = mapped_column(String(100), nullable=False)
     last: Mapped[float] = mapped_column(Double(), nullable=False)
     quantiles: Mapped[dict[str, Any]] = mapped_column(JsonDocument, nullable=False)
+    raw: Mapped[dict[str, Any] | None] = mapped_column(JsonDocument, nullable=True)
+    scale: Mapped[float | None] = mapped_column(Double(), nullable=True)
 
 
 class RecommendationRow(Base):

@@ -134,6 +134,19 @@ def test_the_live_calibration_offset_is_added_to_the_peak_quantile() -> None:
     assert "+8 GPUs of live calibration" in rec.explanation.summary
 
 
+def test_a_peak_calibrated_online_is_provisioned_as_stored_and_said_so() -> None:
+    online = replace(peak(q90=60.0), raw={0.5: 41.0, 0.9: 52.0})
+    calibrated = forecast(online).calibrated(Calibration(8.0, 0.8, 50))
+
+    rec = run(calibrated)
+
+    assert rec.forecast_quantiles[0.9] == 60.0  # not 68: the online bound is not calibrated twice
+    assert rec.desired_nodes == 8
+    summary = rec.explanation.summary
+    assert "the model's 52 GPUs moved +8 by online calibration" in summary
+    assert "live calibration" not in summary
+
+
 def test_a_peak_forecast_covers_the_window_even_when_the_path_is_short() -> None:
     short = replace(forecast(peak()), timestamps=(), quantiles={0.9: (), 0.5: ()})
     assert run(short).mode == "predictive"

@@ -11,6 +11,7 @@ import pytest
 
 from forecaster.config.settings import Settings
 from forecaster.metrics import naive_scale
+from forecaster.peak.online import serve_frame
 from forecaster.registry import load_champion
 from forecaster.tracking import TrackingConfig, tracking_config
 from forecaster.types import DS, MEAN, STEP, UID, Y
@@ -193,14 +194,36 @@ def test_the_forecast_job_stores_the_peak_quantiles_of_the_trained_peak_model(
         history = read_history(store, settings, end=cut.to_pydatetime(), days=4).frame
         direct = loaded.peak.predict_peak(history)
         direct = direct[direct[UID] == f"{POOL}/demand_gpus"]
-        np.testing.assert_allclose(values, direct[[f"q{q:g}" for q in levels]].to_numpy()[0])
+        columns = [f"q{q:g}" for q in levels]
+        raw = peak[[f"raw_{c}" for c in columns]].to_numpy()[0]
+        np.testing.assert_allclose(raw, direct[columns].to_numpy()[0])
+        assert peak["scale"].iloc[0] == pytest.approx(direct["scale"].iloc[0])
+        # Served: the raw quantiles calibrated and combined online, from the actuals (no
+        # earlier raw forecast is stored: the calibration has learnt nothing yet).
+        step = pd.Timedelta(minutes=10)
+        served = serve_frame(direct, history, direct.iloc[:0], step)
+        np.testing.assert_allclose(values, served[columns].to_numpy()[0])
+        assert not np.allclose(values, raw)  # the reference's weight moved them
+
+        # The next run learns from this run's stored raw forecast, realised since.
+        later = cut + step
+        run_ingest(settings, store=store, source=FakeSource(data), now=later.to_pydatetime())
+        assert run_forecast(settings, store=store, now=later.to_pydatetime()).outcome == "ok"
+        newer = store.peak_forecasts.latest(f"{POOL}/demand_gpus", version)
+        history2 = read_history(store, settings, end=later.to_pydatetime(), days=4).frame
+        fresh = loaded.peak.predict_peak(history2)
+        fresh = fresh[fresh[UID] == f"{POOL}/demand_gpus"]
+        expected = serve_frame(fresh, history2, direct, step)[columns].to_numpy()[0]
+        np.testing.assert_allclose(newer[columns].to_numpy()[0], expected)
+        alone = serve_frame(fresh, history2, direct.iloc[:0], step)[columns].to_numpy()[0]
+        assert not np.allclose(expected, alone)  # the stored raw forecast was learnt from
 
         # Through a process pool (the training's executor): the same rows.
         pooled = settings.model_copy(
             update={"scheduler": settings.scheduler.model_copy(update={"workers": 2})}
         )
-        assert run_forecast(pooled, store=store, now=cut.to_pydatetime()).outcome == "ok"
-        pd.testing.assert_frame_equal(store.peak_forecasts.latest(f"{POOL}/demand_gpus"), peak)
+        assert run_forecast(pooled, store=store, now=later.to_pydatetime()).outcome == "ok"
+        pd.testing.assert_frame_equal(store.peak_forecasts.latest(f"{POOL}/demand_gpus"), newer)
 
 
 def _store(settings: Settings) -> Store:

@@ -11,6 +11,7 @@ import pytest
 
 from forecaster.config.pools import PoolConfig
 from forecaster.exceptions import DataValidationError
+from forecaster.peak.online import served_bounds
 from forecaster.types import DS, UID, Y
 from pipelines.simulate import History, simulate
 from pipelines.simulate.foresight import ForesightPolicy
@@ -183,3 +184,20 @@ def test_the_replay_provisions_the_peak_as_serving_does_without_a_utilisation_ma
         assert "of the demand peak over the next 20 min" in policy.last.explanation.summary
 
     np.testing.assert_array_equal(desired[0.5], desired[1.0])
+
+
+def test_the_replay_issues_the_bound_the_forecast_job_would_serve():
+    frame = fleet()
+    recorder = replay(frame)
+    forecaster = recorder.inner
+    series = frame[frame[UID] == "p0/demand_gpus"].sort_values(DS)
+    ds, y = pd.DatetimeIndex(series[DS]), series[Y].to_numpy()
+    lead = 2  # 20 min at 10 min
+    first = int(ds.searchsorted(START + timedelta(days=3)))
+    for p in (first + 5, first + 150):  # one origin of each replayed day
+        # What the forecast job would have stored at every origin: the model's raw bounds.
+        made = [forecaster._raw_bounds(i, lead) for i in range(p + 1)]
+        raw = np.array([bounds for bounds, _ in made])
+        scale = np.array([s for _, s in made])
+        served = served_bounds(ds[: p + 1], y[: p + 1], raw, scale, LEVELS, lead, step=STEP)
+        assert recorder.bounds[p - first][0.9] == pytest.approx(served[LEVELS.index(0.9)])

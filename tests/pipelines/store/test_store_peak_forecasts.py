@@ -116,3 +116,24 @@ def test_forecasts_newest_and_latest_are_per_model_version(store: Store) -> None
     }
     assert set(store.forecasts.latest("a/demand_gpus")["model_version"]) == {"4"}
     assert store.forecasts.latest("a/demand_gpus", "9").empty
+
+
+def test_the_models_raw_quantiles_and_scale_are_kept_beside_the_served(store: Store) -> None:
+    served = peak_frame().assign(**{"raw_q0.9": [13.0, 14.0], "raw_q0.95": [15.0, 16.0]})
+    served["scale"] = [2.0, 3.0]
+    store.peak_forecasts.save(served, model_version="3", generated_at=ORIGIN, step=STEP)
+    store.peak_forecasts.save(
+        peak_frame(ORIGIN + STEP), model_version="3", generated_at=ORIGIN + STEP, step=STEP
+    )
+
+    rows = store.peak_forecasts.read(["a/demand_gpus"], since=ORIGIN)
+    first = rows[rows["generated_at"] == pd.Timestamp(ORIGIN)]
+    np.testing.assert_allclose(first["q0.9"], [14.0, 15.0])
+    np.testing.assert_allclose(first["raw_q0.9"], [13.0, 14.0])
+    np.testing.assert_allclose(first["raw_q0.95"], [15.0, 16.0])
+    np.testing.assert_allclose(first["scale"], [2.0, 3.0])
+    second = rows[rows["generated_at"] == pd.Timestamp(ORIGIN + STEP)]
+    assert second["raw_q0.9"].isna().all()  # stored without raw quantiles
+    np.testing.assert_allclose(second["scale"], [1.0, 1.0])
+    newer = store.peak_forecasts.read(["a/demand_gpus"], since=ORIGIN + STEP)
+    assert set(newer["generated_at"]) == {pd.Timestamp(ORIGIN + STEP)}

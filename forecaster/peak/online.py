@@ -1,0 +1,255 @@
+"""The served peak bound: the model's raw quantiles, calibrated and combined online.
+
+At every origin ``p`` of a series (one step of its regular grid) and for every level
+at once, :class:`OnlinePeak`:
+
+1. learns from the forecast issued at ``s = p - L`` (``L`` the lead in steps), whose
+   peak ``max(y[s+1 .. p])`` is realised now: adaptive conformal inference
+   (:class:`forecaster.peak.calibration.AdaptiveConformal`) from its raw bound, the
+   combination (:class:`forecaster.peak.combine.DiscountedExperts`) from the
+   pinball losses of its calibrated bound and of the reference, and the trailing-day
+   record of realised headroom ``peak - y[s]``;
+2. issues ``p``'s bounds: ``raw + offset * scale`` (calibrated), mixed with the
+   reference ``y[p] + quantile(realised headroom of the trailing day)`` (what
+   persistence + k sd provisions) by the experts' weight; persistence where neither
+   is known yet; never below 0, levels never crossing.
+
+A raw bound may be missing (NaN) at an origin, where no forecast was made: that origin
+issues the reference and teaches the calibration nothing.
+
+The state is rebuilt at every :func:`anchor`: it starts ``warmup`` before the day of
+the origin and runs through it. So the bound at an origin is a function of the
+series and the raw forecasts of a bounded, fixed window, whoever computes it: the
+forecast job (:func:`served_bounds`, from the stored raw forecasts and the actuals,
+with no state kept between runs, so a crash or a restart loses nothing) and the
+decision replay (``pipelines.simulate.peak``) issue the same bound from the same
+inputs. Nothing after ``p`` is read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import pandas as pd
+
+from forecaster.peak.calibration import AdaptiveConformal
+from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE, DiscountedExperts, pinball
+from forecaster.peak.types import LEAD, SCALE, FloatArray
+from forecaster.types import DS, UID, Y, quantile_column
+
+WARMUP: Final = pd.Timedelta(days=1)
+"""History before an origin's day that the online state learns on."""
+RAW_PREFIX: Final = "raw_"
+"""Prefix of a served frame's columns of the model's own quantiles (``raw_q0.9``)."""
+
+
+def anchor(origin: pd.Timestamp, warmup: pd.Timedelta = WARMUP) -> pd.Timestamp:
+    """Where the online state issuing ``origin``'s bound starts: ``warmup`` before its day.
+
+    The state is rebuilt at every midnight (UTC), so it never runs longer than
+    ``warmup`` and a day.
+    """
+    return pd.Timestamp(origin).floor("D") - warmup
+
+
+class OnlinePeak:
+    """Calibration and combination state of one series and lead, for every level at once.
+
+    Args:
+        levels: the quantile levels, increasing.
+        lead: steps between an origin and the end of its peak window.
+        day: steps in a day (the reference's trailing window).
+        calibrate: adapt each level by ACI.
+        combine: mix with the reference by realised loss.
+        eta: combination sharpness.
+        halflife: combination loss half-life, in steps.
+    """
+
+    def __init__(
+        self,
+        levels: Sequence[float],
+        lead: int,
+        day: int,
+        *,
+        calibrate: bool = True,
+        combine: bool = True,
+        eta: float = TUNED_ETA,
+        halflife: float = TUNED_HALFLIFE,
+    ) -> None:
+        if lead < 1 or day < 1:
+            raise ValueError(f"need lead >= 1 and day >= 1, got {lead} and {day}")
+        self.levels = np.asarray(levels, dtype=np.float64)
+        if len(self.levels) == 0 or np.any(np.diff(self.levels) <= 0):
+            raise ValueError(f"levels must be given increasing, got {list(levels)}")
+        self.lead = lead
+        self.day = day
+        self.calibrate = calibrate
+        self.combine = combine
+        self._aci = [AdaptiveConformal(float(q), lead) for q in self.levels]
+        self._experts = [DiscountedExperts(eta, halflife) for _ in self.levels]
+        self._headroom: deque[float] = deque(maxlen=day)
+        self._issued: deque[
+            tuple[int, FloatArray, FloatArray | None, FloatArray, FloatArray, float]
+        ] = deque()
+        self._last: int | None = None
+
+    def step(self, y: FloatArray, p: int, raw: FloatArray, scale: float) -> FloatArray:
+        """Learn from the origin realised at ``p``, then return ``p``'s bounds.
+
+        Call it for consecutive ``p``. Only ``y[: p + 1]`` is read.
+
+        Args:
+            y: the series on its grid (NaN where missing).
+            p: the origin's position in ``y``.
+            raw: the model's raw bound per level at ``p`` (NaN where none was made).
+            scale: the series' scale at ``p`` (losses and offsets are in it).
+        """
+        if self._last is not None and p != self._last + 1:
+            raise ValueError(f"origins must be consecutive: {p} after {self._last}")
+        self._last = p
+        self._learn(y, p)
+        level = float(y[p])
+        offsets = np.array([a.offset() for a in self._aci]) if self.calibrate else None
+        calibrated = raw + offsets * scale if offsets is not None else raw.copy()
+        reference = self._reference(level)
+        if self.combine and np.isfinite(reference).all():
+            weights = np.array([e.weight() for e in self._experts])
+            mixed = weights * calibrated + (1 - weights) * reference
+            bounds = np.where(np.isfinite(calibrated), mixed, reference)
+        else:
+            bounds = np.where(np.isfinite(calibrated), calibrated, reference)
+        bounds = np.where(np.isfinite(bounds), bounds, level)  # nothing known: persistence
+        bounds = np.maximum.accumulate(np.maximum(bounds, 0.0))
+        self._issued.append((p, raw, offsets, calibrated, reference, scale))
+        return np.asarray(bounds, dtype=np.float64)
+
+    def _learn(self, y: FloatArray, p: int) -> None:
+        if not self._issued or self._issued[0][0] != p - self.lead:
+            return
+        s, raw, offsets, calibrated, reference, scale = self._issued.popleft()
+        peak = float(np.max(y[s + 1 : p + 1]))
+        for k, q in enumerate(self.levels):
+            if offsets is not None:
+                self._aci[k].learn((peak - raw[k]) / scale, float(offsets[k]))
+            loss_m = pinball(np.array([peak]), calibrated[k : k + 1], float(q)) / scale
+            loss_r = pinball(np.array([peak]), reference[k : k + 1], float(q)) / scale
+            self._experts[k].observe(float(loss_m[0]), float(loss_r[0]))
+        if math.isfinite(peak - y[s]):
+            self._headroom.append(peak - float(y[s]))
+
+    def _reference(self, level: float) -> FloatArray:
+        if len(self._headroom) < max(1, self.day // 2):
+            return np.full(len(self.levels), np.nan)
+        seen = np.fromiter(self._headroom, dtype=np.float64)
+        return np.asarray(level + np.quantile(seen, self.levels), dtype=np.float64)
+
+
+def served_bounds(
+    ds: pd.DatetimeIndex,
+    y: FloatArray,
+    raw: FloatArray,
+    scale: FloatArray,
+    levels: Sequence[float],
+    lead: int,
+    *,
+    step: pd.Timedelta,
+    warmup: pd.Timedelta = WARMUP,
+) -> FloatArray:
+    """Return the bounds issued at the last origin of a series, per level.
+
+    Args:
+        ds: the series' regular grid, ending at the origin.
+        y: its values (NaN where missing).
+        raw: the model's raw bounds, one row per position and a column per level
+            (NaN where no forecast was made at that origin).
+        scale: the series' scale per position (NaN where unknown: no forecast).
+        levels: the levels of ``raw``'s columns, increasing.
+        lead: the lead in steps.
+        step: the grid's step.
+        warmup: as :func:`anchor`.
+
+    Raises:
+        ValueError: the arrays disagree in length, or the grid is empty.
+    """
+    n = len(ds)
+    if n < 1 or not len(y) == len(raw) == len(scale) == n:
+        raise ValueError(
+            f"need a grid of 1 or more with y, raw and scale as long; got {n}, {len(y)}, "
+            f"{len(raw)}, {len(scale)}"
+        )
+    day = max(1, int(pd.Timedelta(days=1) / step))
+    start = int(ds.searchsorted(anchor(ds[-1], warmup)))
+    state = OnlinePeak(levels, lead, day)
+    bounds = np.full(len(levels), np.nan)
+    for p in range(start, n):
+        s = float(scale[p])
+        bounds = state.step(y, p, raw[p], s if math.isfinite(s) and s > 0 else 1.0)
+    return bounds
+
+
+def serve_frame(
+    fresh: pd.DataFrame,
+    history: pd.DataFrame,
+    earlier: pd.DataFrame,
+    step: pd.Timedelta,
+    *,
+    warmup: pd.Timedelta = WARMUP,
+) -> pd.DataFrame:
+    """Return the served peak forecasts of a fresh raw peak frame.
+
+    Args:
+        fresh: ``PeakQuantileForecaster.predict_peak``'s frame made now
+            (``unique_id, ds, lead, last, scale, q<level>...``, ``ds`` the origin).
+        history: long frame ``unique_id, ds, y`` of the targets up to the origins.
+        earlier: the raw forecasts made before, same columns as ``fresh`` (only
+            ``unique_id, ds, lead, scale, q<level>...`` are read; the newest row of an
+            origin and lead wins when there are several).
+        step: the series' step.
+        warmup: as :func:`anchor`.
+
+    Returns:
+        ``fresh`` with ``q<level>`` the served bounds and ``raw_q<level>`` the model's.
+    """
+    levels = sorted(float(str(c)[1:]) for c in fresh.columns if _is_level(c))
+    columns = [quantile_column(q) for q in levels]
+    out = fresh.copy()
+    for column in columns:
+        out[f"{RAW_PREFIX}{column}"] = fresh[column]
+    targets = history.set_index([UID, DS])[Y]
+    for i, row in fresh.iterrows():
+        uid, origin, lead = str(row[UID]), pd.Timestamp(row[DS]), int(row[LEAD])
+        grid = pd.date_range(anchor(origin, warmup), origin, freq=step)
+        y = _on(targets, uid, grid)
+        past = earlier[(earlier[UID] == uid) & (earlier[LEAD] == lead)]
+        past = past[[c for c in (DS, SCALE, *columns) if c in past.columns]]
+        past = past.drop_duplicates(DS, keep="last").set_index(DS).reindex(grid)
+        raw = past.reindex(columns=columns).to_numpy(dtype=np.float64)
+        scale = past.reindex(columns=[SCALE]).to_numpy(dtype=np.float64)[:, 0]
+        raw[-1] = row[columns].to_numpy(dtype=np.float64)
+        scale[-1] = float(row[SCALE])
+        bounds = served_bounds(grid, y, raw, scale, levels, lead, step=step, warmup=warmup)
+        out.loc[i, columns] = bounds
+    return out
+
+
+def _is_level(column: object) -> bool:
+    name = str(column)
+    if not name.startswith("q"):
+        return False
+    try:
+        return 0.0 < float(name[1:]) < 1.0
+    except ValueError:
+        return False
+
+
+def _on(targets: pd.Series, uid: str, grid: pd.DatetimeIndex) -> FloatArray:
+    try:
+        series = targets.xs(uid, level=UID)
+    except KeyError:
+        return np.full(len(grid), np.nan)
+    series = series[~series.index.duplicated(keep="last")]
+    return series.reindex(grid).to_numpy(dtype=np.float64)

@@ -1,0 +1,135 @@
+"""The served peak bound: online calibration and combination, rebuilt from a fixed window."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecaster.peak.online import OnlinePeak, anchor, serve_frame, served_bounds
+from forecaster.types import DS, UID, Y
+
+STEP = pd.Timedelta(minutes=10)
+LEVELS = (0.5, 0.9, 0.95)
+LEAD = 2
+
+
+def series(days: int = 4, seed: int = 0) -> tuple[pd.DatetimeIndex, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    n = days * 144
+    ds = pd.date_range("2024-05-01", periods=n, freq=STEP, tz="UTC")
+    y = 50 + 10 * np.sin(2 * np.pi * np.arange(n) / 144) + rng.gamma(2.0, 3.0, n)
+    return ds, y
+
+
+def biased_raw(y: np.ndarray, shift: float = -5.0) -> np.ndarray:
+    """A model that forecasts the peak too low by ``shift`` at every level."""
+    base = np.stack([y + d for d in (2.0, 6.0, 8.0)], axis=1)
+    return base + shift
+
+
+def last_day_bounds(ds: pd.DatetimeIndex, y: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """Bounds of the origins of the last whole day, stepped from its anchor."""
+    midnight = ds[-1].floor("D") - pd.Timedelta(days=1)
+    first = int(ds.searchsorted(midnight))
+    state = OnlinePeak(LEVELS, LEAD, 144)
+    out = [
+        state.step(y, p, raw[p], 1.0)
+        for p in range(int(ds.searchsorted(anchor(midnight))), first + 144)
+    ]
+    return np.array(out[-144:])
+
+
+def realised_peaks(y: np.ndarray) -> np.ndarray:
+    return np.array([y[p + 1 : p + 1 + LEAD].max() for p in range(len(y) - LEAD)])
+
+
+def test_calibration_pulls_a_biased_models_coverage_towards_its_level() -> None:
+    ds, y = series()
+    raw = biased_raw(y)
+    served = last_day_bounds(ds, y, raw)
+    first = int(ds.searchsorted(ds[-1].floor("D") - pd.Timedelta(days=1)))
+    peaks = realised_peaks(y)[first : first + 144]
+    raw_cover = (peaks <= raw[first : first + 144, 2]).mean()
+    served_cover = (peaks <= served[:, 2]).mean()
+    assert raw_cover < 0.8  # the model is biased low
+    assert abs(served_cover - 0.95) < abs(raw_cover - 0.95)
+    assert (np.diff(served, axis=1) >= 0).all()  # levels never cross
+    # served_bounds issues the same bound at an origin of that day.
+    p = first + 100
+    one = served_bounds(
+        ds[: p + 1], y[: p + 1], raw[: p + 1], np.ones(p + 1), LEVELS, LEAD, step=STEP
+    )
+    np.testing.assert_allclose(one, served[100])
+
+
+def test_a_bound_depends_only_on_the_window_from_its_anchor_to_its_origin() -> None:
+    ds, y = series()
+    raw = biased_raw(y)
+    p = len(y) - 10
+    start = int(ds.searchsorted(anchor(ds[p])))
+    assert start > 0
+    before = served_bounds(
+        ds[: p + 1], y[: p + 1], raw[: p + 1], np.ones(p + 1), LEVELS, LEAD, step=STEP
+    )
+    earlier, later = y.copy(), y.copy()
+    earlier[:start] += 100.0  # before the anchor: forgotten
+    later[p + 1 :] += 100.0  # after the origin: never read
+    for changed in (earlier, later):
+        scale = np.ones(len(y))
+        got = served_bounds(
+            ds[: p + 1], changed[: p + 1], raw[: p + 1], scale[: p + 1], LEVELS, LEAD, step=STEP
+        )
+        np.testing.assert_array_equal(got, before)
+    inside = y.copy()
+    inside[start + 5] += 100.0  # inside the window: it matters, so the checks above can fail
+    moved = served_bounds(
+        ds[: p + 1], inside[: p + 1], raw[: p + 1], np.ones(p + 1), LEVELS, LEAD, step=STEP
+    )
+    assert not np.array_equal(moved, before)
+
+
+def test_without_raw_forecasts_the_trailing_buffer_or_persistence_answers() -> None:
+    ds, y = series(days=3)
+    none = np.full((len(y), len(LEVELS)), np.nan)
+    early = served_bounds(ds[:3], y[:3], none[:3], np.full(3, np.nan), LEVELS, LEAD, step=STEP)
+    np.testing.assert_array_equal(early, np.full(len(LEVELS), y[2]))  # persistence
+    p = len(y) - 1
+    got = served_bounds(ds, y, none, np.full(len(y), np.nan), LEVELS, LEAD, step=STEP)
+    start = int(ds.searchsorted(anchor(ds[p])))
+    headroom = [y[s + 1 : s + 1 + LEAD].max() - y[s] for s in range(p - LEAD - 143, p - LEAD + 1)]
+    assert start < p - LEAD - 143
+    np.testing.assert_allclose(got, y[p] + np.quantile(headroom, LEVELS))
+
+
+def test_origins_must_be_stepped_in_order() -> None:
+    _, y = series(days=1)
+    state = OnlinePeak(LEVELS, LEAD, 144)
+    state.step(y, 0, np.full(3, np.nan), 1.0)
+    with pytest.raises(ValueError, match="consecutive"):
+        state.step(y, 2, np.full(3, np.nan), 1.0)
+    with pytest.raises(ValueError, match="increasing"):
+        OnlinePeak((0.9, 0.5), LEAD, 144)
+
+
+def test_serve_frame_learns_from_the_raw_forecasts_stored_before() -> None:
+    ds, y = series()
+    raw = biased_raw(y)
+    history = pd.DataFrame({UID: "p/demand_gpus", DS: ds, Y: y})
+    columns = ["q0.5", "q0.9", "q0.95"]
+
+    def frame(rows: slice) -> pd.DataFrame:
+        part = pd.DataFrame(raw[rows], columns=columns)
+        return part.assign(
+            **{UID: "p/demand_gpus", DS: ds[rows], "lead": LEAD, "last": y[rows], "scale": 1.0}
+        )
+
+    p = len(y) - 1
+    fresh = frame(slice(p, p + 1))
+    stored = frame(slice(0, p))
+    served = serve_frame(fresh, history, stored, STEP)
+    expected = served_bounds(ds, y, raw, np.ones(len(y)), LEVELS, LEAD, step=STEP)
+    np.testing.assert_allclose(served[columns].to_numpy()[0], expected)
+    np.testing.assert_allclose(served[[f"raw_{c}" for c in columns]].to_numpy()[0], raw[p])
+    alone = serve_frame(fresh, history, stored.iloc[:0], STEP)
+    assert not np.allclose(alone[columns].to_numpy()[0], expected)
