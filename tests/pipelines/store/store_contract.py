@@ -20,6 +20,7 @@ from sqlalchemy import event
 
 from forecaster.exceptions import DataValidationError
 from pipelines.store import Backoff, Store
+from tests.pipelines.store.outbox_reads import stored_item
 
 T0 = datetime(2024, 3, 1, tzinfo=UTC)
 STEP = pd.Timedelta(minutes=5)
@@ -489,8 +490,8 @@ class OutboxContract:
         other = store.outbox.enqueue("http://b/hook", b'{"v":1}', "k1", now=T0)
         assert first == again
         assert other != first
-        assert store.outbox.pending() == 2
-        item = store.outbox.get(first)
+        assert store.outbox.counts()["pending"] == 2
+        item = stored_item(store, first)
         assert item is not None
         assert (item.body, item.attempts, item.created_at) == (b'{"v":1}', 0, T0)
 
@@ -525,15 +526,15 @@ class OutboxContract:
             assert store.outbox.claim_due(now=due - timedelta(seconds=1)) == []
             now = due
         assert waits == [10.0, 20.0, 30.0, 30.0]
-        stored = store.outbox.get(item_id)
+        stored = stored_item(store, item_id)
         assert stored is not None
         assert (stored.attempts, stored.last_error) == (4, "HTTP 503")
         store.outbox.claim_due(now=now)
         store.outbox.mark_delivered(item_id, now=now)
         assert store.outbox.claim_due(now=now + timedelta(days=1)) == []
-        assert store.outbox.pending() == 0
+        assert store.outbox.counts()["pending"] == 0
         assert store.outbox.mark_failed(item_id, "late", now=now) is None
-        delivered = store.outbox.get(item_id)
+        delivered = stored_item(store, item_id)
         assert delivered is not None
         assert (delivered.delivered_at, delivered.last_error) == (now, None)
 
@@ -547,7 +548,7 @@ class OutboxContract:
         store.outbox.mark_delivered(delivered, now=T0)
         store.outbox.give_up(dead, "HTTP 410 Gone", now=T0 + STEP)
 
-        found = {i: store.outbox.get(i) for i in (delivered, dead, waiting)}
+        found = {i: stored_item(store, i) for i in (delivered, dead, waiting)}
         assert {i: item.status for i, item in found.items() if item} == {
             delivered: "delivered",
             dead: "dead",
@@ -560,7 +561,7 @@ class OutboxContract:
         assert [item.id for item in store.outbox.dead_letters()] == [dead]
         # A dead letter neither retries nor holds back the sets queued after it.
         assert store.outbox.mark_failed(dead, "late", now=T0) is None
-        later = store.outbox.get(waiting)
+        later = stored_item(store, waiting)
         assert later is not None
         assert store.outbox.blocker(later) is None
 
@@ -581,7 +582,7 @@ class OutboxContract:
         assert outcome.retried == (alone,)
         assert set(outcome.refused) == {old}
         assert f"#{newer}" in outcome.refused[old]
-        retried = store.outbox.get(alone)
+        retried = stored_item(store, alone)
         assert retried is not None
         assert (retried.status, retried.attempts, retried.dead_at) == ("pending", 0, None)
         assert [i.id for i in store.outbox.claim_due(now=T0 + 2 * STEP)] == [alone]
