@@ -30,11 +30,10 @@ JOB_NAMES: Final = tuple(_JOBS)
 def run_job(
     name: str, settings: Settings, *, jobs: Mapping[str, JobFunction] | None = None
 ) -> JobReport:
-    """Run one job by name with its defaults built from ``settings``.
+    """Run one job by name with its defaults built from ``settings``, and nothing else.
 
-    An ``evaluate`` that finds the champion degraded says so in ``details["retrain"]``;
-    the scheduler then starts ``train`` as its own job (so ``max_instances`` keeps two
-    trainings from overlapping).
+    What follows a job (train after an evaluate that asks for it, forecast after a
+    training) is the scheduler's: :func:`pipelines.scheduler.dispatch.follow_up`.
 
     Args:
         name: one of :data:`JOB_NAMES`.
