@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
 
-from forecaster.exceptions import DataValidationError
+from forecaster.exceptions import DataValidationError, StoreError
 from pipelines.store import Backoff, Store
 from tests.pipelines.store.outbox_reads import stored_item
 
@@ -118,6 +119,21 @@ def hold_first_write_of(
         event.remove(store.engine, "before_cursor_execute", hold)
 
 
+@contextmanager
+def fail_writes_of(store: Store, series_id: str) -> Iterator[None]:
+    """Make every statement that writes ``series_id`` fail as a full disk would."""
+
+    def fail(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT") and _mentions(parameters, series_id):
+            raise OperationalError(statement, parameters, RuntimeError("disk full"))
+
+    event.listen(store.engine, "before_cursor_execute", fail)
+    try:
+        yield
+    finally:
+        event.remove(store.engine, "before_cursor_execute", fail)
+
+
 def forecast_frame(uid: str, start: datetime, h: int, level: float = 10.0) -> pd.DataFrame:
     """A forecast frame as Forecaster.predict returns it."""
     mean = level + np.arange(h, dtype=np.float64)
@@ -215,6 +231,20 @@ class SamplesContract:
         # A rewritten part rewrites only its own timestamp's demand.
         store.samples.upsert_with_demand(window("a/allocated_gpus", T0 + STEP, 1, offset=20.0))
         assert store.samples.read(["a/demand_gpus"])["y"].tolist() == [21.0, 14.0]
+
+    def test_a_failure_writing_derived_demand_leaves_nothing_of_the_write(
+        self, store: Store
+    ) -> None:
+        """The parts are written, the demand write fails: the parts are rolled back too."""
+        store.samples.upsert_with_demand(
+            pd.concat([window("a/allocated_gpus", T0, 2, 10.0), window("a/queue_gpus", T0, 2, 1.0)])
+        )
+        before = store.samples.read()
+        pushed = pd.concat([window("a/allocated_gpus", T0, 3, 20.0), window("a/nodes", T0, 3)])
+        with fail_writes_of(store, "a/demand_gpus"), pytest.raises(StoreError, match="disk full"):
+            store.samples.upsert_with_demand(pushed)
+        after = store.samples.read()
+        assert after.equals(before), after
 
     def test_a_frame_without_parts_is_written_and_derives_nothing(self, store: Store) -> None:
         frame = pd.concat([window("a/nodes", T0, 2), window("a/gpu_util", T0, 2, 50.0)])
