@@ -28,7 +28,7 @@ from forecaster.exceptions import ConfigError, DataValidationError
 from forecaster.loaders.traces import DEMAND
 from forecaster.plotting import save_png
 from forecaster.tracking import tracking_config as make_tracking_config
-from forecaster.types import DS, UID, Y
+from forecaster.types import DS, UID, SeriesId, Y
 from pipelines.cli_support import ConfigOption, DataOption, cli_errors, cli_settings, console
 from pipelines.dataset import load_dataset
 from pipelines.reporting import progress_bar
@@ -148,7 +148,7 @@ def simulate_command(
             chosen = [*dict.fromkeys([*chosen, "reactive", "oracle", "foresight"])]
         pool_config = _pool(settings.pools_file, pool, lead, quantile)
         dataset = load_dataset(settings, data)
-        demand = _demand(dataset.frame, series or f"{pool}/{DEMAND}")
+        demand = _demand(dataset.frame, series or str(SeriesId(pool, DEMAND)))
         if span is not None:
             end = demand.index[0] + _duration(warmup, "--warmup", allow_zero=True)
             demand = demand[demand.index < end + _duration(span, "--span")]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from forecaster.types import DS, UID, Y
+from forecaster.types import DS, UID, SeriesId, Y
 
 
 @dataclass(frozen=True)
@@ -82,4 +82,4 @@ def clean_samples(frame: pd.DataFrame, nonnegative: bool | Collection[str] = Tru
 def _is_nonnegative(uid: str, nonnegative: bool | Collection[str]) -> bool:
     if isinstance(nonnegative, bool):
         return nonnegative
-    return uid in nonnegative or uid.rsplit("/", 1)[-1] in nonnegative
+    return uid in nonnegative or SeriesId.of(uid).signal in nonnegative
