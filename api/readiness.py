@@ -18,6 +18,7 @@ from api.service import STALE_STEPS, RecommendationService
 from forecaster.exceptions import StoreError
 from forecaster.loaders import DEMAND
 from forecaster.registry import LoadedModel
+from forecaster.types import SeriesId
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def check_readiness(service: RecommendationService) -> Readiness:
             model_check["note"] = model.reason
     model_check.update(registry_check(services.registry, model))
     try:
-        services.store.samples.last_timestamp(f"{service.names[0]}/{DEMAND}")
+        services.store.samples.last_timestamp(str(SeriesId(service.names[0], DEMAND)))
         store_check: dict[str, Any] = {"ok": True, "url": services.store.url}
     except StoreError as exc:
         reasons.append(f"the store is unreachable: {exc}")

@@ -377,7 +377,9 @@ def _pool(pools_file: Path, name: str, lead: str | None, quantile: float | None)
 def _demand(frame: pd.DataFrame, uid: str) -> pd.Series:
     rows = frame[frame[UID] == uid]
     if rows.empty:
-        demands = sorted(u for u in frame[UID].astype(str).unique() if u.endswith(f"/{DEMAND}"))
+        demands = sorted(
+            u for u in frame[UID].astype(str).unique() if SeriesId.of(u).signal == DEMAND
+        )
         raise DataValidationError(
             f"no series {uid!r} in the data; demand series there: {demands or 'none'}. Pass "
             "--pool <entity> or --series <id> (demand is derived from allocated_gpus plus "
