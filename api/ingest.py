@@ -19,7 +19,7 @@ from api.sample_checks import TimeWindow, check_samples
 from forecaster.config.pools import PoolsConfig
 from forecaster.config.settings import Settings
 from forecaster.loaders import DEMAND
-from forecaster.types import DS, UID, Y
+from forecaster.types import DS, UID, SeriesId, Y
 from pipelines.dataset import load_dataset
 from pipelines.store import Store
 
@@ -82,7 +82,7 @@ def seed_from_sample(settings: Settings, store: Store, pools: PoolsConfig) -> in
     if not empty:
         return 0
     frame = load_dataset(settings).frame
-    owner = frame[UID].astype(str).str.rpartition("/")[0]
+    owner, _ = SeriesId.split(frame[UID])
     chosen = frame[owner.isin(empty)]
     if chosen.empty:
         logger.info("the sample data set has no series of pools %s", empty)
@@ -93,4 +93,6 @@ def seed_from_sample(settings: Settings, store: Store, pools: PoolsConfig) -> in
 
 
 def _pools_without_demand(store: Store, names: Sequence[str]) -> list[str]:
-    return [name for name in names if store.samples.last_timestamp(f"{name}/{DEMAND}") is None]
+    return [
+        name for name in names if store.samples.last_timestamp(str(SeriesId(name, DEMAND))) is None
+    ]

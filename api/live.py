@@ -21,7 +21,7 @@ import pandas as pd
 from api.policy import LiveSignals, Sample
 from forecaster.config.pools import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS, PoolConfig
 from forecaster.loaders import DEMAND
-from forecaster.types import DS, UID, Y
+from forecaster.types import DS, UID, SeriesId, Y
 from pipelines.store import Store
 
 LIVE_SIGNALS: Final = (DEMAND, ALLOCATED_GPUS, QUEUE_GPUS, NODES, GPU_UTIL)
@@ -116,7 +116,7 @@ class LiveIndex:
         """
         moved: dict[str, None] = {}
         for series_id, at in samples:
-            pool, _, signal = series_id.rpartition("/")
+            pool, signal = SeriesId.of(series_id)
             if pool in moved or pool not in self._pools or signal not in LIVE_SIGNALS:
                 continue
             latest = self.readings(pool).latest
@@ -187,7 +187,7 @@ def _by_pool(rows: Mapping[str, Sample]) -> dict[str, dict[str, Sample]]:
     """Rows of ``<pool>/<signal>`` ids grouped by pool, then signal."""
     grouped: dict[str, dict[str, Sample]] = {}
     for series_id, sample in rows.items():
-        pool, _, signal = series_id.rpartition("/")
+        pool, signal = SeriesId.of(series_id)
         grouped.setdefault(pool, {})[signal] = sample
     return grouped
 

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from api.champion import RegistryView
-from api.service import RecommendationService
+from api.service import STALE_STEPS, RecommendationService
 from forecaster.exceptions import StoreError
 from forecaster.loaders import DEMAND
 from forecaster.registry import LoadedModel
+from forecaster.types import SeriesId
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def check_readiness(service: RecommendationService) -> Readiness:
             model_check["note"] = model.reason
     model_check.update(registry_check(services.registry, model))
     try:
-        services.store.samples.last_timestamp(f"{service.names[0]}/{DEMAND}")
+        services.store.samples.last_timestamp(str(SeriesId(service.names[0], DEMAND)))
         store_check: dict[str, Any] = {"ok": True, "url": services.store.url}
     except StoreError as exc:
         reasons.append(f"the store is unreachable: {exc}")
@@ -83,7 +84,7 @@ def check_readiness(service: RecommendationService) -> Readiness:
     stale: dict[str, float | None] = {}
     for name in service.names:
         newest = service.live.readings(name).newest
-        bound = services.bounds.stale_steps * service.forecasts.step(name)
+        bound = STALE_STEPS * service.forecasts.step(name)
         # A reading far in the future (written by another writer) is no fresher.
         if newest is None or abs(now - newest) > bound:
             stale[name] = None if newest is None else (now - newest).total_seconds()

@@ -36,7 +36,7 @@ from forecaster.config.pools import (
 )
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND
-from forecaster.types import DS, UID, Y
+from forecaster.types import DS, UID, SeriesId, Y
 
 COUNT_SIGNALS: Final = frozenset({ALLOCATED_GPUS, QUEUE_GPUS, NODES, DEMAND})
 """Signals that count GPUs or nodes, so cannot be negative."""
@@ -65,20 +65,6 @@ class TimeWindow:
     def around(cls, wall_now: datetime, future_tolerance: timedelta) -> TimeWindow:
         """The window from :data:`EARLIEST_SAMPLE` to ``wall_now + future_tolerance``."""
         return cls(EARLIEST_SAMPLE, wall_now + future_tolerance)
-
-
-def split_series_id(series_id: str) -> tuple[str, str]:
-    """Return ``(pool, signal)`` of ``<pool>/<signal>``.
-
-    Raises:
-        DataValidationError: the id has no ``/``.
-    """
-    pool, sep, signal = series_id.rpartition("/")
-    if not sep or not pool or not signal:
-        raise DataValidationError(
-            f"series_id {series_id!r} is not '<pool>/<signal>', e.g. 'a100-train/queue_gpus'"
-        )
-    return pool, signal
 
 
 def declared_signals(pool: PoolConfig) -> frozenset[str]:
@@ -133,7 +119,7 @@ def check_samples(frame: pd.DataFrame, pools: PoolsConfig, window: TimeWindow) -
     unknown: set[str] = set()
     undeclared: dict[str, set[str]] = {}
     for sid, value in zip(frame[UID], frame[Y], strict=True):
-        name, signal = split_series_id(str(sid))
+        name, signal = SeriesId.parse(str(sid))
         pool = by_name.get(name)
         if pool is None:
             unknown.add(name)

@@ -63,9 +63,6 @@ ErrorSource = Callable[[PoolConfig, datetime], tuple[float | None, datetime | No
 CalibrationSource = Callable[[PoolConfig, float], Calibration | None]
 """Returns the live calibration of a pool's demand at a quantile level (None: none)."""
 
-ChangeListener = Callable[[Recommendation], None]
-"""Called with each recommendation that differs from the pool's previous one."""
-
 
 def no_latency(pool: PoolConfig, now: datetime) -> LatencyAdjustment:
     """The latency source without call-chain data: never adds nodes."""
@@ -82,20 +79,13 @@ def uncalibrated(pool: PoolConfig, level: float) -> Calibration | None:
     return None
 
 
-@dataclass(frozen=True)
-class HealthBounds:
-    """When the forecast stops being trusted, in steps of the pool's series.
-
-    Attributes:
-        stale_steps: live readings older than this many steps are stale.
-        forecast_age_steps: stored forecasts older than this many steps are stale (the
-            forecast job runs about every step; this lets one run be late or missed).
-        error_bound: the largest recent live error (MASE) still trusted.
-    """
-
-    stale_steps: int = 3
-    forecast_age_steps: int = 3
-    error_bound: float = 2.0
+STALE_STEPS: Final = 3
+"""Live readings older than this many steps of the pool's series are stale."""
+FORECAST_AGE_STEPS: Final = 3
+"""Stored forecasts older than this many steps are stale (the forecast job runs about
+every step; this lets one run be late or missed)."""
+ERROR_BOUND: Final = 2.0
+"""The largest recent live forecast error (MASE) still trusted."""
 
 
 @dataclass
@@ -114,8 +104,6 @@ class Services:
         live_error: the recent live forecast error per pool.
         calibration: the live calibration of a pool's quantile (added to the forecast
             when ``settings.service.live_calibration``).
-        on_change: called with every recommendation that changed (webhooks).
-        bounds: the forecast health bounds.
         owns_store: close the store when the app stops.
         spans: the call-chain statistics that ``POST /v1/traces`` and
             ``POST /signals/spans`` feed, kept incrementally (analysed by
@@ -138,8 +126,6 @@ class Services:
     latency: LatencySource = no_latency
     live_error: ErrorSource = unmeasured_error
     calibration: CalibrationSource = uncalibrated
-    on_change: Sequence[ChangeListener] = ()
-    bounds: HealthBounds = field(default_factory=HealthBounds)
     owns_store: bool = False
     spans: ChainWindow = field(default_factory=ChainWindow)
     span_clock: Clock = system_clock
@@ -527,9 +513,9 @@ class RecommendationService:
         error, error_at = services.live_error(pool, now)
         health = ForecastHealth(
             recent_error=error,
-            error_bound=services.bounds.error_bound,
-            max_live_age=services.bounds.stale_steps * made.step,
-            max_forecast_age=services.bounds.forecast_age_steps * made.step,
+            error_bound=ERROR_BOUND,
+            max_live_age=STALE_STEPS * made.step,
+            max_forecast_age=FORECAST_AGE_STEPS * made.step,
             error_at=error_at,
         )
         return decide(pool, forecast, live, health, services.latency(pool, now), state, now)
@@ -567,5 +553,3 @@ class RecommendationService:
             rec.pool, rec.generated_at, rec.desired_nodes, rec.action, payload
         )
         self._audited[rec.pool] = key
-        for listener in self.services.on_change:
-            listener(rec)

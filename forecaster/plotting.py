@@ -15,9 +15,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from forecaster.config.pools import split_series_id
 from forecaster.exceptions import DataValidationError
-from forecaster.types import CUTOFF, DS, MEAN, MODEL, UID, Y, quantile_column
+from forecaster.types import CUTOFF, DS, MEAN, MODEL, UID, SeriesId, Y, quantile_column
 
 _REQUIRED = (UID, DS, CUTOFF, MODEL, MEAN, Y)
 _PANEL_HEIGHT = 2.6
@@ -96,7 +95,7 @@ def pool_figures(
     ids = sorted(str(uid) for uid in backtest[UID].unique())
     by_pool: dict[str, list[str]] = {}
     for uid in ids:
-        by_pool.setdefault(split_series_id(uid)[0], []).append(uid)
+        by_pool.setdefault(SeriesId.of(uid).pool, []).append(uid)
     chosen = list(by_pool)[:max_pools] if max_pools is not None else list(by_pool)
     return {
         pool: forecast_vs_actual(

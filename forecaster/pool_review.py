@@ -18,10 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from forecaster.config.pools import split_series_id
 from forecaster.plotting import pool_figures
 from forecaster.tracking import HORIZON_COLUMN, SCORE_KEYS, TrainingRun, metric_key
-from forecaster.types import MODEL, UID
+from forecaster.types import MODEL, UID, SeriesId
 
 MAX_POOL_RUNS = 100
 """Most child runs per training (the first pools in sort order)."""
@@ -49,7 +48,7 @@ def pool_scores(scores: pd.DataFrame, selection: Mapping[str, str]) -> dict[str,
     ]
     out: dict[str, dict[str, float]] = {}
     for record in chosen.to_dict("records"):
-        pool, signal = split_series_id(str(record[UID]))
+        pool, signal = SeriesId.of(str(record[UID]))
         metrics = out.setdefault(pool, {})
         for col in value_cols:
             value = float(record[col])
@@ -100,9 +99,9 @@ def log_pool_review(
             run.log_file(rendered[pool], f"backtest_plots/{pool}.png")
         for pool in pools[:MAX_POOL_RUNS]:
             champions = {
-                split_series_id(uid)[1] or uid: model
+                SeriesId.of(uid).signal or uid: model
                 for uid, model in selection.items()
-                if split_series_id(uid)[0] == pool
+                if SeriesId.of(uid).pool == pool
             }
             with run.child_run(pool, tags={POOL_TAG: pool, "foresight.kind": "pool"}) as child:
                 child.log_params(

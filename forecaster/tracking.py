@@ -36,7 +36,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from forecaster.config.settings import Settings
 from forecaster.exceptions import TrackingError
-from forecaster.types import MODEL, UID, Levels
+from forecaster.types import MODEL, UID, Levels, SeriesId
 
 logger = logging.getLogger(__name__)
 
@@ -418,7 +418,7 @@ def describe_pools(unique_ids: Iterable[str], max_chars: int | None = None) -> s
     With ``max_chars``, as many pools as fit, then how many more there are (e.g.
     ``a100,h100,... (+998 of 1000)``), so a tag stays within MLflow's length limit.
     """
-    pools = sorted({uid.split("/", 1)[0] for uid in unique_ids})
+    pools = sorted({SeriesId.of(uid).pool for uid in unique_ids})
     text = ",".join(pools)
     if max_chars is None or len(text) <= max_chars:
         return text

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, NamedTuple
 
 import pandas as pd
+
+from forecaster.exceptions import DataValidationError
 
 UID: Final = "unique_id"
 DS: Final = "ds"
@@ -17,6 +19,53 @@ STEP: Final = "step"
 """Column of forecast frames: 1-based steps ahead of the last observation."""
 
 SERIES_COLUMNS: Final = (UID, DS, Y)
+
+
+class SeriesId(NamedTuple):
+    """A series id ``<pool>/<signal>`` (e.g. ``a100-80g/queue_gpus``); ``str()`` formats it.
+
+    The pool is everything before the last ``/`` (pool names never hold one).
+    """
+
+    pool: str
+    signal: str
+
+    @classmethod
+    def parse(cls, text: str) -> SeriesId:
+        """Split ``<pool>/<signal>``.
+
+        Raises:
+            DataValidationError: ``text`` has no ``/``, or nothing before or after it.
+        """
+        pool, sep, signal = text.rpartition("/")
+        if not sep or not pool or not signal:
+            raise DataValidationError(
+                f"series id {text!r} is not '<pool>/<signal>', e.g. 'a100-train/queue_gpus'"
+            )
+        return cls(pool, signal)
+
+    @classmethod
+    def of(cls, text: str) -> SeriesId:
+        """Split ``<pool>/<signal>`` leniently: an id without ``/`` is a pool with signal ``""``.
+
+        For frames the forecaster takes from anyone (its ids need not name a pool).
+        """
+        pool, sep, signal = text.rpartition("/")
+        return cls(pool, signal) if sep else cls(text, "")
+
+    @staticmethod
+    def split(ids: pd.Series) -> tuple[pd.Series, pd.Series]:
+        """Return the pools and the signals of a column of ids, as :meth:`of` splits them."""
+        if ids.empty:
+            # rpartition of no strings has no columns at all.
+            return pd.Series([], dtype=object), pd.Series([], dtype=object)
+        parts = ids.astype(str).str.rpartition("/")
+        bare = parts[1] == ""
+        return parts[0].mask(bare, parts[2]).rename(None), parts[2].mask(bare, "").rename(None)
+
+    def __str__(self) -> str:
+        return f"{self.pool}/{self.signal}"
+
 
 DEFAULT_LEVELS: Final[tuple[float, ...]] = (0.5, 0.9, 0.95)
 """Quantile levels every model predicts unless told otherwise."""

@@ -36,8 +36,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from forecaster.config.pools import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS, series_id
-from forecaster.types import DS, UID, Y
+from forecaster.config.pools import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS
+from forecaster.types import DS, UID, SeriesId, Y
 
 SAMPLE_SEED: Final = 20250303
 SAMPLE_START: Final = "2025-03-03T00:00:00Z"
@@ -378,7 +378,7 @@ def generate_sample(
             frames.append(
                 pd.DataFrame(
                     {
-                        UID: series_id(capacity.name, signal),
+                        UID: str(SeriesId(capacity.name, signal)),
                         DS: clock.index[keep],
                         Y: np.round(values[keep], decimals).astype(np.float64),
                     }

@@ -28,7 +28,7 @@ from forecaster.exceptions import ConfigError, DataValidationError
 from forecaster.loaders.traces import DEMAND
 from forecaster.plotting import save_png
 from forecaster.tracking import tracking_config as make_tracking_config
-from forecaster.types import DS, UID, Y
+from forecaster.types import DS, UID, SeriesId, Y
 from pipelines.cli_support import ConfigOption, DataOption, cli_errors, cli_settings, console
 from pipelines.dataset import load_dataset
 from pipelines.reporting import progress_bar
@@ -148,7 +148,7 @@ def simulate_command(
             chosen = [*dict.fromkeys([*chosen, "reactive", "oracle", "foresight"])]
         pool_config = _pool(settings.pools_file, pool, lead, quantile)
         dataset = load_dataset(settings, data)
-        demand = _demand(dataset.frame, series or f"{pool}/{DEMAND}")
+        demand = _demand(dataset.frame, series or str(SeriesId(pool, DEMAND)))
         if span is not None:
             end = demand.index[0] + _duration(warmup, "--warmup", allow_zero=True)
             demand = demand[demand.index < end + _duration(span, "--span")]
@@ -377,7 +377,9 @@ def _pool(pools_file: Path, name: str, lead: str | None, quantile: float | None)
 def _demand(frame: pd.DataFrame, uid: str) -> pd.Series:
     rows = frame[frame[UID] == uid]
     if rows.empty:
-        demands = sorted(u for u in frame[UID].astype(str).unique() if u.endswith(f"/{DEMAND}"))
+        demands = sorted(
+            u for u in frame[UID].astype(str).unique() if SeriesId.of(u).signal == DEMAND
+        )
         raise DataValidationError(
             f"no series {uid!r} in the data; demand series there: {demands or 'none'}. Pass "
             "--pool <entity> or --series <id> (demand is derived from allocated_gpus plus "

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -40,7 +39,7 @@ from api.consumers.webhooks import (
     signed_headers,
 )
 from forecaster.config.settings import Settings
-from forecaster.exceptions import ConfigError, ForesightError
+from forecaster.exceptions import ConfigError
 from pipelines.store import Backoff, OutboxItem, OutboxRepository
 
 logger = logging.getLogger(__name__)
@@ -182,34 +181,6 @@ def deliver_due(
             held[item.target_url] = result.next_attempt_at
         results.append(result)
     return results
-
-
-def deliver_forever(
-    outbox: OutboxRepository,
-    http: httpx.Client,
-    policy: DeliveryPolicy,
-    *,
-    stop: threading.Event,
-    idle_s: float = 5.0,
-    clock: Clock = system_clock,
-    rng: random.Random | None = None,
-) -> None:
-    """Run :func:`deliver_due` until ``stop`` is set (a background thread's target).
-
-    A pass that filled its batch is followed at once by the next; otherwise the loop
-    sleeps ``idle_s`` (woken early by ``stop``). Store failures are logged and retried.
-    """
-    jitter = rng or random.Random()
-    while not stop.is_set():
-        try:
-            results = deliver_due(outbox, http, policy, clock=clock, rng=jitter)
-        except ForesightError as exc:
-            logger.warning("webhook delivery pass failed, retrying in %.0f s: %s", idle_s, exc)
-            results = []
-        # A batch of only held-back items would spin: wait for their time instead.
-        busy = len(results) >= policy.batch and any(r.outcome != "waiting" for r in results)
-        if not busy:
-            stop.wait(idle_s)
 
 
 def _id(item: OutboxItem) -> int:

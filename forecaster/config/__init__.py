@@ -8,7 +8,6 @@ from forecaster.config.pools import (
     SignalSource,
     load_pools,
     parse_duration,
-    series_id,
 )
 from forecaster.config.settings import Settings, load_settings
 
@@ -22,5 +21,4 @@ __all__ = [
     "load_pools",
     "load_settings",
     "parse_duration",
-    "series_id",
 ]

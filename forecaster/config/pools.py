@@ -25,6 +25,7 @@ from pydantic_core import PydanticCustomError
 
 from forecaster.config.node_groups import CloudProvider, node_group_problem
 from forecaster.exceptions import ConfigError
+from forecaster.types import SeriesId
 
 logger = logging.getLogger(__name__)
 
@@ -347,7 +348,7 @@ class PoolConfig(_Strict):
 
     def series_id(self, signal: str) -> str:
         """Return the ``unique_id`` of one of this pool's signals."""
-        return series_id(self.name, signal)
+        return str(SeriesId(self.name, signal))
 
 
 class PoolsConfig(_Strict):
@@ -415,18 +416,6 @@ class PoolsConfig(_Strict):
             if pool.name == name:
                 return pool
         raise KeyError(f"no pool named {name!r}; known pools: {', '.join(self.names)}")
-
-
-def series_id(pool: str | PoolConfig, signal: str) -> str:
-    """Return the ``unique_id`` ``<pool>/<signal>`` of a pool's signal."""
-    name = pool.name if isinstance(pool, PoolConfig) else pool
-    return f"{name}/{signal}"
-
-
-def split_series_id(unique_id: str) -> tuple[str, str]:
-    """Return ``(pool, signal)`` of a ``<pool>/<signal>`` id; an id without ``/`` is a pool."""
-    pool, sep, signal = unique_id.rpartition("/")
-    return (pool, signal) if sep else (unique_id, "")
 
 
 def load_pools(path: Path) -> PoolsConfig:

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from forecaster.contract.parse import format_step
+from forecaster.types import SeriesId
 
 
 class CleaningWarning(UserWarning):
@@ -102,8 +103,9 @@ def _name_series(uids: list[str]) -> str:
     """``a/x`` for one series, ``a/{x, y}`` for series of one pool, else a comma list."""
     if len(uids) == 1:
         return uids[0]
-    pools = {uid.rpartition("/")[0] for uid in uids}
-    if len(pools) == 1 and "" not in pools:
+    ids = [SeriesId.of(uid) for uid in uids]
+    pools = {sid.pool for sid in ids}
+    if len(pools) == 1 and all(sid.signal for sid in ids):
         (pool,) = pools
-        return f"{pool}/{{{', '.join(uid.rpartition('/')[2] for uid in uids)}}}"
+        return f"{pool}/{{{', '.join(sid.signal for sid in ids)}}}"
     return ", ".join(uids)

@@ -11,7 +11,7 @@ from forecaster.contract.parse import parse_timestamps, parse_values, to_step, u
 from forecaster.contract.regularise import SeriesProblem, clean_one_series, mode_step
 from forecaster.contract.report import CleaningReport
 from forecaster.exceptions import DataValidationError, InsufficientHistoryError
-from forecaster.types import DS, SERIES_COLUMNS, UID, SeriesFrame, Y
+from forecaster.types import DS, SERIES_COLUMNS, UID, SeriesFrame, SeriesId, Y
 
 OnError = Literal["raise", "drop"]
 
@@ -166,7 +166,7 @@ def _is_nonnegative(uid: str, nonnegative: bool | Collection[str]) -> bool:
     if isinstance(nonnegative, bool):
         return nonnegative
     names = {nonnegative} if isinstance(nonnegative, str) else set(nonnegative)
-    return uid in names or uid.rsplit("/", 1)[-1] in names
+    return uid in names or SeriesId.of(uid).signal in names
 
 
 def _aggregate_error(problems: Mapping[str, SeriesProblem], *, offer_drop: bool) -> Exception:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from forecaster.exceptions import SourceError
 from forecaster.loaders.files import Layout, read_table, to_long
-from forecaster.types import DS, UID, Y
+from forecaster.types import DS, UID, SeriesId, Y
 
 DEMAND = "demand_gpus"
 """Signal name of the derived demand series."""
@@ -130,7 +130,7 @@ def load_trace(
     frame[UID] = frame[UID].astype(str)
     frame = derive_demand(frame)
     if signals is not None:
-        frame = frame.loc[frame[UID].str.rsplit("/", n=1).str[-1].isin(set(signals))]
+        frame = frame.loc[SeriesId.split(frame[UID])[1].isin(set(signals))]
     return frame.sort_values([UID, DS], kind="stable").reset_index(drop=True)
 
 
@@ -147,11 +147,9 @@ def derive_demand(
     stays missing (NaN) in the sum rather than counting as zero. A repeated timestamp
     of an input keeps its last row, as :func:`~forecaster.contract.validate_series` does.
     """
-    parts = df[UID].str.rsplit("/", n=1)
-    entity, signal = parts.str[0], parts.str[-1]
-    has_entity = parts.str.len() == 2
-    is_alloc = has_entity & (signal == allocated)
-    is_pend = has_entity & (signal == pending)
+    entity, signal = SeriesId.split(df[UID])
+    is_alloc = signal == allocated
+    is_pend = signal == pending
     if not (is_alloc.any() and is_pend.any()):
         return df
     alloc = df.loc[is_alloc, [DS, Y]].assign(entity=entity[is_alloc].to_numpy())

@@ -3,7 +3,7 @@
 Each job is a plain function ``run_<name>(settings) -> JobReport`` in its own module,
 callable from the CLI, the scheduler or a test alike; :func:`run_job` runs one by name.
 
-``run_job`` and ``JOB_NAMES`` are loaded on first use: they pull in every job's
+``run_job`` is loaded on first use: it pulls in every job's
 dependencies (MLflow, the models), which code that only needs :class:`JobReport`
 (the scheduler's bookkeeping, ``foresight jobs``) should not pay for.
 """
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from pipelines.jobs.report import JobReport, Outcome
 
 if TYPE_CHECKING:
-    from pipelines.jobs.registry import JOB_NAMES, run_job
+    from pipelines.jobs.registry import run_job
 
-__all__ = ["JOB_NAMES", "JobReport", "Outcome", "run_job"]
-_LAZY = frozenset({"JOB_NAMES", "run_job"})
+__all__ = ["JobReport", "Outcome", "run_job"]
+_LAZY = frozenset({"run_job"})
 
 
 def __getattr__(name: str) -> Any:

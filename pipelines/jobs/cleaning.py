@@ -10,7 +10,6 @@ training or forecasting, so an interpolated value never poses as a measurement.
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,14 +33,13 @@ class Cleaned:
     rejected: dict[str, str] = field(default_factory=dict)
 
 
-def clean_samples(frame: pd.DataFrame, nonnegative: bool | Collection[str] = True) -> Cleaned:
+def clean_samples(frame: pd.DataFrame) -> Cleaned:
     """Drop what the contract calls missing, and dedupe, naming each series touched.
+
+    No series can be negative: every Foresight signal counts or is a percentage.
 
     Args:
         frame: a source's long frame ``unique_id, ds, y`` (``ds`` tz-aware).
-        nonnegative: which series cannot be negative, as in ``validate_series``:
-            True (all: every Foresight signal counts or is a percentage), False, or
-            names matched against the full id or its signal part.
     """
     if frame.empty:
         return Cleaned(frame.loc[:, [UID, DS, Y]].copy())
@@ -52,7 +50,7 @@ def clean_samples(frame: pd.DataFrame, nonnegative: bool | Collection[str] = Tru
         uid = str(key)
         values = pd.to_numeric(group[Y], errors="coerce").to_numpy(dtype=np.float64)
         missing = ~np.isfinite(values)
-        negative = ~missing & (values < 0) & _is_nonnegative(uid, nonnegative)
+        negative = ~missing & (values < 0)
         duplicated = group[DS].duplicated(keep="last").to_numpy()
         keep = ~(missing | negative | duplicated)
         said = []
@@ -77,9 +75,3 @@ def clean_samples(frame: pd.DataFrame, nonnegative: bool | Collection[str] = Tru
         return Cleaned(frame.iloc[0:0].loc[:, [UID, DS, Y]].copy(), notes, rejected)
     out = pd.concat(kept, ignore_index=True).sort_values([UID, DS], kind="stable")
     return Cleaned(out.reset_index(drop=True), notes, rejected)
-
-
-def _is_nonnegative(uid: str, nonnegative: bool | Collection[str]) -> bool:
-    if isinstance(nonnegative, bool):
-        return nonnegative
-    return uid in nonnegative or uid.rsplit("/", 1)[-1] in nonnegative

@@ -10,9 +10,8 @@ trained (a series without one uses persistence's). It also replays online calibr
 version's realised forecasts up to the selection horizon, per series and level:
 ``details["calibration"]`` holds the offset to add to each quantile forecast made now,
 and the coverage the raw and the calibrated bounds had; the mean coverages go to
-MLflow. A degraded current champion sets ``details["retrain"] = True``;
-:func:`pipelines.jobs.registry.run_job` then runs the train job at once (a scheduler
-calling :func:`run_evaluate` itself checks the flag).
+MLflow. A degraded current champion sets ``details["retrain"] = True``; what follows
+is the scheduler's (:func:`pipelines.scheduler.dispatch.follow_up`).
 """
 
 from __future__ import annotations

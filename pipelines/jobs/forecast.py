@@ -37,7 +37,7 @@ from forecaster.registry import LoadedModel, load_champion
 from forecaster.tracking import tracking_config
 from forecaster.training import recent_history
 from forecaster.types import DS, UID, Levels, Progress
-from pipelines.jobs.executor import make_executor
+from pipelines.executors import make_executor
 from pipelines.jobs.history import read_history, training_plan
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, no_progress, outcome_of, utc_now
@@ -86,7 +86,9 @@ def run_forecast(
             recent = recent_history(history.frame, plan.max_train)
             problems = dict(history.problems)
             groups = [(str(uid), series) for uid, series in recent.groupby(UID, sort=True)]
-            with make_executor(settings) as executor:
+            with make_executor(
+                settings.scheduler.workers, settings.scheduler.dask_address
+            ) as executor:
                 # The pools' own quantiles too: the service reads what is stored, fits nothing.
                 levels = tuple(sorted({*plan.levels, *plan.peak_levels}))
                 frames = _forecast_all(loaded, groups, plan.horizon, levels, executor, report)

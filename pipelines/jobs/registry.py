@@ -1,4 +1,4 @@
-"""Jobs by name, for the scheduler and the CLI: :data:`JOB_NAMES` and :func:`run_job`."""
+"""Jobs by name, for the scheduler and the CLI: :func:`run_job`."""
 
 from __future__ import annotations
 
@@ -23,29 +23,22 @@ _JOBS: Final[Mapping[str, JobFunction]] = {
     "evaluate": run_evaluate,
     "publish": run_publish,
 }
-JOB_NAMES: Final = tuple(_JOBS)
-"""The scheduled jobs, in the order a fresh deployment needs them."""
 
 
-def run_job(
-    name: str, settings: Settings, *, jobs: Mapping[str, JobFunction] | None = None
-) -> JobReport:
-    """Run one job by name with its defaults built from ``settings``.
+def run_job(name: str, settings: Settings) -> JobReport:
+    """Run one job by name with its defaults built from ``settings``, and nothing else.
 
-    An ``evaluate`` that finds the champion degraded says so in ``details["retrain"]``;
-    the scheduler then starts ``train`` as its own job (so ``max_instances`` keeps two
-    trainings from overlapping).
+    What follows a job (train after an evaluate that asks for it, forecast after a
+    training) is the scheduler's: :func:`pipelines.scheduler.dispatch.follow_up`.
 
     Args:
-        name: one of :data:`JOB_NAMES`.
+        name: ingest, train, forecast, evaluate or publish.
         settings: the deployment's settings.
-        jobs: the job functions by name (tests pass fakes); default the real ones.
 
     Raises:
         ConfigError: ``name`` is not a job; the message lists the known ones.
     """
-    table = _JOBS if jobs is None else jobs
-    job = table.get(name)
+    job = _JOBS.get(name)
     if job is None:
-        raise ConfigError(f"unknown job {name!r}; known jobs: {', '.join(table)}")
+        raise ConfigError(f"unknown job {name!r}; known jobs: {', '.join(_JOBS)}")
     return job(settings)

@@ -1,8 +1,9 @@
 """The ``train`` job: backtest, select, gate and register on the store's history.
 
 The same :func:`forecaster.training.train` as ``foresight train``, fed from the
-store instead of a file and fanned out through :func:`make_executor`. A training
-killed midway leaves the previous champion serving (see ``forecaster.training``).
+store instead of a file and fanned out through
+:func:`pipelines.executors.make_executor`. A training killed midway leaves the previous
+champion serving (see ``forecaster.training``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from forecaster.exceptions import ForesightError
 from forecaster.tracking import tracking_config
 from forecaster.training import train
 from forecaster.types import UID, Progress
-from pipelines.jobs.executor import make_executor
+from pipelines.executors import make_executor
 from pipelines.jobs.history import candidate_models, read_history, training_plan
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, utc_now
@@ -61,7 +62,7 @@ def run_train(
             if candidates is not None
             else candidate_models(settings, history.step, plan.horizon, fast=fast)
         )
-        with make_executor(settings) as executor:
+        with make_executor(settings.scheduler.workers, settings.scheduler.dask_address) as executor:
             outcome = train(
                 history.frame,
                 models,

@@ -140,7 +140,12 @@ def execute(context: JobContext, name: str) -> JobReport:
 
 
 def follow_up(context: JobContext, report: JobReport) -> None:
-    """Forecast right after a successful training; retrain when evaluate asks for it."""
+    """Forecast right after a successful training; retrain when evaluate asks for it.
+
+    ``evaluate`` sets ``details["retrain"]`` when the current champion degraded; the
+    training then starts as its own scheduled job, so ``max_instances`` keeps it from
+    overlapping another training.
+    """
     if report.job == "train" and report.outcome in _SUCCESS:
         context.follow_ups.run_soon("forecast")
     if report.job != "evaluate" or not report.details.get(RETRAIN):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,6 @@ TimeLike = datetime | pd.Timestamp | str
 """A point in time: aware datetimes are converted to UTC, naive ones are read as UTC."""
 
 
-@runtime_checkable
 class MetricSource(Protocol):
     """Where samples come from: Prometheus, a file, or anything with this ``fetch``."""
 

@@ -375,18 +375,6 @@ class OutboxRepository:
                 retried.append(item_id)
         return RetryOutcome(tuple(retried), refused)
 
-    def get(self, item_id: int) -> OutboxItem | None:
-        """Return one item as stored, or None."""
-        with self._db.transaction("read a webhook") as session:
-            row = session.get(OutboxRow, item_id)
-            return None if row is None else _item(row)
-
-    def pending(self) -> int:
-        """Return the number of pending items (due or waiting; dead letters excluded)."""
-        statement = select(func.count()).select_from(OutboxRow).where(OutboxRow.status == PENDING)
-        with self._db.transaction("count webhooks") as session:
-            return int(session.execute(statement).scalar_one())
-
 
 def _item(row: OutboxRow) -> OutboxItem:
     return OutboxItem(

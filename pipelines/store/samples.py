@@ -21,7 +21,7 @@ from sqlalchemy import Select, func, select, text
 from forecaster.config.pools import ALLOCATED_GPUS, QUEUE_GPUS
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND
-from forecaster.types import DS, SERIES_COLUMNS, UID, Y
+from forecaster.types import DS, SERIES_COLUMNS, UID, SeriesId, Y
 from pipelines.store.engine import Database
 from pipelines.store.schema import Sample, as_utc
 from pipelines.store.upsert import upsert
@@ -223,22 +223,20 @@ def _pool_key(pool: str) -> int:
 
 def _parts(frame: pd.DataFrame) -> pd.DataFrame:
     """The ``allocated_gpus`` and ``queue_gpus`` samples of a frame."""
-    signals = frame[UID].astype(str).str.rpartition("/")[2]
-    return frame[signals.isin([ALLOCATED_GPUS, QUEUE_GPUS])]
+    _, signals = SeriesId.split(frame[UID])
+    return frame[signals.isin([ALLOCATED_GPUS, QUEUE_GPUS]).to_numpy()]
 
 
 def _owners(ids: pd.Series) -> pd.Series:
     """The pool of each series id (``<pool>/<signal>``)."""
-    if ids.empty:
-        # rpartition of no strings has no columns at all.
-        return pd.Series([], dtype=object)
-    return ids.astype(str).str.rpartition("/")[0]
+    pools, _ = SeriesId.split(ids)
+    return pools
 
 
 def _parts_window(pushed: pd.DataFrame) -> tuple[list[str], datetime, datetime]:
     """Both parts of every pool in ``pushed``, between its oldest and newest time."""
     pools = sorted(set(_owners(pushed[UID])))
-    ids = [f"{pool}/{signal}" for pool in pools for signal in (ALLOCATED_GPUS, QUEUE_GPUS)]
+    ids = [str(SeriesId(pool, signal)) for pool in pools for signal in (ALLOCATED_GPUS, QUEUE_GPUS)]
     # ``end`` is exclusive: one microsecond past the newest pushed time includes it.
     end = pushed[DS].max().to_pydatetime() + timedelta(microseconds=1)
     return ids, pushed[DS].min().to_pydatetime(), end
@@ -254,15 +252,15 @@ def _demand_at(raw: pd.DataFrame, pushed: pd.DataFrame) -> pd.DataFrame:
     """
     wanted = set(zip(_owners(pushed[UID]).tolist(), pushed[DS].tolist(), strict=True))
     parts: dict[str, dict[tuple[str, pd.Timestamp], float]] = {ALLOCATED_GPUS: {}, QUEUE_GPUS: {}}
-    for uid, ds, y in zip(
-        raw[UID].astype(str).tolist(), raw[DS].tolist(), raw[Y].tolist(), strict=True
+    pools, signals = SeriesId.split(raw[UID])
+    for pool, signal, ds, y in zip(
+        pools.tolist(), signals.tolist(), raw[DS].tolist(), raw[Y].tolist(), strict=True
     ):
-        pool, _, signal = uid.rpartition("/")
         if signal in parts and (pool, ds) in wanted:
             parts[signal][(pool, ds)] = y  # a repeated time keeps its last row
     queued = parts[QUEUE_GPUS]
     rows = [
-        (f"{pool}/{DEMAND}", ds, value + queued[(pool, ds)])
+        (str(SeriesId(pool, DEMAND)), ds, value + queued[(pool, ds)])
         for (pool, ds), value in parts[ALLOCATED_GPUS].items()
         if (pool, ds) in queued and math.isfinite(value + queued[(pool, ds)])
     ]

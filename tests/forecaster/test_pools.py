@@ -14,7 +14,6 @@ from forecaster.config.pools import (
     PoolsConfig,
     load_pools,
     parse_duration,
-    series_id,
 )
 from forecaster.exceptions import ConfigError
 
@@ -106,8 +105,6 @@ def test_promql_placeholders_are_filled_per_pool() -> None:
 
 def test_series_id() -> None:
     pool = PoolConfig(name="a100", node_group_id="g")
-    assert series_id("a100", "queue_gpus") == "a100/queue_gpus"
-    assert series_id(pool, "nodes") == "a100/nodes"
     assert pool.series_id("gpu_util") == "a100/gpu_util"
 
 

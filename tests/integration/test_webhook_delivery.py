@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from api.clock import system_clock
-from api.consumers.delivery import DeliveryPolicy, deliver_due, deliver_forever
+from api.consumers.delivery import DeliveryPolicy, deliver_due
 from api.consumers.webhooks import (
     IDEMPOTENCY_HEADER,
     SIGNATURE_HEADER,
@@ -33,7 +33,7 @@ from api.consumers.webhooks import (
     idempotency_key,
     verify,
 )
-from pipelines.store import Store, open_store
+from pipelines.store import OutboxRepository, Store, open_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -181,7 +181,7 @@ def drain(
     """Run delivery passes, moving the clock to the next due time in between."""
     for _ in range(passes):
         deliver_due(store.outbox, client, policy, clock=clock)
-        if store.outbox.pending() == 0:
+        if store.outbox.counts()["pending"] == 0:
             return
         clock.now += policy.max_delay
 
@@ -215,7 +215,7 @@ def test_down_then_failing_then_up_delivers_every_set_once_in_order(
         receiver.answer = 200
         drain(store, client, policy, clock, passes=20)
 
-    assert store.outbox.pending() == 0
+    assert store.outbox.counts()["pending"] == 0
     assert receiver.accepted("/a") == keys_a
     assert receiver.accepted("/b") == keys_b
     assert receiver.processed == {"/a": keys_a, "/b": keys_b}
@@ -266,19 +266,22 @@ def test_two_replicas_never_send_the_same_set_twice(tmp_path: Path) -> None:
         )
         stop = threading.Event()
         clients = [httpx.Client(), httpx.Client()]
+
+        def deliver(outbox: OutboxRepository, client: httpx.Client) -> None:
+            # One replica's delivery: a pass, then a short pause, until stopped.
+            while not stop.is_set():
+                deliver_due(outbox, client, policy)
+                stop.wait(0.05)
+
         threads = [
-            threading.Thread(
-                target=deliver_forever,
-                args=(replica.outbox, client, policy),
-                kwargs={"stop": stop, "idle_s": 0.05},
-            )
+            threading.Thread(target=deliver, args=(replica.outbox, client))
             for replica, client in zip((first, second), clients, strict=True)
         ]
         for thread in threads:
             thread.start()
         try:
             deadline = time.monotonic() + 60
-            while first.outbox.pending() and time.monotonic() < deadline:
+            while first.outbox.counts()["pending"] and time.monotonic() < deadline:
                 time.sleep(0.05)
         finally:
             stop.set()
@@ -287,7 +290,7 @@ def test_two_replicas_never_send_the_same_set_twice(tmp_path: Path) -> None:
             for client in clients:
                 client.close()
 
-        assert first.outbox.pending() == 0
+        assert first.outbox.counts()["pending"] == 0
     server.down()
     for path in paths:
         assert receiver.accepted(path) == expected[path]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.config.pools import SIGNALS, PoolsConfig, load_pools, series_id
+from forecaster.config.pools import SIGNALS, PoolsConfig, load_pools
 from forecaster.types import DS, UID, Y
 from pipelines.sample_data import METRICS_FILE, generate_sample, write_sample
 
@@ -56,7 +56,7 @@ def test_sample_is_small(written: Path) -> None:
 
 def test_frame_follows_the_series_contract(frame: pd.DataFrame, pools: PoolsConfig) -> None:
     assert list(frame.columns) == [UID, DS, Y]
-    expected = {series_id(pool, signal) for pool in pools.pools for signal in SIGNALS}
+    expected = {pool.series_id(signal) for pool in pools.pools for signal in SIGNALS}
     assert set(frame[UID]) == expected
     assert frame[Y].dtype == np.float64
     assert frame[Y].notna().all()

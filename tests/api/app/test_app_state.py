@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.ingest import samples_frame
-from api.policy import NO_LATENCY, LatencyAdjustment, Recommendation
+from api.policy import NO_LATENCY, LatencyAdjustment, StabilisationState
 from api.service import PoolEntry, RecommendationService, Services
 from forecaster.config.pools import PoolConfig
 from pipelines.store import Store
@@ -142,11 +142,13 @@ class HeldStateWrites:
     """The store's pool states, holding the first write that includes ``pool`` until released.
 
     Reads pass through; a write is any method named ``put...`` or ``replace...``.
+    ``written`` keeps the states of ``pool`` handed to ``replace...``, in write order.
     """
 
     def __init__(self, inner: Any, pool: str) -> None:
         self.reached = threading.Event()
         self.release = threading.Event()
+        self.written: list[StabilisationState] = []
         self._inner = inner
         self._pool = pool
 
@@ -159,6 +161,8 @@ class HeldStateWrites:
             if self._pool in pools and not self.reached.is_set():
                 self.reached.set()
                 assert self.release.wait(60)
+            if name.startswith("replace") and self._pool in pools:
+                self.written.append(StabilisationState.from_dict(pools[self._pool]))
             return found(pools, *args, **kwargs)
 
         return write
@@ -215,10 +219,7 @@ def test_a_push_during_a_refresh_of_its_pool_decides_after_it(
     """
     held = HeldStateWrites(store.state, "alpha")
     store.state = held  # type: ignore[assignment]
-    decided: list[Recommendation] = []
-    service = RecommendationService(
-        make_services(clock=FakeClock(), model=None, on_change=[decided.append])
-    )
+    service = RecommendationService(make_services(clock=FakeClock(), model=None))
     service.start()
 
     refresh = Worker(service.refresh)
@@ -231,13 +232,13 @@ def test_a_push_during_a_refresh_of_its_pool_decides_after_it(
     refresh.join(30)
     push.join(30)
 
-    refreshed, pushed = [rec for rec in decided if rec.pool == "alpha"]
-    assert store.state.get("alpha") == pushed.state.to_dict()
-    assert service.recommendation("alpha").recommendation == pushed
+    refreshed, pushed = held.written
+    assert store.state.get("alpha") == pushed.to_dict()
+    assert service.recommendation("alpha").recommendation.state == pushed
     # The push's decision is recorded on top of the refresh's, whose higher value
     # stays in the window.
-    assert pushed.state.spans[0] == refreshed.state.spans[-1]
-    assert pushed.state.spans[-1].nodes < refreshed.state.spans[-1].nodes
+    assert pushed.spans[0] == refreshed.spans[-1]
+    assert pushed.spans[-1].nodes < refreshed.spans[-1].nodes
 
 
 def test_reads_during_a_decision_serve_the_unexpired_answers(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -12,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from api.consumers.delivery import DeliveryPolicy, deliver_due, deliver_forever
+from api.consumers.delivery import DeliveryPolicy, deliver_due
 from api.consumers.webhooks import (
     IDEMPOTENCY_HEADER,
     SIGNATURE_HEADER,
@@ -20,6 +19,7 @@ from api.consumers.webhooks import (
     verify,
 )
 from pipelines.store import Store
+from tests.pipelines.store.outbox_reads import stored_item
 
 T0 = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)
 SECRET = b"s3cret-for-tests"
@@ -89,7 +89,7 @@ def test_a_2xx_delivers_the_raw_body_signed_and_keyed(store: Store) -> None:
     assert verify(
         body, request.headers[SIGNATURE_HEADER], SECRET, request.headers[TIMESTAMP_HEADER], now=T0
     )
-    assert store.outbox.pending() == 0
+    assert store.outbox.counts()["pending"] == 0
     assert run(store, receiver, Clock(T0 + timedelta(days=1))) == []
 
 
@@ -102,7 +102,7 @@ def test_transient_failures_retry_after_a_backoff_then_deliver(
     clock = Clock()
 
     assert run(store, receiver, clock) == ["retry"]
-    item = store.outbox.get(item_id)
+    item = stored_item(store, item_id)
     assert item is not None
     assert item.last_error
     delay = item.next_attempt_at - T0
@@ -123,7 +123,7 @@ def test_backoff_grows_exponentially_up_to_the_cap(store: Store) -> None:
     delays = []
     for _ in range(10):
         run(store, receiver, clock, policy)
-        item = store.outbox.get(item_id)
+        item = stored_item(store, item_id)
         assert item is not None
         delays.append((item.next_attempt_at - clock.now).total_seconds())
         clock.now = item.next_attempt_at
@@ -138,7 +138,7 @@ def test_retry_after_is_honoured(store: Store) -> None:
     busy = httpx.Response(429, headers={"Retry-After": "120"})
     run(store, Receiver({A: [lambda _: busy]}), Clock())
 
-    item = store.outbox.get(item_id)
+    item = stored_item(store, item_id)
     assert item is not None
     assert item.next_attempt_at - T0 == timedelta(seconds=120)
 
@@ -157,7 +157,7 @@ def test_a_permanent_4xx_becomes_a_dead_letter_and_is_logged(
     (dead,) = store.outbox.dead_letters()
     assert dead.id == item_id
     assert dead.last_error == f"HTTP {status}: bad secret"
-    assert store.outbox.pending() == 0
+    assert store.outbox.counts()["pending"] == 0
     assert run(store, receiver, Clock(T0 + timedelta(days=365))) == []
     assert len(receiver.seen) == 1
 
@@ -185,7 +185,7 @@ def test_order_is_kept_per_url_while_other_urls_proceed(store: Store) -> None:
         clock.now += timedelta(seconds=3)
         run(store, receiver, clock)
     assert receiver.keys(A) == ["a0", "a0", "a1", "a2"]
-    assert store.outbox.pending() == 0
+    assert store.outbox.counts()["pending"] == 0
 
 
 def test_a_later_set_waits_for_an_earlier_one_in_backoff_without_counting_an_attempt(
@@ -195,14 +195,14 @@ def test_a_later_set_waits_for_an_earlier_one_in_backoff_without_counting_an_att
     receiver = Receiver({A: [503]})
     clock = Clock()
     run(store, receiver, clock)
-    earlier = store.outbox.get(first)
+    earlier = stored_item(store, first)
     assert earlier is not None
     clock.now += timedelta(milliseconds=500)
     second = store.outbox.enqueue(A, b"2", "k2", now=clock.now)
 
     assert run(store, receiver, clock) == ["waiting"]
 
-    held = store.outbox.get(second)
+    held = stored_item(store, second)
     assert held is not None
     assert held.attempts == 0
     assert held.next_attempt_at == earlier.next_attempt_at
@@ -237,26 +237,3 @@ def test_the_lease_outlasts_a_whole_batch_of_timeouts() -> None:
     policy = DeliveryPolicy(secret=SECRET, timeout_s=10.0, batch=10)
 
     assert policy.lease > timedelta(seconds=10.0 * 10)
-
-
-def test_deliver_forever_drains_the_outbox_until_stopped(store: Store) -> None:
-    for n in range(25):
-        store.outbox.enqueue(A, b"{}", f"k{n:02d}", now=T0)
-    receiver = Receiver()
-    stop = threading.Event()
-    thread = threading.Thread(
-        target=deliver_forever,
-        args=(store.outbox, receiver.client(), POLICY),
-        kwargs={"stop": stop, "idle_s": 0.05, "clock": Clock()},
-    )
-    thread.start()
-    try:
-        deadline = datetime.now(UTC) + timedelta(seconds=10)
-        while store.outbox.pending() and datetime.now(UTC) < deadline:
-            stop.wait(0.02)
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-
-    assert not thread.is_alive()
-    assert receiver.keys() == [f"k{n:02d}" for n in range(25)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from pipelines.store import Store
+from tests.pipelines.store.outbox_reads import stored_item
 
 T0 = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)
 A, B = "http://a.test", "http://b.test"
@@ -46,7 +47,7 @@ def test_release_undoes_the_claim(store: Store) -> None:
 
     store.outbox.release(item_id, due_at=T0 + timedelta(seconds=7))
 
-    item = store.outbox.get(item_id)
+    item = stored_item(store, item_id)
     assert item is not None
     assert item.attempts == 0
     assert item.next_attempt_at == T0 + timedelta(seconds=7)
@@ -64,5 +65,5 @@ def test_a_given_up_item_is_settled_and_listed_as_a_dead_letter(store: Store) ->
     store.outbox.give_up(done, "too late", now=T0)
 
     assert [(i.id, i.last_error) for i in store.outbox.dead_letters()] == [(dead, "HTTP 410: gone")]
-    assert store.outbox.pending() == 0
+    assert store.outbox.counts()["pending"] == 0
     assert store.outbox.claim_due(now=T0 + timedelta(days=1)) == []

@@ -69,7 +69,7 @@ def test_dry_run_writes_nothing_and_queues_nothing(
     assert plan.changed
     assert plan.item_id is None
     assert plan.idempotency_key is not None
-    assert store.outbox.pending() == 0
+    assert store.outbox.counts()["pending"] == 0
     assert seen == []
     assert outcome.deliveries == ()
 
@@ -199,7 +199,7 @@ def test_invalid_configmap_is_never_written_nor_anything_queued(
 
     assert cluster.calls == []
     assert seen == []
-    assert store.outbox.pending() == 0
+    assert store.outbox.counts()["pending"] == 0
 
 
 def test_a_pool_without_data_keeps_its_objects_and_ranks_last(

@@ -1,28 +1,42 @@
-"""Jobs by name, the evaluate -> train hand-off, and the publish job's adapter."""
+"""Jobs by name, the evaluate -> train hand-off through the scheduler, and publish.
+
+The hand-off runs the real jobs (a small seeded data set, MLflow and the store under
+tmp_path) through the real scheduler; publish runs the real publisher against a
+receiver listening on loopback.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from api.consumers.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from forecaster.config.settings import Settings
-from forecaster.exceptions import ConfigError, PublishError
-from pipelines.jobs import JOB_NAMES, JobReport, run_job
+from forecaster.exceptions import ConfigError
+from forecaster.types import DS, UID, Y
+from pipelines.jobs import run_job
+from pipelines.jobs.forecast import run_forecast
+from pipelines.jobs.ingest import run_ingest
 from pipelines.jobs.publish import run_publish
-from pipelines.store import Store
+from pipelines.jobs.train import run_train
+from pipelines.scheduler import ScheduledJob, every, start_scheduler
+from pipelines.store import Store, open_store
+from pipelines.store.job_runs import JobRun
+from tests.pipelines.jobs.job_fakes import POOL, START, FakeSource, make_settings, synthetic
 
 NOW = datetime(2025, 3, 2, 12, tzinfo=UTC)
-
-
-def _report(job: str, **details: Any) -> JobReport:
-    return JobReport(job, "ok", f"{job} done", NOW, NOW, details=details)
-
-
-def test_job_names_are_the_five_jobs() -> None:
-    assert JOB_NAMES == ("ingest", "train", "forecast", "evaluate", "publish")
+SECRET = "s3cret-for-tests"
 
 
 def test_unknown_job_names_the_known_ones(settings: Settings) -> None:
@@ -30,70 +44,184 @@ def test_unknown_job_names_the_known_ones(settings: Settings) -> None:
         run_job("ingets", settings)
 
 
-def test_degraded_evaluation_leaves_retraining_to_the_scheduler(settings: Settings) -> None:
-    ran: list[str] = []
-
-    def evaluate(_: Settings) -> JobReport:
-        ran.append("evaluate")
-        return _report("evaluate", retrain=True)
-
-    def train(_: Settings) -> JobReport:
-        ran.append("train")
-        return _report("train", version="2")
-
-    report = run_job("evaluate", settings, jobs={"evaluate": evaluate, "train": train})
-
-    assert ran == ["evaluate"]
-    assert report.details["retrain"] is True
+# --- evaluate -> train, through the scheduler ----------------------------------------
 
 
-@dataclass(frozen=True)
-class _Outcome:
-    generated_at: datetime
-    mode: str
-    recommendations: tuple[object, ...]
-    missing: dict[str, str]
+def _wait_for(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
 
 
-def test_publish_calls_the_publisher_with_the_store_and_clock(
-    settings: Settings, store: Store
+def _finished(store: Store, job: str) -> JobRun | None:
+    runs = store.job_runs.history(job, limit=1)
+    return runs[0] if runs and runs[0].finished_at is not None else None
+
+
+@pytest.mark.slow
+def test_an_evaluation_that_finds_the_champion_degraded_trains_through_the_scheduler(
+    tmp_path: Path,
 ) -> None:
-    calls: list[tuple[Any, ...]] = []
+    """A champion trained and forecasting, then demand ten times higher than it saw.
 
-    def publish(settings_: Settings, store_: Store, *, apply: bool, now: datetime) -> _Outcome:
-        calls.append((settings_, store_, apply, now))
-        return _Outcome(now, "dry_run", (object(), object()), {"l4": "no forecast"})
+    The scheduler runs ``evaluate`` (the real job, on the wall clock, so the data is
+    moved to end now); its report asks for a retraining, and the scheduler's dispatch
+    starts ``train``, then the ``forecast`` that follows a training. Nothing else
+    schedules them: their intervals are a day.
+    """
+    settings = make_settings(tmp_path, model_set="fast")
+    now = pd.Timestamp.now(tz="UTC").floor("10min")
+    cut = now - pd.Timedelta(hours=2)
+    data = synthetic()
+    data[DS] += cut - (START + pd.Timedelta(days=3))
+    source = FakeSource(data)
+    with open_store(settings.store_url) as store:
+        assert run_ingest(settings, store=store, source=source, now=cut).outcome == "ok"
+        first = run_train(settings, store=store)
+        assert first.details["promoted"] is True, first.summary
+        assert run_forecast(settings, store=store, now=cut).outcome == "ok"
+        source.frame = data.assign(**{Y: np.where(data[DS] > cut, data[Y] * 10, data[Y])})
+        assert run_ingest(settings, store=store, source=source, now=now).outcome == "ok"
 
-    report = run_publish(settings, store=store, now=NOW, publish=publish)
+        day = every(timedelta(days=1))
+        plan = [ScheduledJob(name, day) for name in ("evaluate", "train", "forecast")]
+        running = start_scheduler(settings, store, plan=plan, poll_seconds=0.1)
+        try:
+            assert running.wait_until_leader(10), "the only scheduler never became leader"
+            running.run_soon("evaluate")
+            assert _wait_for(lambda: _finished(store, "forecast") is not None, 300), [
+                (run.job, run.outcome, run.summary) for run in store.job_runs.history()
+            ]
+        finally:
+            running.stop()
 
-    assert calls == [(settings, store, False, NOW)]  # forecast_only by default: dry run
-    assert report.outcome == "ok"
-    assert report.summary == "published 2 pool recommendations (dry run)"
-    assert report.details["mode"] == "dry_run"
-    assert report.details["missing"] == {"l4": "no forecast"}
-    assert report.details["generated_at"] == NOW.isoformat()
-    assert report.details["applied"] is False
+        evaluated, trained, forecast = (
+            _finished(store, job) for job in ("evaluate", "train", "forecast")
+        )
+        assert len(store.job_runs.history("train")) == 1
+    assert evaluated is not None
+    assert trained is not None
+    assert forecast is not None
+    assert evaluated.details["retrain"] is True, evaluated.summary
+    assert POOL + "/allocated_gpus" in evaluated.details["degraded_series"]
+    assert trained.outcome == "ok", trained.summary
+    assert trained.details["version"] != first.details["version"]
+    assert forecast.outcome == "ok", forecast.summary
+    assert evaluated.finished_at is not None
+    assert trained.finished_at is not None
+    assert evaluated.finished_at <= trained.started_at <= trained.finished_at
+    assert trained.finished_at <= forecast.started_at
 
 
-def test_publish_apply_follows_forecast_only_unless_told(settings: Settings, store: Store) -> None:
-    seen: list[bool] = []
+# --- publish, with the real publisher --------------------------------------------------
 
-    def publish(_: Settings, __: Store, *, apply: bool, now: datetime) -> dict[str, int]:
-        seen.append(apply)
-        return {"recommendations": 0}
 
-    live = settings.model_copy(
-        update={"service": settings.service.model_copy(update={"forecast_only": False})}
+@dataclass
+class Receiver:
+    """A webhook receiver on loopback that keeps every request and answers 204."""
+
+    url: str = ""
+    requests: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    received = Receiver()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            received.requests.append((dict(self.headers.items()), body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    received.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield received
+    server.shutdown()
+    server.server_close()
+    thread.join(10)
+
+
+def _publishing(tmp_path: Path, receiver: Receiver, **overrides: Any) -> Settings:
+    return make_settings(
+        tmp_path,
+        webhook_secret=SECRET,
+        publish={"webhook_urls": [receiver.url], "kubeconfig": tmp_path / "no-kubeconfig"},
+        **overrides,
     )
-    run_publish(live, store=store, now=NOW, publish=publish)
-    run_publish(settings, store=store, now=NOW, publish=publish, apply=True)
-    assert seen == [True, True]
 
 
-def test_publish_error_is_a_failed_report(settings: Settings, store: Store) -> None:
-    def publish(*_: Any, **__: Any) -> None:
-        raise PublishError("ConfigMap invalid: quoted keys")
+@pytest.fixture
+def live_store(settings: Settings) -> Iterator[Store]:
+    """The settings' store with a quarter hour of live readings of the pool up to NOW."""
+    ds = pd.date_range(end=NOW, periods=3, freq="5min", tz="UTC")
+    readings = {"allocated_gpus": 30.0, "queue_gpus": 10.0, "nodes": 5.0, "gpu_util": 70.0}
+    frame = pd.concat(
+        [pd.DataFrame({UID: f"{POOL}/{s}", DS: ds, Y: v}) for s, v in readings.items()],
+        ignore_index=True,
+    )
+    with open_store(settings.store_url) as store:
+        store.samples.upsert_with_demand(frame)
+        yield store
 
-    report = run_publish(settings, store=store, now=NOW, publish=publish)
+
+@pytest.fixture
+def settings(tmp_path: Path, receiver: Receiver) -> Settings:
+    return _publishing(tmp_path, receiver)
+
+
+@pytest.mark.slow  # the publisher opens the MLflow registry (seconds)
+def test_publish_is_a_dry_run_by_default_and_sends_nothing(
+    settings: Settings, live_store: Store, receiver: Receiver
+) -> None:
+    report = run_publish(settings, store=live_store, now=NOW)
+
+    assert report.outcome == "ok", report.summary
+    assert report.summary == "published 1 pool recommendations (dry run)"
+    assert report.details["mode"] == "dry_run"
+    assert report.details["applied"] is False
+    assert report.details["generated_at"] == NOW.isoformat()
+    assert report.details["missing"] == {}
+    assert receiver.requests == []
+    assert live_store.outbox.counts()["pending"] == 0
+
+
+@pytest.mark.slow  # the publisher opens the MLflow registry (seconds)
+def test_publish_with_apply_delivers_a_signed_set_to_the_receiver(
+    settings: Settings, live_store: Store, receiver: Receiver
+) -> None:
+    report = run_publish(settings, store=live_store, now=NOW, apply=True)
+
+    assert report.outcome == "ok", report.summary
+    assert report.details["applied"] is True
+    # forecast_only (the default) keeps the cluster untouched; webhooks are still served.
+    assert report.details["mode"] == "dry_run"
+    [(headers, body)] = receiver.requests
+    signature, timestamp = headers[SIGNATURE_HEADER], headers[TIMESTAMP_HEADER]
+    assert verify(body, signature, SECRET.encode(), timestamp, now=NOW)
+    [pool] = json.loads(body)["pools"]
+    assert (pool["pool"], pool["current_nodes"]) == (POOL, 5)
+    assert live_store.outbox.counts() == {"pending": 0, "delivered": 1, "dead": 0}
+
+
+@pytest.mark.slow  # the publisher opens the MLflow registry (seconds)
+def test_publish_that_cannot_reach_a_cluster_is_a_failed_report(
+    tmp_path: Path, live_store: Store, receiver: Receiver
+) -> None:
+    live = _publishing(tmp_path, receiver, service={"forecast_only": False})
+
+    report = run_publish(live, store=live_store, now=NOW)
+
     assert report.outcome == "failed"
-    assert report.summary == "ConfigMap invalid: quoted keys"
+    assert "publish.kubeconfig" in report.summary
+    assert "does not exist" in report.summary
+    assert receiver.requests == []

@@ -11,7 +11,7 @@ import pytest
 
 from forecaster.exceptions import SourceError
 from forecaster.types import DS, UID, Y
-from pipelines.sources import FileSource, MetricSource
+from pipelines.sources import FileSource
 
 STEP = timedelta(minutes=10)
 T0 = pd.Timestamp("2024-05-01T00:00:00Z")
@@ -45,10 +45,6 @@ def wide_parquet(tmp_path: Path) -> Path:
     path = tmp_path / "cluster.parquet"
     frame.to_parquet(path)
     return path
-
-
-def test_is_a_metric_source(long_csv: Path) -> None:
-    assert isinstance(FileSource(long_csv), MetricSource)
 
 
 def test_long_file_is_filtered_to_the_inclusive_window(long_csv: Path) -> None:

@@ -22,7 +22,6 @@ from pydantic import SecretStr
 from forecaster.exceptions import ConfigError, SourceError
 from forecaster.types import DS, UID, Y
 from pipelines.sources import MAX_POINTS, PrometheusConfig, PrometheusSource, plan_windows
-from pipelines.sources.protocol import MetricSource
 
 URL = "http://prom.test:9090"
 T0 = pd.Timestamp("2024-05-01T00:00:00Z")
@@ -94,10 +93,6 @@ def status(code: int, body: Any = None) -> Callable[[httpx.Request], httpx.Respo
 
 def refuse(request: httpx.Request) -> httpx.Response:
     raise httpx.ConnectError("connection refused", request=request)
-
-
-def test_source_satisfies_the_protocol() -> None:
-    assert isinstance(make_source(FakePrometheus()), MetricSource)
 
 
 # --- windows -------------------------------------------------------------------------

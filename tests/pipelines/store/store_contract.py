@@ -17,9 +17,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
 
-from forecaster.exceptions import DataValidationError
+from forecaster.exceptions import DataValidationError, StoreError
 from pipelines.store import Backoff, Store
+from tests.pipelines.store.outbox_reads import stored_item
 
 T0 = datetime(2024, 3, 1, tzinfo=UTC)
 STEP = pd.Timedelta(minutes=5)
@@ -115,6 +117,21 @@ def hold_first_write_of(
     finally:
         release.set()
         event.remove(store.engine, "before_cursor_execute", hold)
+
+
+@contextmanager
+def fail_writes_of(store: Store, series_id: str) -> Iterator[None]:
+    """Make every statement that writes ``series_id`` fail as a full disk would."""
+
+    def fail(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT") and _mentions(parameters, series_id):
+            raise OperationalError(statement, parameters, RuntimeError("disk full"))
+
+    event.listen(store.engine, "before_cursor_execute", fail)
+    try:
+        yield
+    finally:
+        event.remove(store.engine, "before_cursor_execute", fail)
 
 
 def forecast_frame(uid: str, start: datetime, h: int, level: float = 10.0) -> pd.DataFrame:
@@ -214,6 +231,20 @@ class SamplesContract:
         # A rewritten part rewrites only its own timestamp's demand.
         store.samples.upsert_with_demand(window("a/allocated_gpus", T0 + STEP, 1, offset=20.0))
         assert store.samples.read(["a/demand_gpus"])["y"].tolist() == [21.0, 14.0]
+
+    def test_a_failure_writing_derived_demand_leaves_nothing_of_the_write(
+        self, store: Store
+    ) -> None:
+        """The parts are written, the demand write fails: the parts are rolled back too."""
+        store.samples.upsert_with_demand(
+            pd.concat([window("a/allocated_gpus", T0, 2, 10.0), window("a/queue_gpus", T0, 2, 1.0)])
+        )
+        before = store.samples.read()
+        pushed = pd.concat([window("a/allocated_gpus", T0, 3, 20.0), window("a/nodes", T0, 3)])
+        with fail_writes_of(store, "a/demand_gpus"), pytest.raises(StoreError, match="disk full"):
+            store.samples.upsert_with_demand(pushed)
+        after = store.samples.read()
+        assert after.equals(before), after
 
     def test_a_frame_without_parts_is_written_and_derives_nothing(self, store: Store) -> None:
         frame = pd.concat([window("a/nodes", T0, 2), window("a/gpu_util", T0, 2, 50.0)])
@@ -489,8 +520,8 @@ class OutboxContract:
         other = store.outbox.enqueue("http://b/hook", b'{"v":1}', "k1", now=T0)
         assert first == again
         assert other != first
-        assert store.outbox.pending() == 2
-        item = store.outbox.get(first)
+        assert store.outbox.counts()["pending"] == 2
+        item = stored_item(store, first)
         assert item is not None
         assert (item.body, item.attempts, item.created_at) == (b'{"v":1}', 0, T0)
 
@@ -525,15 +556,15 @@ class OutboxContract:
             assert store.outbox.claim_due(now=due - timedelta(seconds=1)) == []
             now = due
         assert waits == [10.0, 20.0, 30.0, 30.0]
-        stored = store.outbox.get(item_id)
+        stored = stored_item(store, item_id)
         assert stored is not None
         assert (stored.attempts, stored.last_error) == (4, "HTTP 503")
         store.outbox.claim_due(now=now)
         store.outbox.mark_delivered(item_id, now=now)
         assert store.outbox.claim_due(now=now + timedelta(days=1)) == []
-        assert store.outbox.pending() == 0
+        assert store.outbox.counts()["pending"] == 0
         assert store.outbox.mark_failed(item_id, "late", now=now) is None
-        delivered = store.outbox.get(item_id)
+        delivered = stored_item(store, item_id)
         assert delivered is not None
         assert (delivered.delivered_at, delivered.last_error) == (now, None)
 
@@ -547,7 +578,7 @@ class OutboxContract:
         store.outbox.mark_delivered(delivered, now=T0)
         store.outbox.give_up(dead, "HTTP 410 Gone", now=T0 + STEP)
 
-        found = {i: store.outbox.get(i) for i in (delivered, dead, waiting)}
+        found = {i: stored_item(store, i) for i in (delivered, dead, waiting)}
         assert {i: item.status for i, item in found.items() if item} == {
             delivered: "delivered",
             dead: "dead",
@@ -560,7 +591,7 @@ class OutboxContract:
         assert [item.id for item in store.outbox.dead_letters()] == [dead]
         # A dead letter neither retries nor holds back the sets queued after it.
         assert store.outbox.mark_failed(dead, "late", now=T0) is None
-        later = store.outbox.get(waiting)
+        later = stored_item(store, waiting)
         assert later is not None
         assert store.outbox.blocker(later) is None
 
@@ -581,7 +612,7 @@ class OutboxContract:
         assert outcome.retried == (alone,)
         assert set(outcome.refused) == {old}
         assert f"#{newer}" in outcome.refused[old]
-        retried = store.outbox.get(alone)
+        retried = stored_item(store, alone)
         assert retried is not None
         assert (retried.status, retried.attempts, retried.dead_at) == ("pending", 0, None)
         assert [i.id for i in store.outbox.claim_due(now=T0 + 2 * STEP)] == [alone]
