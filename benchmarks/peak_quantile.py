@@ -18,6 +18,7 @@ Reference: the trailing-day empirical quantile of the realised headroom (what
 persistence + k sd provisions), raw and with the same ACI calibration as the model.
 "combined": per series, lead and quantile, the model+ACI bound mixed online with the
 raw reference by their discounted realised pinball losses (``forecaster.peak.combine``).
+Every fleet runs the forecaster's defaults (what a training fits and serves).
 
 Windows (per series, by share of its span): origins from 50 % minus one day are
 forecast (the first day warms ACI up and is never scored); "tune" is 50-75 %,
@@ -74,10 +75,6 @@ COMBINE_HALFLIFE = 144.0
 """Chosen on the tune window (from the saved forecasts of the final model): lowest mean GPU
 pinball ratio among eta 3, 10, 30, 100 x half-life 144, 576 steps (eta 30 ties, one cell fewer
 within +-0.03 coverage)."""
-FLEET_PARAMS: dict[str, dict[str, Any]] = {"helios_vc": {"flat_features": True}}
-"""Per-fleet forecaster settings, chosen on the tune window: the point-mass features on the
-Earth VCs (model+ACI 1.086 -> 1.031 of the reference, combined 0.961 -> 0.948); not measured
-on the other fleets, which keep the default."""
 RESULTS = ROOT / "benchmarks" / "results" / "peak_quantile.json"
 
 
@@ -147,7 +144,7 @@ def walk_forward(fleet: Fleet, params: dict[str, Any], until: float) -> pd.DataF
             lead_steps=fleet.leads,
             quantiles=QUANTILES,
             targets=fleet.targets,
-            **{**FLEET_PARAMS.get(fleet.name, {}), **params},
+            **params,
         )
         model.fit(frame[frame[DS] < cutoff])
         upto = frame[

@@ -124,3 +124,15 @@ def test_bad_input_is_named(fleet: pd.DataFrame) -> None:
     mixed = pd.concat([fleet, make_fleet({"nab": 5.0}).assign(ds=lambda f: f["ds"].dt.floor("D"))])
     with pytest.raises(DataValidationError):
         small_model().fit(mixed)
+
+
+def test_default_model_reads_the_realised_headroom_and_point_mass_features(
+    fitted: PeakQuantileForecaster,
+) -> None:
+    names = fitted.feature_names_
+    for lead in (1, 2):
+        assert f"headroom_{lead}_q0.9" in names
+        assert f"headroom_{lead}_flat" in names
+    assert "since_change" in names
+    bare = small_model(flat_features=False, history_features=False)
+    assert bare.get_params()["history_features"] is False
