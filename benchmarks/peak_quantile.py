@@ -17,7 +17,9 @@ on the tune window, alone 0.87-0.88x.
 Reference: the trailing-day empirical quantile of the realised headroom (what
 persistence + k sd provisions), raw and with the same ACI calibration as the model.
 "combined": per series, lead and quantile, the model+ACI bound mixed online with the
-raw reference by their discounted realised pinball losses (``forecaster.peak.combine``).
+raw reference and the raw model bound by their discounted realised pinball losses
+(``forecaster.peak.combine``), as ``forecaster.peak.online.OnlinePeak`` serves it.
+Every fleet runs the forecaster's defaults (what a training fits and serves).
 
 Windows (per series, by share of its span): origins from 50 % minus one day are
 forecast (the first day warms ACI up and is never scored); "tune" is 50-75 %,
@@ -74,10 +76,6 @@ COMBINE_HALFLIFE = 144.0
 """Chosen on the tune window (from the saved forecasts of the final model): lowest mean GPU
 pinball ratio among eta 3, 10, 30, 100 x half-life 144, 576 steps (eta 30 ties, one cell fewer
 within +-0.03 coverage)."""
-FLEET_PARAMS: dict[str, dict[str, Any]] = {"helios_vc": {"flat_features": True}}
-"""Per-fleet forecaster settings, chosen on the tune window: the point-mass features on the
-Earth VCs (model+ACI 1.086 -> 1.031 of the reference, combined 0.961 -> 0.948); not measured
-on the other fleets, which keep the default."""
 RESULTS = ROOT / "benchmarks" / "results" / "peak_quantile.json"
 
 
@@ -147,7 +145,7 @@ def walk_forward(fleet: Fleet, params: dict[str, Any], until: float) -> pd.DataF
             lead_steps=fleet.leads,
             quantiles=QUANTILES,
             targets=fleet.targets,
-            **{**FLEET_PARAMS.get(fleet.name, {}), **params},
+            **params,
         )
         model.fit(frame[frame[DS] < cutoff])
         upto = frame[
@@ -174,7 +172,7 @@ def with_references(
     eta: float = COMBINE_ETA,
     halflife: float = COMBINE_HALFLIFE,
 ) -> pd.DataFrame:
-    """Add realised peaks, the reference, the model/reference combination and ACI bounds."""
+    """Add realised peaks, the reference, ACI bounds and the three experts' combination."""
     rows = []
     for (uid, lead), group in pred.groupby([UID, LEAD], sort=True):
         series = fleet.frame[fleet.frame[UID] == uid].sort_values(DS)
@@ -196,11 +194,11 @@ def with_references(
             args = (g["peak"].to_numpy(), q, int(lead), gamma, ACI_WINDOW)
             g[f"aci_{col}"] = calibrate(g[col].to_numpy(), args[0], g[SCALE].to_numpy(), *args[1:])
             g[f"refaci_{col}"] = calibrate(ref, args[0], g["ref_scale"].to_numpy(), *args[1:])
-            # The calibrated model mixed with the raw reference (tune window: better than
-            # mixing the raw bounds and calibrating the mix, 0.892 vs 0.909 at these settings).
+            # The calibrated model mixed with the raw reference and the raw model, as
+            # OnlinePeak serves (tune window, GPU traces, with the raw model added:
+            # 0.889 -> 0.877 at the default features, 0.865 -> 0.850 with the optional ones).
             g[f"comb_{col}"] = combine_bounds(
-                g[f"aci_{col}"].to_numpy(),
-                ref,
+                [g[f"aci_{col}"].to_numpy(), ref, g[col].to_numpy()],
                 args[0],
                 g[SCALE].to_numpy(),
                 q,
@@ -339,7 +337,7 @@ def print_table(cells: list[dict[str, Any]], summary: dict[str, Any], title: str
             f" reference {e['mean_abs_coverage_error_reference']:.3f}"
         )
         print(
-            f"{name}: model+ACI combined with the reference, mean pinball ratio"
+            f"{name}: model+ACI, reference and raw model combined, mean pinball ratio"
             f" {e['mean_ratio_combined']:.3f} (q0.9 {e['mean_ratio_combined_q0.9']:.3f},"
             f" q0.95 {e['mean_ratio_combined_q0.95']:.3f}); mean |coverage error|"
             f" {e['mean_abs_coverage_error_combined']:.3f}"

@@ -6,7 +6,8 @@ trains one global gradient-boosted quantile model per lead and quantile on every
 queue depth, arrivals and utilisation as covariates); ``predict_peak(frame)`` returns
 ``unique_id, ds, lead, last, scale, q<level>...``. :class:`AdaptiveConformal`
 calibrates each series' quantiles online from realised peaks; :func:`combine_bounds`
-mixes them online with a reference bound by realised pinball loss.
+mixes them online with a reference bound and the raw quantiles by realised pinball
+loss.
 """
 
 from forecaster.peak.calibration import AdaptiveConformal, aci_offsets, calibrate

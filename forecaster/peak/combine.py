@@ -1,22 +1,26 @@
-"""Online combination of two quantile forecasts, weighted by their realised pinball loss.
+"""Online combination of quantile forecasts, weighted by their realised pinball loss.
 
-Per series, lead and quantile ``tau`` the peak forecaster's bound and a reference
-bound (the trailing-day empirical quantile: persistence + k sd) are mixed convexly,
+Per series, lead and quantile ``tau`` the bounds of ``k`` experts (served: the
+calibrated model, the reference, i.e. the trailing-day empirical quantile of
+headroom, persistence + k sd, and the model's raw bound) are mixed convexly,
 
-    bound_t = w_t * model_t + (1 - w_t) * reference_t,
-    w_t = 1 / (1 + exp(-eta * (R_t - M_t))),
+    bound_t = sum_i w_it * expert_it,
+    w_it = exp(-eta * L_it) / sum_j exp(-eta * L_jt),
 
-where ``M_t`` and ``R_t`` are the exponentially discounted mean pinball losses (in
-the series' scale units) of the two experts over the forecasts *already realised*
-at ``t``: a forecast made at ``s`` for lead ``L`` is scored only from ``s + L`` on.
-This is exponentially weighted averaging of two experts with a discounted loss, so
-it tracks the better one where one is better for a while (the model on volatile
-series, the reference on a pool whose demand stays flat). Pinball loss is convex,
-so the mix never loses more than the weighted average of the two experts' losses.
-Until anything is realised the weight is 1/2.
+where ``L_it`` is the exponentially discounted mean pinball loss (in the series'
+scale units) of expert ``i`` over the forecasts *already realised* at ``t``: a
+forecast made at ``s`` for lead ``L`` is scored only from ``s + L`` on. This is
+exponentially weighted averaging of experts with a discounted loss, so it tracks
+whichever is better for a while (the model on volatile series, the reference on a
+pool whose demand stays flat, the raw model where calibration widens a bound that
+was already right). Pinball loss is convex, so the mix never loses more than the
+weighted average of the experts' losses. Until anything is realised the weights are
+equal; an expert with no bound at an origin (NaN) gets no weight there.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,73 +40,93 @@ TUNED_HALFLIFE = 144.0
 
 
 class DiscountedExperts:
-    """The model's weight, fed one realised pair of losses at a time.
+    """The experts' weights, fed one realised set of losses at a time.
 
-    ``weight()`` is ``1 / (1 + exp(-eta * (R - M)))`` of the discounted mean losses seen
-    so far (1/2 before any). Feed :meth:`observe` only with losses of forecasts whose
+    ``weights()`` is the softmax of ``-eta`` times the discounted mean losses seen so
+    far (equal before any). Feed :meth:`observe` only with losses of forecasts whose
     peak is realised: the caller owns the lead-time discipline.
 
     Args:
-        eta: how sharply the weight follows the loss difference (0: always 1/2).
+        eta: how sharply the weights follow the loss differences (0: always equal).
         halflife: observations after which a loss counts half.
+        experts: how many experts are mixed.
     """
 
-    def __init__(self, eta: float, halflife: float) -> None:
-        if eta < 0.0 or halflife <= 0.0:
-            raise ValueError(f"need eta >= 0 and halflife > 0; got {eta}, {halflife}")
+    def __init__(self, eta: float, halflife: float, experts: int = 2) -> None:
+        if eta < 0.0 or halflife <= 0.0 or experts < 1:
+            raise ValueError(
+                f"need eta >= 0, halflife > 0 and experts >= 1; got {eta}, {halflife}, {experts}"
+            )
         self.eta = eta
         self.decay = 0.5 ** (1.0 / halflife)
         self._seen = 0.0
-        self._model = 0.0
-        self._reference = 0.0
+        self._losses = np.zeros(experts)
 
-    def observe(self, loss_model: float, loss_reference: float) -> None:
-        """Fold one realised pair of losses in; a pair with a NaN is skipped."""
-        if not (np.isfinite(loss_model) and np.isfinite(loss_reference)):
+    def observe(self, losses: FloatArray) -> None:
+        """Fold one realised set of losses (one per expert) in; a set with a NaN is skipped."""
+        values = np.asarray(losses, dtype=np.float64)
+        if values.shape != self._losses.shape:
+            raise ValueError(f"need {len(self._losses)} losses, got {values.shape}")
+        if not np.isfinite(values).all():
             return
         self._seen = self.decay * self._seen + 1.0
-        self._model += (loss_model - self._model) / self._seen
-        self._reference += (loss_reference - self._reference) / self._seen
+        self._losses += (values - self._losses) / self._seen
 
-    def weight(self) -> float:
-        """Return the model's weight now."""
+    def weights(self) -> FloatArray:
+        """Return the experts' weights now (they sum to 1)."""
         if self._seen == 0.0:
-            return 0.5
-        return float(1.0 / (1.0 + np.exp(-self.eta * (self._reference - self._model))))
+            return np.full(len(self._losses), 1.0 / len(self._losses))
+        # Shifted by the least loss so the exponentials never all underflow.
+        raw = np.exp(-self.eta * (self._losses - self._losses.min()))
+        return np.asarray(raw / raw.sum(), dtype=np.float64)
 
 
-def expert_weights(
-    loss_model: FloatArray, loss_reference: FloatArray, lead: int, eta: float, halflife: float
-) -> FloatArray:
-    """Return the model's weight at every step from the experts' per-origin losses.
+def mix(bounds: FloatArray, weights: FloatArray) -> float:
+    """Return the weighted mean of the finite ``bounds`` (NaN when none is finite).
 
-    ``loss_*[t]`` is the loss of the forecast made at ``t`` (NaN where its peak is
-    missing); the weight at ``t`` uses only ``loss_*[: t - lead + 1]``.
+    Written as the first finite bound plus weighted differences, so experts that agree
+    give exactly their common bound (a flat pool's bound stays exactly at demand).
+    """
+    finite = np.isfinite(bounds)
+    if not finite.any():
+        return float("nan")
+    w = np.where(finite, weights, 0.0)
+    if w.sum() <= 0.0:  # every finite expert's weight underflowed: trust them equally
+        w = finite.astype(np.float64)
+    first = bounds[np.argmax(finite)]
+    spread = np.where(finite, bounds - first, 0.0)
+    return float(first + np.dot(w, spread) / w.sum())
+
+
+def expert_weights(losses: FloatArray, lead: int, eta: float, halflife: float) -> FloatArray:
+    """Return the experts' weights at every step from their per-origin losses.
 
     Args:
-        loss_model: per-origin losses of the model, in scale units.
-        loss_reference: per-origin losses of the reference, same unit.
+        losses: shape ``(origins, experts)``; row ``t`` holds the losses of the
+            forecasts made at ``t`` (NaN where a peak is missing). The weights at ``t``
+            use only rows ``: t - lead + 1``.
         lead: steps between a forecast and its realisation.
-        eta: how sharply the weight follows the loss difference (0: always 1/2).
+        eta: how sharply the weights follow the loss differences (0: always equal).
         halflife: steps after which a realised loss counts half.
+
+    Returns:
+        Shape ``(origins, experts)``, each row summing to 1.
     """
     if lead < 1:
         raise ValueError(f"need lead >= 1; got {lead}")
-    experts = DiscountedExperts(eta, halflife)
-    lm = np.asarray(loss_model, dtype=np.float64)
-    lr = np.asarray(loss_reference, dtype=np.float64)
-    out = np.full(len(lm), 0.5)
-    for t in range(len(lm)):
+    values = np.asarray(losses, dtype=np.float64)
+    experts = DiscountedExperts(eta, halflife, values.shape[1])
+    out = np.empty(values.shape)
+    for t in range(len(values)):
         s = t - lead  # the newest origin whose peak is realised by t
         if s >= 0:
-            experts.observe(float(lm[s]), float(lr[s]))
-        out[t] = experts.weight()
+            experts.observe(values[s])
+        out[t] = experts.weights()
     return out
 
 
 def combine_bounds(
-    model: FloatArray,
-    reference: FloatArray,
+    experts: Sequence[FloatArray],
     peak: FloatArray,
     scale: FloatArray,
     level: float,
@@ -110,23 +134,20 @@ def combine_bounds(
     eta: float = TUNED_ETA,
     halflife: float = TUNED_HALFLIFE,
 ) -> FloatArray:
-    """Return the online combination of two bounds of consecutive origins of one series.
+    """Return the online combination of experts' bounds of consecutive origins of one series.
 
     Args:
-        model: the model's bounds (peak units), one per origin, in time order.
-        reference: the reference's bounds of the same origins (NaN: the model alone).
+        experts: each expert's bounds (peak units), one per origin, in time order (NaN
+            where it has none: the others share its weight there).
         peak: the realised peaks (NaN where not realised yet).
         scale: the series' scale at each origin (losses are divided by it).
-        level: the quantile level both bounds aim at.
+        level: the quantile level the bounds aim at.
         lead: the lead time in steps.
-        eta: sharpness of the weight (see :func:`expert_weights`).
+        eta: sharpness of the weights (see :func:`expert_weights`).
         halflife: steps after which a realised loss counts half.
     """
-    m = np.asarray(model, dtype=np.float64)
-    r = np.asarray(reference, dtype=np.float64)
+    bounds = np.column_stack([np.asarray(e, dtype=np.float64) for e in experts])
     s = np.asarray(scale, dtype=np.float64)
-    weights = expert_weights(
-        pinball(peak, m, level) / s, pinball(peak, r, level) / s, lead, eta, halflife
-    )
-    mixed = weights * m + (1.0 - weights) * r
-    return np.asarray(np.where(np.isfinite(r), mixed, m))
+    losses = np.column_stack([pinball(peak, b, level) / s for b in bounds.T])
+    weights = expert_weights(losses, lead, eta, halflife)
+    return np.array([mix(b, w) for b, w in zip(bounds, weights, strict=True)])

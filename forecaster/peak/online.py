@@ -9,10 +9,10 @@ at once, :class:`OnlinePeak`:
    combination (:class:`forecaster.peak.combine.DiscountedExperts`) from the
    pinball losses of its calibrated bound and of the reference, and the trailing-day
    record of realised headroom ``peak - y[s]``;
-2. issues ``p``'s bounds: ``raw + offset * scale`` (calibrated), mixed with the
-   reference ``y[p] + quantile(realised headroom of the trailing day)`` (what
-   persistence + k sd provisions) by the experts' weight; persistence where neither
-   is known yet; never below 0, levels never crossing.
+2. issues ``p``'s bounds: ``raw + offset * scale`` (calibrated), the reference
+   ``y[p] + quantile(realised headroom of the trailing day)`` (what persistence +
+   k sd provisions) and the raw bound, mixed by the experts' weights; persistence
+   where none is known yet; never below 0, levels never crossing.
 
 A raw bound may be missing (NaN) at an origin, where no forecast was made: that origin
 issues the reference and teaches the calibration nothing.
@@ -37,12 +37,14 @@ import numpy as np
 import pandas as pd
 
 from forecaster.peak.calibration import AdaptiveConformal
-from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE, DiscountedExperts, pinball
+from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE, DiscountedExperts, mix, pinball
 from forecaster.peak.types import LEAD, SCALE, FloatArray
 from forecaster.types import DS, UID, Y, quantile_column
 
 WARMUP: Final = pd.Timedelta(days=1)
 """History before an origin's day that the online state learns on."""
+EXPERTS: Final = 3
+"""Experts mixed per level: the calibrated model, the reference and the raw model."""
 RAW_PREFIX: Final = "raw_"
 """Prefix of a served frame's columns of the model's own quantiles (``raw_q0.9``)."""
 
@@ -64,7 +66,8 @@ class OnlinePeak:
         lead: steps between an origin and the end of its peak window.
         day: steps in a day (the reference's trailing window).
         calibrate: adapt each level by ACI.
-        combine: mix with the reference by realised loss.
+        combine: mix the calibrated bound with the reference and the raw bound by
+            realised loss.
         eta: combination sharpness.
         halflife: combination loss half-life, in steps.
     """
@@ -90,7 +93,7 @@ class OnlinePeak:
         self.calibrate = calibrate
         self.combine = combine
         self._aci = [AdaptiveConformal(float(q), lead) for q in self.levels]
-        self._experts = [DiscountedExperts(eta, halflife) for _ in self.levels]
+        self._experts = [DiscountedExperts(eta, halflife, EXPERTS) for _ in self.levels]
         self._headroom: deque[float] = deque(maxlen=day)
         self._issued: deque[
             tuple[int, FloatArray, FloatArray | None, FloatArray, FloatArray, float]
@@ -116,10 +119,9 @@ class OnlinePeak:
         offsets = np.array([a.offset() for a in self._aci]) if self.calibrate else None
         calibrated = raw + offsets * scale if offsets is not None else raw.copy()
         reference = self._reference(level)
-        if self.combine and np.isfinite(reference).all():
-            weights = np.array([e.weight() for e in self._experts])
-            mixed = weights * calibrated + (1 - weights) * reference
-            bounds = np.where(np.isfinite(calibrated), mixed, reference)
+        if self.combine:
+            experts = np.column_stack([calibrated, reference, raw])
+            bounds = np.array([mix(experts[k], e.weights()) for k, e in enumerate(self._experts)])
         else:
             bounds = np.where(np.isfinite(calibrated), calibrated, reference)
         bounds = np.where(np.isfinite(bounds), bounds, level)  # nothing known: persistence
@@ -135,9 +137,8 @@ class OnlinePeak:
         for k, q in enumerate(self.levels):
             if offsets is not None:
                 self._aci[k].learn((peak - raw[k]) / scale, float(offsets[k]))
-            loss_m = pinball(np.array([peak]), calibrated[k : k + 1], float(q)) / scale
-            loss_r = pinball(np.array([peak]), reference[k : k + 1], float(q)) / scale
-            self._experts[k].observe(float(loss_m[0]), float(loss_r[0]))
+            bounds = np.array([calibrated[k], reference[k], raw[k]])
+            self._experts[k].observe(pinball(np.full(EXPERTS, peak), bounds, float(q)) / scale)
         if math.isfinite(peak - y[s]):
             self._headroom.append(peak - float(y[s]))
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from forecaster.peak import combine_bounds, expert_weights
-from forecaster.peak.combine import pinball
+from forecaster.peak.combine import DiscountedExperts, mix, pinball
 
 
 def test_pinball_is_asymmetric() -> None:
@@ -16,37 +16,56 @@ def test_pinball_is_asymmetric() -> None:
 
 def test_weights_use_only_realised_losses() -> None:
     rng = np.random.default_rng(0)
-    lm, lr = rng.random(300), rng.random(300)
+    losses = rng.random((300, 2))
     lead = 3
-    base = expert_weights(lm, lr, lead, eta=5.0, halflife=50.0)
-    changed = lm.copy()
-    changed[200:] += 100.0  # the forecast at 200 is realised only at 203
-    moved = expert_weights(changed, lr, lead, eta=5.0, halflife=50.0)
+    base = expert_weights(losses, lead, eta=5.0, halflife=50.0)
+    changed = losses.copy()
+    changed[200:, 0] += 100.0  # the forecast at 200 is realised only at 203
+    moved = expert_weights(changed, lead, eta=5.0, halflife=50.0)
     np.testing.assert_array_equal(base[: 200 + lead], moved[: 200 + lead])
-    assert moved[200 + lead] < base[200 + lead]
+    assert moved[200 + lead, 0] < base[200 + lead, 0]
     assert (base[:lead] == 0.5).all()
+    np.testing.assert_allclose(base.sum(axis=1), 1.0)
 
 
 def test_weights_skip_missing_losses() -> None:
-    lm = np.array([np.nan, 1.0, 1.0, 1.0])
-    lr = np.array([0.0, 0.0, 0.0, 0.0])
-    w = expert_weights(lm, lr, lead=1, eta=1.0, halflife=10.0)
-    assert w[1] == 0.5  # the only realised origin had no loss: still no evidence
-    assert w[3] < 0.5
+    losses = np.column_stack([[np.nan, 1.0, 1.0, 1.0], np.zeros(4)])
+    w = expert_weights(losses, lead=1, eta=1.0, halflife=10.0)
+    assert w[1, 0] == 0.5  # the only realised origin had no loss: still no evidence
+    assert w[3, 0] < 0.5
     with pytest.raises(ValueError, match="lead"):
-        expert_weights(lm, lr, lead=0, eta=1.0, halflife=10.0)
+        expert_weights(losses, lead=0, eta=1.0, halflife=10.0)
 
 
-@pytest.mark.parametrize("model_is_better", [True, False])
-def test_combination_converges_to_the_better_expert(model_is_better: bool) -> None:
+def test_three_experts_weigh_the_best_most() -> None:
+    experts = DiscountedExperts(eta=2.0, halflife=10.0, experts=3)
+    np.testing.assert_allclose(experts.weights(), 1.0 / 3.0)
+    for _ in range(20):
+        experts.observe(np.array([0.5, 1.0, 0.1]))
+    w = experts.weights()
+    assert w[2] > w[0] > w[1]
+    assert w.sum() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="3 losses"):
+        experts.observe(np.array([1.0, 2.0]))
+
+
+def test_mix_of_agreeing_experts_is_exact_and_skips_missing_ones() -> None:
+    # 0.1 * 0.7 + 0.1 * 0.2 + 0.1 * 0.1 is not 0.1 in floating point; the mix must be.
+    assert mix(np.array([0.1, 0.1, 0.1]), np.array([0.7, 0.2, 0.1])) == 0.1
+    assert mix(np.array([np.nan, 4.0, 8.0]), np.array([0.5, 0.25, 0.25])) == 6.0
+    assert np.isnan(mix(np.array([np.nan, np.nan]), np.array([0.5, 0.5])))
+
+
+@pytest.mark.parametrize("best", [0, 1, 2])
+def test_combination_converges_to_the_better_expert(best: int) -> None:
     rng = np.random.default_rng(7)
     n, level = 3000, 0.9
     peak = rng.normal(0.0, 1.0, n)
     good = np.full(n, 1.2816)  # the true q0.9
-    bad = np.full(n, 4.0)  # far too wide
-    model, reference = (good, bad) if model_is_better else (bad, good)
+    bad = [np.full(n, 4.0), np.full(n, -2.0)]  # far too wide, far too low
+    experts = [*bad[:best], good, *bad[best:]]
     scale = np.ones(n)
-    mixed = combine_bounds(model, reference, peak, scale, level, lead=2, eta=30.0, halflife=200.0)
+    mixed = combine_bounds(experts, peak, scale, level, lead=2, eta=30.0, halflife=200.0)
     np.testing.assert_allclose(mixed[-500:], good[-500:], atol=0.05)
     tail = slice(1000, None)
     loss = pinball(peak[tail], mixed[tail], level).mean()
@@ -57,5 +76,5 @@ def test_a_missing_reference_leaves_the_model() -> None:
     n = 50
     model = np.arange(n, dtype=np.float64)
     reference = np.full(n, np.nan)
-    out = combine_bounds(model, reference, model + 1.0, np.ones(n), 0.9, lead=1)
+    out = combine_bounds([model, reference], model + 1.0, np.ones(n), 0.9, lead=1)
     np.testing.assert_array_equal(out, model)

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from forecaster.peak import calibrate, combine_bounds, lead_peak
 from forecaster.peak.online import OnlinePeak, anchor, serve_frame, served_bounds
 from forecaster.types import DS, UID, Y
 
@@ -133,3 +134,26 @@ def test_serve_frame_learns_from_the_raw_forecasts_stored_before() -> None:
     np.testing.assert_allclose(served[[f"raw_{c}" for c in columns]].to_numpy()[0], raw[p])
     alone = serve_frame(fresh, history, stored.iloc[:0], STEP)
     assert not np.allclose(alone[columns].to_numpy()[0], expected)
+
+
+@pytest.mark.parametrize("level", [0.9, 0.95])
+def test_online_bound_is_the_benchmarks_three_expert_combination(level: float) -> None:
+    # The benchmark scores combine_bounds over [model+ACI, reference, raw model] on a
+    # continuous run; OnlinePeak stepped over the same run must issue exactly that.
+    _, y = series(days=3, seed=4)
+    rng = np.random.default_rng(9)
+    peak = lead_peak(y, LEAD)
+    # A nearly calibrated model: calibration only adds noise, so the raw bound weighs.
+    buffer = np.nanquantile(peak - y, level)
+    raw = y + buffer + rng.normal(0.0, 0.5, len(y))
+    scale = np.full(len(y), 2.0)
+    state = OnlinePeak((level,), LEAD, 144)
+    served = np.array([state.step(y, p, raw[p : p + 1], 2.0)[0] for p in range(len(y))])
+    headroom = pd.Series(peak - y).shift(LEAD).rolling(144, min_periods=72).quantile(level)
+    reference = y + headroom.to_numpy()
+    aci = calibrate(raw, peak, scale, level, LEAD)
+    expected = combine_bounds([aci, reference, raw], peak, scale, level, LEAD)
+    np.testing.assert_allclose(served, expected, rtol=1e-12)
+    # The raw model is an expert of its own: dropping it changes the bound.
+    two = combine_bounds([aci, reference], peak, scale, level, LEAD)
+    assert not np.allclose(served[200:], two[200:])
