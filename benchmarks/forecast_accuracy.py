@@ -9,11 +9,12 @@ through the same backtest in one process.
 The champion is exactly what ``foresight train`` deploys, built walk-forward: at each
 of the 12 test cutoffs, :func:`forecaster.procedure.champion_backtest` runs the whole
 train-time procedure on the data up to the cutoff and nothing later (the default
-settings' candidates and plan: selection on the nested selection windows at the
-selection horizon, 1 h, once for every horizon; the selected family fitted on the last
-28 days) and forecasts from the cutoff. Its windows and MASE scales are those of the
-families and peers, so the columns compare. Every figure here is held out: nothing
-that picked a model scores it.
+settings' candidates and plan: under the default ``champion_rule``, ``guarded``, the
+guarded choice of persistence, gbm and global_gbm fitted on the last 28 days, see
+``forecaster.models.guarded``; under ``select``, selection on the nested selection
+windows at the selection horizon, 1 h) and forecasts from the cutoff. Its windows and
+MASE scales are those of the families and peers, so the columns compare. Every figure
+here is held out: nothing that picked a model scores it.
 
 Run: ``make bench`` (or ``python benchmarks/forecast_accuracy.py [--quick]``; any data
 with ``--data FILE`` / ``--data-dir DIR`` and ``--series ID``). Prints a table and

@@ -14,9 +14,14 @@ import pandas as pd
 
 from forecaster.types import UID, Levels
 
-ChampionRule = Literal["median", "select"]
-"""How the champion forecasts a series: ``median`` of every family's forecast, or the
-one family ``select`` picks on the selection windows (the median is one of them)."""
+ChampionRule = Literal["median", "guarded", "select"]
+"""How the champion forecasts a series: ``median`` of every family's forecast,
+``guarded`` (persistence unless a family's own out-of-sample errors beat it, see
+:mod:`forecaster.models.guarded`), or the one family ``select`` picks on the selection
+windows (the median and the guarded choice are among them)."""
+
+COMBINATION_RULES: frozenset[str] = frozenset({"median", "guarded"})
+"""Rules that give every series one combination of the families: nothing to select."""
 
 
 @dataclass(frozen=True)
@@ -34,8 +39,9 @@ class TrainingPlan:
         heldout_windows: later cutoffs, unseen by selection, that the champion is
             scored and gated on (at least 1).
         champion: ``median`` (every series forecast by the median of the families; no
-            selection) or ``select`` (one family per series, picked on the selection
-            windows).
+            selection), ``guarded`` (persistence unless a family's calibration errors
+            beat it; no selection) or ``select`` (one family per series, picked on the
+            selection windows).
         peak_leads: lead steps of the global peak-quantile model the training also
             fits (the pools' lead times in steps); empty: no peak model.
         peak_levels: quantile levels of the peak model (the pools' provisioning
@@ -49,7 +55,7 @@ class TrainingPlan:
     levels: Levels
     max_train: int | None = None
     heldout_windows: int = 2
-    champion: ChampionRule = "median"
+    champion: ChampionRule = "guarded"
     peak_leads: tuple[int, ...] = ()
     peak_levels: Levels = ()
 

@@ -4,8 +4,9 @@
 packed behind the estimator contract: ``fit(df)`` chooses a family per series as
 training does and fits it on the latest ``max_train`` observations. Under the default
 rule (``plan.champion == "median"``) every series gets the median of the families and
-nothing is backtested; under ``select`` the candidates (and their median) are
-backtested on the selection windows of ``df`` (the same nested windows as training,
+nothing is backtested (under ``guarded`` likewise, the guarded choice); under ``select``
+the candidates (their median and guarded choice among them) are backtested on the
+selection windows of ``df`` (the same nested windows as training,
 see :func:`forecaster.backtest.nested_cutoffs`) and the best on the plan's selection
 horizon is picked; ``predict`` forecasts with that champion. No MLflow, no
 registry: training adds the held-out scores, the gate and the registration around the
@@ -32,8 +33,14 @@ from forecaster.champion import FAMILY, ChampionForecaster
 from forecaster.exceptions import InsufficientHistoryError, NotFittedError
 from forecaster.fleet import fleet_backtest
 from forecaster.metrics import score_backtest
-from forecaster.models.combination import MEDIAN, with_median, with_median_rows
-from forecaster.plan import TrainingPlan, recent_history
+from forecaster.models.combination import with_median_rows
+from forecaster.models.guarded import (
+    calibrated,
+    guarded_members,
+    with_combinations,
+    with_guarded_rows,
+)
+from forecaster.plan import COMBINATION_RULES, TrainingPlan, recent_history
 from forecaster.selection import choose_families, default_family
 from forecaster.types import CUTOFF, DEFAULT_LEVELS, DS, UID, Levels, SeriesFrame
 
@@ -88,7 +95,7 @@ class TrainedChampion:
             selection[str(uid)] = self._select(group, failures)
         champion = ChampionForecaster(
             selection,
-            with_median(self.candidates),
+            with_combinations(self.candidates),
             default=default_family(plan.champion),
             alias=self.model_name,
         )
@@ -99,12 +106,12 @@ class TrainedChampion:
 
     def _select(self, group: pd.DataFrame, failures: list[pd.DataFrame]) -> str:
         plan = self.plan
-        if plan.champion == "median":
-            return MEDIAN  # nothing to select, so nothing to backtest
+        if plan.champion in COMBINATION_RULES:
+            return default_family(plan.champion)  # nothing to select, so nothing to backtest
         uid = str(group[UID].iloc[0])
         try:
             result = backtest(
-                self.candidates,
+                calibrated(self.candidates),  # rows carry the errors the guarded choice reads
                 group,
                 horizon=plan.horizon,
                 n_windows=plan.n_windows,
@@ -118,7 +125,8 @@ class TrainedChampion:
         if not result.failures.empty:
             failures.append(result.failures)
         names = [c.model_name for c in self.candidates]
-        result = replace(result, frame=with_median_rows(result.frame, names))
+        frame = with_guarded_rows(with_median_rows(result.frame, names), guarded_members(names))
+        result = replace(result, frame=frame)
         scores = score_backtest(result.frame, result.scales, plan.levels, plan.horizons)
         chosen = choose_families("select", scores, [uid], plan.selection_horizon)
         return chosen.get(uid, DEFAULT_FAMILY)

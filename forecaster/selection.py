@@ -21,7 +21,8 @@ import pandas as pd
 from forecaster.exceptions import DataValidationError
 from forecaster.metrics import HORIZON, SCALE
 from forecaster.models.combination import MEDIAN
-from forecaster.plan import ChampionRule
+from forecaster.models.guarded import GUARDED
+from forecaster.plan import COMBINATION_RULES, ChampionRule
 from forecaster.types import CUTOFF, MEAN, MODEL, STEP, UID, Y
 
 DEFAULT_PREFERENCE: Final[tuple[str, ...]] = (
@@ -103,12 +104,13 @@ def choose_families(
 ) -> dict[str, str]:
     """Return ``{unique_id: family}`` of the champion under ``rule``.
 
-    ``median`` gives every series the median of the families, whatever the scores;
-    ``select`` picks per series on the scores (:func:`select_per_series`), and a series
-    without scores is left out (the champion's default serves it).
+    ``median`` and ``guarded`` give every series that combination of the families,
+    whatever the scores; ``select`` picks per series on the scores
+    (:func:`select_per_series`), and a series without scores is left out (the
+    champion's default serves it).
     """
-    if rule == "median":
-        return dict.fromkeys(series, MEDIAN)
+    if rule in COMBINATION_RULES:
+        return dict.fromkeys(series, default_family(rule))
     if scores.empty:
         return {}
     return select_per_series(scores, horizon=horizon)
@@ -116,7 +118,7 @@ def choose_families(
 
 def default_family(rule: ChampionRule) -> str:
     """The family of a series the champion was not trained on."""
-    return MEDIAN if rule == "median" else "persistence"
+    return {"median": MEDIAN, "guarded": GUARDED}.get(rule, "persistence")
 
 
 class SeriesComparison(NamedTuple):

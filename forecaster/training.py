@@ -46,9 +46,15 @@ from forecaster.champion import ChampionForecaster
 from forecaster.exceptions import TrackingError
 from forecaster.fleet import nested_fleet_backtest
 from forecaster.metrics import score_backtest
-from forecaster.models.combination import with_median, with_median_rows
+from forecaster.models.combination import with_median_rows
+from forecaster.models.guarded import (
+    calibrated,
+    guarded_members,
+    with_combinations,
+    with_guarded_rows,
+)
 from forecaster.peak.fitting import PeakFit, fit_peak
-from forecaster.plan import TrainingPlan, recent_history
+from forecaster.plan import COMBINATION_RULES, TrainingPlan, recent_history
 from forecaster.pool_review import log_pool_review
 from forecaster.registry import (
     champion_version,
@@ -138,21 +144,21 @@ def train(
     report = progress or (lambda stage, done, total: None)
     # A plain backtest unless a candidate is joint (global_gbm): see forecaster.fleet.
     result = nested_fleet_backtest(
-        candidates,
+        calibrated(candidates),  # rows carry the errors the guarded choice is built from
         df,
         horizon=plan.horizon,
         n_windows=plan.n_windows,
         heldout_windows=plan.heldout_windows,
-        # The median selects nothing: only the held-out windows (scores, gate) are fitted.
-        roles="heldout" if plan.champion == "median" else "all",
+        # A combination selects nothing: only the held-out windows (scores, gate) are fitted.
+        roles="heldout" if plan.champion in COMBINATION_RULES else "all",
         levels=plan.levels,
         max_train=plan.max_train,
         progress=lambda done, total: report("backtest", done, total),
         executor=executor,
     )
-    result = replace(
-        result, frame=with_median_rows(result.frame, [c.model_name for c in candidates])
-    )
+    names = [c.model_name for c in candidates]
+    frame = with_guarded_rows(with_median_rows(result.frame, names), guarded_members(names))
+    result = replace(result, frame=frame)
     chosen, heldout = split_heldout(result)
     selection_scores = score_backtest(chosen.frame, chosen.scales, plan.levels, plan.horizons)
     scores = score_backtest(heldout.frame, heldout.scales, plan.levels, plan.horizons)
@@ -165,7 +171,7 @@ def train(
         df,
         plan,
         heldout.frame,
-        with_median(candidates),
+        with_combinations(candidates),
         tracking=tracking,
         model_name=model_name,
         models_dir=models_dir,
@@ -174,7 +180,7 @@ def train(
     decision = promotion_gate(challenger_rows, incumbent_rows, scales=heldout.scales)
     report("fit", 0, 1)
     champion = ChampionForecaster(
-        selection, with_median(candidates), default=default_family(plan.champion)
+        selection, with_combinations(candidates), default=default_family(plan.champion)
     ).fit(recent_history(df, plan.max_train), executor=executor)
     # The same history the champion is fitted on: both describe the data up to now.
     peak = fit_peak(recent_history(df, plan.max_train), plan.peak_leads, plan.peak_levels)

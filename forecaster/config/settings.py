@@ -142,11 +142,13 @@ class Settings(BaseSettings):
         "seasonal naive, ETS, MSTL, gradient boosting) or 'fast' (the first three; about "
         "an order of magnitude cheaper per series, for large fleets)",
     )
-    champion_rule: Literal["median", "select"] = Field(
-        default="median",
+    champion_rule: Literal["median", "guarded", "select"] = Field(
+        default="guarded",
         description="how the champion forecasts each series: 'median' of every candidate "
-        "family's forecast (robust: one family far off cannot drag it away) or 'select' "
-        "(the one family, or the median, that scored best on the selection windows)",
+        "family's forecast (robust: one family far off cannot drag it away), 'guarded' "
+        "(persistence, unless a family's own out-of-sample calibration errors beat it by "
+        "10 %) or 'select' (the one family, or a combination, that scored best on the "
+        "selection windows)",
     )
     horizons: tuple[str, ...] = Field(
         default=("10min", "1h", "3h"),

@@ -145,6 +145,31 @@ def test_by_default_every_series_gets_the_median_of_the_families(
     assert outcome.selection_scores.empty  # the median selects nothing: no selection windows
 
 
+def test_the_guarded_rule_serves_and_scores_the_guarded_choice_without_selection(
+    tracking: TrackingConfig, tmp_path: Path
+) -> None:
+    df = seasonal_frame()
+    # Seasonal naive beats persistence here but is no member of the guarded choice
+    # (persistence, gbm, global_gbm): of these candidates it keeps persistence.
+    models = [Persistence(horizon=6), SeasonalNaive(season_length=DAY, horizon=6)]
+    plan = replace(PLAN, champion="guarded")
+    outcome = train(
+        df, models, plan, tracking=tracking, model_name="demand", models_dir=tmp_path / "m"
+    )
+    assert set(outcome.selection.values()) == {"guarded"}
+    assert outcome.selection_scores.empty  # nothing selected: no selection windows fitted
+    scores = outcome.scores.set_index(["unique_id", "model", "horizon"])["mase"]
+    guarded = scores.xs("guarded", level="model")
+    assert guarded.equals(scores.xs("persistence", level="model"))  # scored held out
+    loaded = load_champion("demand", models_dir=tmp_path / "m", tracking=tracking)
+    served = loaded.model.predict(6, (0.5, 0.9))
+    recent = df.groupby("unique_id").tail(PLAN.max_train)
+    alone = Persistence(horizon=6).fit(recent).predict(6, (0.5, 0.9))
+    np.testing.assert_allclose(served["mean"].to_numpy(), alone["mean"].to_numpy())
+    assert set(served["family"]) == {"guarded"}
+    assert "calibration_mae" not in served.columns  # the members' errors are not served
+
+
 def test_an_unfitted_copy_keeps_the_choices_and_serves_new_series_by_the_default() -> None:
     df = seasonal_frame()
     models = {"persistence": Persistence(horizon=6), "seasonal_naive": SeasonalNaive(DAY, 6)}
