@@ -26,9 +26,8 @@ from forecaster.types import DS, UID, Y
 
 HELIOS_SIGNALS = frozenset({"demand_gpus", "pending_gpus", "pending_jobs"})
 VC_PARAMS: Mapping[str, Any] = {}
-"""The Earth VCs' parameters: the training's defaults, as serving fits them (the peak
-benchmark's tune window chose ``flat_features`` for them; the training has no per-fleet
-setting, so the replay does not use it either)."""
+"""The Earth VCs' parameters: the training's defaults, as serving fits them (the training
+has no per-fleet setting, so neither the replay nor the peak benchmark uses one)."""
 
 
 @dataclass(frozen=True)
