@@ -46,6 +46,10 @@ PLAN = TrainingPlan(
     n_windows=3,
     levels=(0.5, 0.9),
     max_train=10 * DAY,
+    # Per-series selection: with seasonal naive among the candidates the next training
+    # is better on this seasonal frame, so the gate promotes it (the guarded rule only
+    # chooses among persistence and the gradient-boosted families).
+    champion="select",
 )
 _WAIT_S = 120.0
 
@@ -72,7 +76,7 @@ CHILD = textwrap.dedent(
     setattr(training, pause_at, paused(pause_at, getattr(training, pause_at)))
     plan = training.TrainingPlan(
         horizon=6, horizons={"6h": 6}, selection_horizon="6h", n_windows=3,
-        levels=(0.5, 0.9), max_train=240,
+        levels=(0.5, 0.9), max_train=240, champion="select",
     )
     training.train(
         pd.read_parquet(data),

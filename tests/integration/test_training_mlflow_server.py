@@ -30,7 +30,14 @@ def test_training_runs_register_and_gate_over_http(
     df = pd.DataFrame({"unique_id": "pool/demand_gpus", "ds": ds, "y": np.clip(y, 0, None)})
     config = TrackingConfig(tracking_uri=mlflow_server, experiment_name="foresight-train-it")
     plan = TrainingPlan(
-        horizon=6, horizons={"6h": 6}, selection_horizon="6h", n_windows=3, levels=(0.5, 0.9)
+        horizon=6,
+        horizons={"6h": 6},
+        selection_horizon="6h",
+        n_windows=3,
+        levels=(0.5, 0.9),
+        # Selection lets seasonal naive win this seasonal series, so the second training
+        # beats the first (the guarded rule chooses among persistence and gbm families).
+        champion="select",
     )
 
     def run(models: list[Persistence | SeasonalNaive]):  # type: ignore[no-untyped-def]
