@@ -200,4 +200,3 @@ class MedianCombination:
         """Return the names of the members that forecast ``uid``."""
         fitted: dict[str, list[Estimator]] = getattr(self, "fitted_", {})
         return [m.model_name for m in fitted.get(uid, [])]
-

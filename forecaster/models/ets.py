@@ -103,7 +103,7 @@ def smoothing_filter(
     forecasts = np.full((len(origins), horizon), np.nan)
     if stop > start:
         steps = np.arange(1, horizon + 1)
-        damp = np.cumsum(phi ** steps)
+        damp = np.cumsum(phi**steps)
         made = levels[:, None] + damp[None, :] * trends[:, None]
         if m:
             # From origin t, step j uses phase (t + j) % m as it stood at t: last

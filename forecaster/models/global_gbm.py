@@ -273,7 +273,9 @@ class GlobalGradientBoosting(Forecaster):
                     scored_x, scored_t = _stack(parts, "scored")
                     if len(scored_t):
                         pred = np.asarray(fold_model.predict(scored_x), dtype=np.float64)
-                        errors[:, j] = np.mean(np.abs(scored_t[None, :] - grid * pred[None, :]), axis=1)
+                        errors[:, j] = np.mean(
+                            np.abs(scored_t[None, :] - grid * pred[None, :]), axis=1
+                        )
                 fold_models.append(fold_model)
                 final_models.append(self._train(*_stack(parts, "all")))
         return FleetModel(

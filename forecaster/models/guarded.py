@@ -33,8 +33,8 @@ import pandas as pd
 
 from forecaster.backtest import Estimator, clone
 from forecaster.exceptions import NotFittedError
-from forecaster.models.combination import MedianCombination, with_median
 from forecaster.models.base import FloatArray
+from forecaster.models.combination import MedianCombination, with_median
 from forecaster.types import CUTOFF, DEFAULT_LEVELS, MEAN, MODEL, STEP, UID, Levels, SeriesFrame
 
 GUARDED: Final = "guarded"
@@ -232,10 +232,11 @@ def with_guarded_rows(frame: pd.DataFrame, members: Sequence[str]) -> pd.DataFra
     """Return a backtest frame with the guarded choice among ``members`` added as ``guarded``.
 
     ``members`` are the names the choice is among (:func:`guarded_members` of the
-    candidates, as :func:`with_combinations` gives the estimator). The added rows are what :class:`GuardedChoice` forecasts in each window (the members
-    are refitted the same way per window) when the backtest was of :func:`calibrated`
-    families. A frame that already holds ``guarded`` rows, none of the members, or no
-    :data:`ERROR` column, is returned as is.
+    candidates, as :func:`with_combinations` gives the estimator). The added rows are
+    what :class:`GuardedChoice` forecasts in each window (the members are refitted the
+    same way per window) when the backtest was of :func:`calibrated` families. A frame
+    that already holds ``guarded`` rows, none of the members, or no :data:`ERROR`
+    column, is returned as is.
     """
     if frame.empty or frame[MODEL].eq(GUARDED).any() or ERROR not in frame.columns:
         return frame

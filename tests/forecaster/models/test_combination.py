@@ -8,6 +8,7 @@ import pytest
 
 from forecaster.backtest import backtest
 from forecaster.exceptions import InsufficientHistoryError, NotFittedError
+from forecaster.models.catalog import default_models
 from forecaster.models.combination import (
     MEDIAN,
     MedianCombination,
@@ -16,7 +17,6 @@ from forecaster.models.combination import (
     with_median,
     with_median_rows,
 )
-from forecaster.models.catalog import default_models
 from forecaster.models.ets import ExponentialSmoothing
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.selection import choose_families, default_family

@@ -133,7 +133,7 @@ def test_no_look_ahead_in_fleet_backtest(make_frame: Callable[..., pd.DataFrame]
     frame = make_frame(values)
     changed = make_frame({k: np.r_[v[:700], v[700:] * 3 + 11] for k, v in values.items()})
     cut_times = list(frame[DS].drop_duplicates().iloc[[600, 650, 700 - H - 1]])
-    cutoffs = {uid: cut_times for uid in values}
+    cutoffs = dict.fromkeys(values, cut_times)
     runs = [
         fleet_backtest([_model()], f, horizon=H, cutoffs=cutoffs, levels=LEVELS, max_train=None)
         for f in (frame, changed)
@@ -143,7 +143,12 @@ def test_no_look_ahead_in_fleet_backtest(make_frame: Callable[..., pd.DataFrame]
     # Cutoff times run at once on an executor give the same result.
     with ThreadPoolExecutor(max_workers=2) as executor:
         pooled = fleet_backtest(
-            [_model()], frame, horizon=H, cutoffs=cutoffs, levels=LEVELS, max_train=None,
+            [_model()],
+            frame,
+            horizon=H,
+            cutoffs=cutoffs,
+            levels=LEVELS,
+            max_train=None,
             executor=executor,
         )
     pd.testing.assert_frame_equal(pooled.frame[cols], runs[0].frame[cols])
@@ -174,7 +179,7 @@ def test_champion_median_with_it_never_crosses_quantiles(
 ) -> None:
     frame = make_frame({**_queues(700, 3, seed=9), **_walks(700, 2, seed=10)})
     candidates = with_median([Persistence(horizon=H), _model()])
-    selection = {uid: "median" for uid in frame[UID].unique()}
+    selection = dict.fromkeys(frame[UID].unique(), "median")
     champion = ChampionForecaster(selection, candidates).fit(frame)
     out = champion.predict(12, levels=LEVELS)
     q = out[["q0.1", "q0.5", "q0.9"]].to_numpy()
