@@ -29,15 +29,6 @@ from api.errors import PoolUnavailableError, UnknownPoolError
 from api.forecasts import ForecastCache, PoolForecast
 from api.ingest import Ingested, ingest
 from api.live import LiveIndex
-from api.policy import (
-    NO_LATENCY,
-    Calibration,
-    ForecastHealth,
-    LatencyAdjustment,
-    Recommendation,
-    StabilisationState,
-    decide,
-)
 from api.pool_states import PoolLocks, update_states
 from api.sample_checks import TimeWindow
 from api.schemas import PoolRecommendation
@@ -47,6 +38,15 @@ from forecaster.config.settings import Settings
 from forecaster.exceptions import DataValidationError
 from forecaster.registry import LoadedModel
 from forecaster.types import DS, UID
+from pipelines.policy import (
+    NO_LATENCY,
+    Calibration,
+    ForecastHealth,
+    LatencyAdjustment,
+    Recommendation,
+    StabilisationState,
+    decide,
+)
 from pipelines.store import Store
 
 if TYPE_CHECKING:

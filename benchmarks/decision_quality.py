@@ -15,7 +15,7 @@ to the oracle, in hindsight), the oracle, Foresight and the two references.
   case's fleet (``decision_fleets.py``), refitted daily on the data seen so far and
   nothing later; its raw quantiles calibrated and combined online exactly as the
   forecast job does before storing them (:mod:`forecaster.peak.online`); each step the
-  bound goes through ``api.policy.decide``. Its quantile is swept from 0.05 to 0.999,
+  bound goes through ``pipelines.policy.decide``. Its quantile is swept from 0.05 to 0.999,
   so it reaches as low and as high a cost as the references.
   ``--model champion`` replays the per-horizon champion (the fallback when a version
   has no peak model), ``--model FAMILY`` pins one family of it, for diagnosis.

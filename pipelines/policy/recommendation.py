@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from api.policy.explain import Explanation
-from api.policy.types import Action, Mode, StabilisationState, iso_utc
 from forecaster.types import quantile_column
+from pipelines.policy.explain import Explanation
+from pipelines.policy.types import Action, Mode, StabilisationState, iso_utc
 
 
 def action_for(current_nodes: int, desired_nodes: int) -> Action:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
-from api.policy.bounds import clamp
-from api.policy.explain import (
+from forecaster.config.pools import PoolConfig
+from pipelines.policy.bounds import clamp
+from pipelines.policy.explain import (
     Explanation,
     HeldLatency,
     InputReading,
@@ -21,12 +22,12 @@ from api.policy.explain import (
     summarise,
     term_that_set,
 )
-from api.policy.floor import apply_floor, reactive_floor
-from api.policy.health import assess_health
-from api.policy.need import add_latency, nodes_for_gpus, peak_demand
-from api.policy.recommendation import Recommendation, action_for, headroom
-from api.policy.stabilise import stabilise
-from api.policy.types import (
+from pipelines.policy.floor import apply_floor, reactive_floor
+from pipelines.policy.health import assess_health
+from pipelines.policy.need import add_latency, nodes_for_gpus, peak_demand
+from pipelines.policy.recommendation import Recommendation, action_for, headroom
+from pipelines.policy.stabilise import stabilise
+from pipelines.policy.types import (
     DEFAULT_VALIDITY,
     DemandForecast,
     ForecastHealth,
@@ -36,7 +37,6 @@ from api.policy.types import (
     StabilisationState,
     require_aware,
 )
-from forecaster.config.pools import PoolConfig
 
 
 def _settings(pool: PoolConfig) -> dict[str, float]:

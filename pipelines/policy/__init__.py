@@ -6,16 +6,16 @@ forecast -> :func:`peak_demand` / :func:`nodes_for_gpus` -> :func:`add_latency` 
 -> :class:`Recommendation` with its :class:`Explanation`.
 """
 
-from api.policy.bounds import clamp
-from api.policy.decide import decide
-from api.policy.explain import Explanation, HeldLatency, InputReading, Stages, term_that_set
-from api.policy.floor import apply_floor, reactive_floor
-from api.policy.health import HealthVerdict, assess_health, covers_window
-from api.policy.need import PeakDemand, add_latency, ceil_nodes, nodes_for_gpus, peak_demand
-from api.policy.peak import PeakForecast
-from api.policy.recommendation import Recommendation, action_for, headroom
-from api.policy.stabilise import StabilisationLimit, Stabilised, record, stabilise
-from api.policy.types import (
+from pipelines.policy.bounds import clamp
+from pipelines.policy.decide import decide
+from pipelines.policy.explain import Explanation, HeldLatency, InputReading, Stages, term_that_set
+from pipelines.policy.floor import apply_floor, reactive_floor
+from pipelines.policy.health import HealthVerdict, assess_health, covers_window
+from pipelines.policy.need import PeakDemand, add_latency, ceil_nodes, nodes_for_gpus, peak_demand
+from pipelines.policy.peak import PeakForecast
+from pipelines.policy.recommendation import Recommendation, action_for, headroom
+from pipelines.policy.stabilise import StabilisationLimit, Stabilised, record, stabilise
+from pipelines.policy.types import (
     DEFAULT_VALIDITY,
     NO_LATENCY,
     Action,

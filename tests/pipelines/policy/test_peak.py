@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from api.policy import (
+from forecaster.config.pools import PoolConfig, ScaleDownConfig
+from forecaster.exceptions import DataValidationError
+from pipelines.policy import (
     NO_LATENCY,
     Calibration,
     DemandForecast,
@@ -19,8 +21,6 @@ from api.policy import (
     StabilisationState,
     decide,
 )
-from forecaster.config.pools import PoolConfig, ScaleDownConfig
-from forecaster.exceptions import DataValidationError
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from api.policy import (
+from forecaster.config.pools import PoolConfig
+from pipelines.policy import (
     NO_LATENCY,
     ForecastHealth,
     LiveSignals,
@@ -13,8 +14,7 @@ from api.policy import (
     StabilisationState,
     decide,
 )
-from api.policy.types import DemandForecast
-from forecaster.config.pools import PoolConfig
+from pipelines.policy.types import DemandForecast
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

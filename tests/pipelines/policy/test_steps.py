@@ -8,7 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from api.policy import (
+from forecaster.config.pools import ScaleDownConfig
+from forecaster.exceptions import DataValidationError
+from forecaster.models.naive import Persistence
+from pipelines.policy import (
     DemandForecast,
     DesiredSpan,
     ForecastHealth,
@@ -32,9 +35,6 @@ from api.policy import (
     stabilise,
     term_that_set,
 )
-from forecaster.config.pools import ScaleDownConfig
-from forecaster.exceptions import DataValidationError
-from forecaster.models.naive import Persistence
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from api.policy import (
+from forecaster.config.pools import PoolConfig, ScaleDownConfig
+from pipelines.policy import (
     NO_LATENCY,
     DemandForecast,
     DesiredSpan,
@@ -20,7 +21,6 @@ from api.policy import (
     StabilisationState,
     decide,
 )
-from forecaster.config.pools import PoolConfig, ScaleDownConfig
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)
@@ -313,7 +313,7 @@ def test_latency_still_asking_for_less_is_not_called_ended() -> None:
 
 
 def test_calibration_moves_only_the_provisioned_quantile_and_never_below_zero() -> None:
-    from api.policy import Calibration
+    from pipelines.policy import Calibration
 
     made = forecast().calibrated(Calibration(-30.0, 0.97, 50))
     assert made.quantiles[0.9] == (0.0, 7.0, 70.0)

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from api.policy.need import window_end
-from api.policy.types import (
+from pipelines.policy.need import window_end
+from pipelines.policy.types import (
     DemandForecast,
     ForecastHealth,
     HealthReason,

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.policy import (
+from forecaster.config.pools import PoolConfig, ScaleDownConfig
+from pipelines.policy import (
     DemandForecast,
     ForecastHealth,
     LatencyAdjustment,
@@ -20,7 +21,6 @@ from api.policy import (
     reactive_floor,
     record,
 )
-from forecaster.config.pools import PoolConfig, ScaleDownConfig
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from api.policy.need import PeakDemand, nodes_for_gpus
-from api.policy.stabilise import StabilisationLimit
-from api.policy.types import (
+from pipelines.policy.need import PeakDemand, nodes_for_gpus
+from pipelines.policy.stabilise import StabilisationLimit
+from pipelines.policy.types import (
     Calibration,
     DesiredSpan,
     HealthReason,

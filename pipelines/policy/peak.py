@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
-from api.policy.types import Calibration, Sample, require_aware
 from forecaster.exceptions import DataValidationError
+from pipelines.policy.types import Calibration, Sample, require_aware
 
 
 @dataclass(frozen=True)
