@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from api.service import RecommendationService
-from forecaster.config.settings import Settings
 from forecaster.exceptions import TrackingError
 from forecaster.registry import LoadedModel, champion_version, check_reachable, load_champion
-from forecaster.tracking import tracking_config
+from pipelines.config.settings import Settings
+from pipelines.config.tracking import tracking_config
 
 logger = logging.getLogger(__name__)
 

@@ -33,12 +33,12 @@ from typing import Final
 
 import pandas as pd
 
-from forecaster.config.pools import PoolConfig
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND
 from forecaster.peak.fleet import lead_steps
 from forecaster.registry import LoadedModel
 from forecaster.types import DS, STEP, quantile_column
+from pipelines.config.pools import PoolConfig
 from pipelines.policy import DemandForecast
 from pipelines.policy.peak import PeakForecast
 from pipelines.store import Store

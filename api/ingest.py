@@ -16,10 +16,10 @@ from datetime import datetime
 import pandas as pd
 
 from api.sample_checks import TimeWindow, check_samples
-from forecaster.config.pools import PoolsConfig
-from forecaster.config.settings import Settings
 from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, SeriesId, Y
+from pipelines.config.pools import PoolsConfig
+from pipelines.config.settings import Settings
 from pipelines.dataset import load_dataset
 from pipelines.store import Store
 

@@ -30,8 +30,8 @@ from api.callchain import (
 from api.callchain.incremental import ChainWindow
 from api.clock import Clock, system_clock
 from api.live import LiveIndex
-from forecaster.config.pools import GPU_UTIL, NODES, PoolConfig, ServiceConfig
-from forecaster.config.settings import Settings
+from pipelines.config.pools import GPU_UTIL, NODES, PoolConfig, ServiceConfig
+from pipelines.config.settings import Settings
 from pipelines.policy import NO_LATENCY, LatencyAdjustment
 from pipelines.policy.types import iso_utc
 

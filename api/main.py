@@ -57,11 +57,11 @@ from api.service import (
     uncalibrated,
     unmeasured_error,
 )
-from forecaster.config.pools import load_pools
-from forecaster.config.settings import Settings, load_settings
 from forecaster.exceptions import ForesightError, SourceError, TrackingError
 from forecaster.registry import LoadedModel, load_champion
-from forecaster.tracking import tracking_config
+from pipelines.config.pools import load_pools
+from pipelines.config.settings import Settings, load_settings
+from pipelines.config.tracking import tracking_config
 from pipelines.store import open_store
 
 logger = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ import httpx
 
 from api.publishing import ClusterWriter, PublishOutcome, publish_once
 from api.service import RecommendationService
-from forecaster.config.settings import Settings
+from pipelines.config.settings import Settings
 from pipelines.jobs.publish import JOB, Publish, run_publish
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import finish, utc_now

@@ -49,9 +49,9 @@ from api.consumers.priority_expander import PriorityExpanderConfig, priority_exp
 from api.consumers.webhooks import changed, encode, idempotency_key, payload
 from api.main import load_model
 from api.service import RecommendationService, Services
-from forecaster.config.pools import load_pools
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError
+from pipelines.config.pools import load_pools
+from pipelines.config.settings import Settings
 from pipelines.policy.recommendation import Recommendation
 from pipelines.store import Store
 

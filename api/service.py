@@ -33,11 +33,11 @@ from api.pool_states import PoolLocks, update_states
 from api.sample_checks import TimeWindow
 from api.schemas import PoolRecommendation
 from api.store_probe import StoreWriteProbe
-from forecaster.config.pools import PoolConfig, PoolsConfig
-from forecaster.config.settings import Settings
 from forecaster.exceptions import DataValidationError
 from forecaster.registry import LoadedModel
 from forecaster.types import DS, UID
+from pipelines.config.pools import PoolConfig, PoolsConfig
+from pipelines.config.settings import Settings
 from pipelines.policy import (
     NO_LATENCY,
     Calibration,

@@ -66,14 +66,14 @@ from benchmarks.decision_report import (  # noqa: E402
 )
 from benchmarks.inputs import add_input_options, data_dir, keep_series, load_files  # noqa: E402
 from forecaster.backtest import Estimator  # noqa: E402
-from forecaster.config.pools import PoolConfig, ScaleDownConfig  # noqa: E402
-from forecaster.config.settings import Settings, load_settings  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.loaders import load_trace  # noqa: E402
 from forecaster.loaders.traces import DEMAND  # noqa: E402
 from forecaster.plotting import save_png  # noqa: E402
 from forecaster.procedure import TrainedChampion  # noqa: E402
 from forecaster.types import DS, UID, Y  # noqa: E402
+from pipelines.config.pools import PoolConfig, ScaleDownConfig  # noqa: E402
+from pipelines.config.settings import Settings, load_settings  # noqa: E402
 from pipelines.simulate import (  # noqa: E402
     OraclePolicy,
     ReactivePolicy,

@@ -24,8 +24,8 @@ from pipelines.cli_support import (
 from pipelines.lazy_commands import LazyCommand, LazyCommandGroup
 
 if TYPE_CHECKING:
-    from forecaster.config.settings import Settings
     from forecaster.training import TrainingPlan
+    from pipelines.config.settings import Settings
     from pipelines.dataset import Dataset
 
 # The heavy libraries (pandas, scikit-learn, MLflow, FastAPI) are imported inside each
@@ -120,8 +120,8 @@ def train_command(
 ) -> None:
     """Backtest every model family, pick a champion per series, register and gate it."""
     from forecaster.contract.parse import format_step
-    from forecaster.tracking import tracking_config
     from forecaster.training import train
+    from pipelines.config.tracking import tracking_config
     from pipelines.dataset import load_dataset
     from pipelines.executors import make_executor
     from pipelines.jobs.history import candidate_models
@@ -254,8 +254,8 @@ def forecast_command(
     """Forecast every series with the @champion model refitted on the latest data."""
     from forecaster.champion import ChampionForecaster
     from forecaster.registry import load_champion
-    from forecaster.tracking import tracking_config
     from forecaster.training import recent_history
+    from pipelines.config.tracking import tracking_config
     from pipelines.dataset import load_dataset
     from pipelines.reporting import forecast_table, write_frame
 
@@ -295,8 +295,8 @@ def _print_mlflow_hint(settings: Settings, run_id: str) -> None:
         is_tracking_server,
         redact_uri,
         runs_view_url,
-        tracking_config,
     )
+    from pipelines.config.tracking import tracking_config
 
     uri = settings.mlflow_tracking_uri
     experiment_id = ensure_experiment(tracking_config(settings))

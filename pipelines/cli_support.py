@@ -18,7 +18,7 @@ from rich.console import Console
 from forecaster.exceptions import ForesightError
 
 if TYPE_CHECKING:
-    from forecaster.config.settings import Settings
+    from pipelines.config.settings import Settings
 
 console = Console()
 
@@ -36,7 +36,7 @@ SeriesOption = Annotated[
 
 def cli_settings(config: Path | None) -> Settings:
     """Load settings (file, then ``FORESIGHT_*`` variables) and configure logging."""
-    from forecaster.config.settings import load_settings  # pandas: only when a command runs
+    from pipelines.config.settings import load_settings  # pandas: only when a command runs
 
     settings = load_settings(config)
     logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")

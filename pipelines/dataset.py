@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from forecaster.config.settings import Settings
 from forecaster.contract import CleaningReport, validate_series
 from forecaster.exceptions import DataValidationError, SourceError
 from forecaster.loaders import derive_demand, load_frame
 from forecaster.types import DS, UID
+from pipelines.config.settings import Settings
 
 logger = logging.getLogger(__name__)
 

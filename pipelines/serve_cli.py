@@ -21,10 +21,10 @@ from typing import Annotated
 
 import typer
 
-from forecaster.config.pools import load_pools
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError, ForesightError, TrackingError
 from pipelines.cli_support import ConfigOption, cli_errors, cli_settings, console
+from pipelines.config.pools import load_pools
+from pipelines.config.settings import Settings
 from pipelines.mlflow_ui import mlflow_ui
 from pipelines.ports import ensure_free
 from pipelines.scheduler import start_scheduler
@@ -175,7 +175,8 @@ def check_exposure(settings: Settings, host: str, *, allow_unauthenticated: bool
 
 def _runs_view(settings: Settings, ui: str) -> str:
     """The UI's page of the training runs; the UI's address when it cannot be had."""
-    from forecaster.tracking import ensure_experiment, runs_view_url, tracking_config
+    from forecaster.tracking import ensure_experiment, runs_view_url
+    from pipelines.config.tracking import tracking_config
 
     if ui.startswith(settings.mlflow_tracking_uri):
         return ui  # a remote tracking server: not worth waiting on it here

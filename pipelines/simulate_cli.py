@@ -23,13 +23,13 @@ import pandas as pd
 import typer
 from rich.table import Table
 
-from forecaster.config.pools import PoolConfig, load_pools, parse_duration
 from forecaster.exceptions import ConfigError, DataValidationError
 from forecaster.loaders.traces import DEMAND
 from forecaster.plotting import save_png
-from forecaster.tracking import tracking_config as make_tracking_config
 from forecaster.types import DS, UID, SeriesId, Y
 from pipelines.cli_support import ConfigOption, DataOption, cli_errors, cli_settings, console
+from pipelines.config.pools import PoolConfig, load_pools, parse_duration
+from pipelines.config.tracking import tracking_config as make_tracking_config
 from pipelines.dataset import load_dataset
 from pipelines.reporting import progress_bar
 from pipelines.simulate.champion import CHAMPION

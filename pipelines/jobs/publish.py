@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ForesightError
+from pipelines.config.settings import Settings
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, utc_now
 from pipelines.store import Store

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError
+from pipelines.config.settings import Settings
 from pipelines.jobs.evaluate import run_evaluate
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.ingest import run_ingest

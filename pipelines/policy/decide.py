@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
-from forecaster.config.pools import PoolConfig
+from pipelines.config.pools import PoolConfig
 from pipelines.policy.bounds import clamp
 from pipelines.policy.explain import (
     Explanation,

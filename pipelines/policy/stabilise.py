@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
-from forecaster.config.pools import ScaleDownConfig
+from pipelines.config.pools import ScaleDownConfig
 from pipelines.policy.types import DesiredSpan, LatencyCause, StabilisationState, require_aware
 
 StabilisationLimit = Literal["window", "step", "warming_up"]

@@ -4,7 +4,7 @@ Each step the adapter asks its :class:`~pipelines.simulate.replay_forecast.Repla
 for the demand forecast made from the past only, wraps it as the policy's
 :class:`~pipelines.policy.types.DemandForecast`, and calls :func:`pipelines.policy.decide` (the very
 function the API serves, injected so a test can prove it is that one) with the pool's
-own :class:`~forecaster.config.pools.PoolConfig` (quantile, lead time, GPUs per node,
+own :class:`~pipelines.config.pools.PoolConfig` (quantile, lead time, GPUs per node,
 bounds, target utilisation, scale-down window) and the
 :class:`~pipelines.policy.types.StabilisationState` it returned at the previous step.
 
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Final
 
-from forecaster.config.pools import PoolConfig
+from pipelines.config.pools import PoolConfig
 from pipelines.policy import decide as policy_decide
 from pipelines.policy.peak import PeakForecast
 from pipelines.policy.recommendation import Recommendation

@@ -26,8 +26,8 @@ from sqlalchemy import URL, create_engine, text
 
 from api.ingest import samples_frame
 from api.service import RecommendationService, Services
-from forecaster.config.pools import PoolConfig, PoolsConfig
-from forecaster.config.settings import load_settings
+from pipelines.config.pools import PoolConfig, PoolsConfig
+from pipelines.config.settings import load_settings
 from pipelines.policy import NO_LATENCY, LatencyAdjustment
 from pipelines.store import Store, open_store
 from pipelines.store.engine import Database, make_engine

@@ -125,7 +125,7 @@ def test_serve_refuses_a_non_loopback_host_without_tokens(workdir: Path, host: s
 
 
 def test_loopback_and_explicit_consent_are_not_refused() -> None:
-    from forecaster.config.settings import load_settings
+    from pipelines.config.settings import load_settings
     from pipelines.serve_cli import check_exposure
 
     settings = load_settings()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from forecaster.config.settings import Settings, load_settings
+from pipelines.config.settings import Settings, load_settings
 from pipelines.jobs.report import JobReport
 from pipelines.serve_cli import _forecast_before_serving
 from pipelines.store import open_store

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.service import Services
-from forecaster.config.pools import PoolConfig
+from pipelines.config.pools import PoolConfig
 
 
 def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

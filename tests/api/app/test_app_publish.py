@@ -18,8 +18,8 @@ import yaml
 from fastapi.testclient import TestClient
 
 from api.publish_runner import serving_job_runner
-from forecaster.config.pools import PoolConfig, PoolsConfig
-from forecaster.config.settings import load_settings
+from pipelines.config.pools import PoolConfig, PoolsConfig
+from pipelines.config.settings import load_settings
 from pipelines.jobs.report import JobReport
 from pipelines.policy import NO_LATENCY, LatencyAdjustment
 from tests.api.app.conftest import FakeClock, MakeServices, app_of

@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.service import RecommendationService, Services
-from forecaster.config.pools import PoolConfig
+from pipelines.config.pools import PoolConfig
 from pipelines.policy import LatencyAdjustment
 
 AT = "2025-03-31T00:00:00Z"

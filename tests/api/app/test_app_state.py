@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from api.ingest import samples_frame
 from api.service import PoolEntry, RecommendationService, Services
-from forecaster.config.pools import PoolConfig
+from pipelines.config.pools import PoolConfig
 from pipelines.policy import NO_LATENCY, LatencyAdjustment, StabilisationState
 from pipelines.store import Store
 

@@ -20,8 +20,8 @@ from api.callchain import (
     service_pools,
     update_baselines,
 )
-from forecaster.config.pools import PoolConfig, ServiceConfig
 from forecaster.exceptions import ConfigError
+from pipelines.config.pools import PoolConfig, ServiceConfig
 from pipelines.policy import LatencyAdjustment
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from forecaster.config.pools import PoolConfig
+from pipelines.config.pools import PoolConfig
 from pipelines.policy import (
     NO_LATENCY,
     ForecastHealth,

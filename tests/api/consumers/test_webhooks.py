@@ -25,8 +25,8 @@ from api.consumers.webhooks import (
     signed_headers,
     verify,
 )
-from forecaster.config.pools import PoolConfig
 from forecaster.exceptions import ConfigError, PublishError
+from pipelines.config.pools import PoolConfig
 from pipelines.policy import Recommendation
 
 MakeRecommendation = Callable[..., Recommendation]

@@ -22,9 +22,9 @@ import pandas as pd
 import pytest
 
 from api.consumers.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError
 from forecaster.types import DS, UID, Y
+from pipelines.config.settings import Settings
 from pipelines.jobs import run_job
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.ingest import run_ingest

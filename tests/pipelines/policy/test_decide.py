@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from forecaster.config.pools import PoolConfig, ScaleDownConfig
+from pipelines.config.pools import PoolConfig, ScaleDownConfig
 from pipelines.policy import (
     NO_LATENCY,
     DemandForecast,

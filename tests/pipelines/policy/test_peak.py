@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from forecaster.config.pools import PoolConfig, ScaleDownConfig
 from forecaster.exceptions import DataValidationError
+from pipelines.config.pools import PoolConfig, ScaleDownConfig
 from pipelines.policy import (
     NO_LATENCY,
     Calibration,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forecaster.config.pools import PoolConfig, ScaleDownConfig
+from pipelines.config.pools import PoolConfig, ScaleDownConfig
 from pipelines.policy import (
     DemandForecast,
     ForecastHealth,

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.config.pools import ScaleDownConfig
 from forecaster.exceptions import DataValidationError
 from forecaster.models.naive import Persistence
+from pipelines.config.pools import ScaleDownConfig
 from pipelines.policy import (
     DemandForecast,
     DesiredSpan,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from forecaster.config.pools import PoolConfig
+from pipelines.config.pools import PoolConfig
 from pipelines.policy import (
     NO_LATENCY,
     ForecastHealth,

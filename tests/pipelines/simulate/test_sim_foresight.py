@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import pipelines.policy
-from forecaster.config.pools import ScaleDownConfig
 from forecaster.models.naive import Persistence
+from pipelines.config.pools import ScaleDownConfig
 from pipelines.policy import StabilisationState
 from pipelines.simulate import simulate
 from pipelines.simulate.foresight import ForesightPolicy

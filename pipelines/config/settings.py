@@ -35,15 +35,15 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from forecaster.config.sections import (
+from forecaster.exceptions import ConfigError
+from forecaster.types import DEFAULT_LEVELS
+from pipelines.config.sections import (
     CallChainSettings,
     PrometheusSettings,
     PublishSettings,
     SchedulerSettings,
     ServiceSettings,
 )
-from forecaster.exceptions import ConfigError
-from forecaster.types import DEFAULT_LEVELS
 
 ENV_PREFIX: Final = "FORESIGHT_"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from forecaster.config.settings import Settings, load_settings
 from forecaster.exceptions import ConfigError
+from pipelines.config.settings import Settings, load_settings
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ A pool is one cluster-autoscaler node group. Only its identity (``name`` and
 ``node_group_id``) is required; every other field has a documented default. The file
 is a mapping with the key ``pools``, holding a list of pools, and optionally
 ``cloud_provider`` (then each ``node_group_id`` is checked against the form that
-provider reports: :mod:`forecaster.config.node_groups`); see
+provider reports: :mod:`pipelines.config.node_groups`); see
 ``data/sample/pools.yaml`` for an annotated example.
 """
 
@@ -23,9 +23,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from forecaster.config.node_groups import CloudProvider, node_group_problem
 from forecaster.exceptions import ConfigError
 from forecaster.types import SeriesId
+from pipelines.config.node_groups import CloudProvider, node_group_problem
 
 logger = logging.getLogger(__name__)
 

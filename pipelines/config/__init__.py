@@ -1,6 +1,6 @@
 """Configuration: the typed deployment settings and the node pools file."""
 
-from forecaster.config.pools import (
+from pipelines.config.pools import (
     PoolConfig,
     PoolsConfig,
     ScaleDownConfig,
@@ -9,7 +9,7 @@ from forecaster.config.pools import (
     load_pools,
     parse_duration,
 )
-from forecaster.config.settings import Settings, load_settings
+from pipelines.config.settings import Settings, load_settings
 
 __all__ = [
     "PoolConfig",

@@ -1,6 +1,6 @@
 """Grouped settings of the parts around the forecaster: source, scheduler, service, publish.
 
-Each group is a nested field of :class:`forecaster.config.settings.Settings`, set in
+Each group is a nested field of :class:`pipelines.config.settings.Settings`, set in
 YAML under its name or by ``FORESIGHT_<GROUP>__<FIELD>`` variables, e.g.
 ``FORESIGHT_PROMETHEUS__URL=http://prometheus:9090``. They are plain values only:
 the packages that act on them (``pipelines`` for sources and jobs, ``api`` for the

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from forecaster.config.pools import (
+from forecaster.exceptions import ConfigError
+from pipelines.config.pools import (
     MAX_SIGNALS_PER_POOL,
     SIGNALS,
     PoolConfig,
@@ -15,9 +16,8 @@ from forecaster.config.pools import (
     load_pools,
     parse_duration,
 )
-from forecaster.exceptions import ConfigError
 
-SAMPLE_POOLS = Path(__file__).resolve().parents[2] / "data" / "sample" / "pools.yaml"
+SAMPLE_POOLS = Path(__file__).resolve().parents[3] / "data" / "sample" / "pools.yaml"
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -269,7 +269,7 @@ def test_services_outside_pools_are_listed_once(tmp_path: Path) -> None:
 
 
 def test_the_newsvendor_quantile_follows_the_cost_ratio() -> None:
-    from forecaster.config.pools import NEWSVENDOR_MAX, PoolConfig, newsvendor_quantile
+    from pipelines.config.pools import NEWSVENDOR_MAX, PoolConfig, newsvendor_quantile
 
     base = {"name": "a100", "node_group_id": "a100-asg"}
     assert PoolConfig.model_validate(base | {"waiting_cost_ratio": 4}).quantile == 0.8
