@@ -35,7 +35,7 @@ from api.consumers.k8s import (
     require_label_value,
     to_yaml_documents,
 )
-from forecaster.exceptions import PublishError
+from pipelines.errors import PublishError
 from pipelines.policy.recommendation import Recommendation
 
 CAPACITY_BUFFER_API: Final = "autoscaling.x-k8s.io/v1beta1"

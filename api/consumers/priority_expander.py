@@ -36,8 +36,8 @@ from api.consumers.k8s import (
     require_dns_label,
     to_yaml,
 )
-from forecaster.exceptions import PublishError
 from pipelines.config.pools import PoolConfig
+from pipelines.errors import PublishError
 from pipelines.policy.recommendation import Recommendation
 
 CONFIGMAP_NAME: Final = "cluster-autoscaler-priority-expander"

@@ -26,7 +26,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from forecaster.exceptions import ConfigError, PublishError
+from forecaster.exceptions import ConfigError
+from pipelines.errors import PublishError
 from pipelines.policy.recommendation import Recommendation
 from pipelines.policy.types import iso_utc, require_aware
 

@@ -34,9 +34,9 @@ from api.consumers.kube_writer import KubeWriter, PruneScope
 from api.consumers.priority_expander import priority_expander_configmap
 from api.publishing import prune_scopes, publish_once
 from api.service import RecommendationService, Services
-from forecaster.exceptions import PublishError
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.config.settings import load_settings
+from pipelines.errors import PublishError
 from pipelines.policy import (
     NO_LATENCY,
     ForecastHealth,

@@ -20,8 +20,8 @@ from api.consumers.capacity_buffers import (
     validate_capacity_buffer,
 )
 from api.consumers.k8s import check_typed
-from forecaster.exceptions import PublishError
 from pipelines.config.pools import PoolConfig
+from pipelines.errors import PublishError
 from pipelines.policy import Recommendation
 
 MakeRecommendation = Callable[..., Recommendation]

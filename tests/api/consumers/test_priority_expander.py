@@ -23,8 +23,8 @@ from api.consumers.priority_expander import (
     validate_priorities,
     validate_value_text,
 )
-from forecaster.exceptions import PublishError
 from pipelines.config.pools import PoolConfig
+from pipelines.errors import PublishError
 from pipelines.policy import Recommendation
 
 MakeRecommendation = Callable[..., Recommendation]

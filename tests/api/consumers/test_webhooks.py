@@ -25,8 +25,9 @@ from api.consumers.webhooks import (
     signed_headers,
     verify,
 )
-from forecaster.exceptions import ConfigError, PublishError
+from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolConfig
+from pipelines.errors import PublishError
 from pipelines.policy import Recommendation
 
 MakeRecommendation = Callable[..., Recommendation]
