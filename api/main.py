@@ -34,7 +34,6 @@ from api.dashboard import router as dashboard_router
 from api.docs_ui import install_docs
 from api.errors import install_error_handlers
 from api.grpc_expander.wiring import start_configured_expander
-from api.ingest import seed_from_sample as seed_store
 from api.latency import LatencyTracker, bottleneck_settings
 from api.limits import install_limits
 from api.live_error import StoredLiveError
@@ -60,6 +59,7 @@ from api.service import (
 from forecaster.exceptions import ForesightError, SourceError
 from pipelines.config.pools import load_pools
 from pipelines.config.settings import Settings, load_settings
+from pipelines.dataset import seed_from_sample as seed_store
 from pipelines.store import open_store
 
 logger = logging.getLogger(__name__)

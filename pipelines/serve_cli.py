@@ -202,7 +202,7 @@ def _forecast_before_serving(settings: Settings, runner: JobRunner) -> None:
     scheduled one (``foresight jobs``); a failure (no champion yet) is reported and
     serving goes on, reactively, saying why.
     """
-    from api.ingest import seed_from_sample
+    from pipelines.dataset import seed_from_sample
 
     store = open_store(settings.store_url)
     try:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import uvicorn
 
-from api.ingest import seed_from_sample
 from api.main import create_app
 from api.service import Services
 from forecaster.champion import ChampionForecaster
@@ -27,6 +26,7 @@ from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import load_pools
 from pipelines.config.settings import Settings, load_settings
+from pipelines.dataset import seed_from_sample
 from pipelines.jobs.forecast import run_forecast
 from pipelines.store import open_store
 
