@@ -13,7 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from pipelines.cli_support import ConfigOption, cli_errors, cli_settings, console
+from pipelines.jobs.publish import publishing_runner
 from pipelines.scheduler import default_plan, job_statuses, start_scheduler
+from pipelines.scheduler.dispatch import default_runner
 from pipelines.scheduler.status import JobStatus
 from pipelines.store import open_store
 from pipelines.store.leader import Leader
@@ -33,6 +35,10 @@ _OUTCOME_STYLE = {
 
 def scheduler_command(config: ConfigOption = None) -> None:
     """Run the scheduled jobs in the foreground (one leader among replicas); Ctrl-C stops."""
+    from api.publishing import publish_once
+
+    # The publish job publishes with a recommendation service of its own per run.
+    runner = publishing_runner(lambda: publish_once, default_runner)
     with cli_errors():
         settings = cli_settings(config)
         store = open_store(settings.store_url)
@@ -47,7 +53,7 @@ def scheduler_command(config: ConfigOption = None) -> None:
             for signum in (signal.SIGINT, signal.SIGTERM)
         }
         try:
-            running = start_scheduler(settings, store)
+            running = start_scheduler(settings, store, runner=runner)
             console.print(
                 f"Scheduler started on {store.url}; it runs jobs while it leads "
                 "(Ctrl-C stops, letting running jobs finish).",

@@ -30,6 +30,8 @@ def run_job(name: str, settings: Settings) -> JobReport:
 
     What follows a job (train after an evaluate that asks for it, forecast after a
     training) is the scheduler's: :func:`pipelines.scheduler.dispatch.follow_up`.
+    ``publish`` is skipped here: it needs a publisher, which the CLI hands in through
+    :func:`pipelines.jobs.publish.publishing_runner`.
 
     Args:
         name: ingest, train, forecast, evaluate or publish.
