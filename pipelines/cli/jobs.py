@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from forecaster.exceptions import ConfigError
-from pipelines.cli_support import ConfigOption, cli_errors, cli_settings, console
+from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
 from pipelines.jobs.ingest import backfill, run_ingest
 from pipelines.jobs.report import JobReport
 from pipelines.reporting import progress_bar

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "data" / "sample" / "metrics.csv.gz"
 FAST = ["--model", "persistence", "--warmup", "1d", "--span", "1d"]
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from pipelines.cli.serve import _forecast_before_serving
 from pipelines.config.settings import Settings, load_settings
 from pipelines.jobs.report import JobReport
-from pipelines.serve_cli import _forecast_before_serving
 from pipelines.store import open_store
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_default_output_goes_under_the_data_dir(

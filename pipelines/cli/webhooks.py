@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from forecaster.exceptions import ConfigError
-from pipelines.cli_support import ConfigOption, cli_errors, cli_settings, console
+from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
 from pipelines.store import open_store
 
 app = typer.Typer(

@@ -27,7 +27,7 @@ from forecaster.exceptions import ConfigError, DataValidationError
 from forecaster.loaders.traces import DEMAND
 from forecaster.plotting import save_png
 from forecaster.types import DS, UID, SeriesId, Y
-from pipelines.cli_support import ConfigOption, DataOption, cli_errors, cli_settings, console
+from pipelines.cli.support import ConfigOption, DataOption, cli_errors, cli_settings, console
 from pipelines.config.pools import PoolConfig, load_pools, parse_duration
 from pipelines.config.tracking import tracking_config as make_tracking_config
 from pipelines.dataset import load_dataset

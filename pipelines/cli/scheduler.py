@@ -12,7 +12,7 @@ from types import FrameType
 from rich.table import Table
 from rich.text import Text
 
-from pipelines.cli_support import ConfigOption, cli_errors, cli_settings, console
+from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
 from pipelines.jobs.publish import publishing_runner
 from pipelines.scheduler import default_plan, job_statuses, start_scheduler
 from pipelines.scheduler.dispatch import default_runner

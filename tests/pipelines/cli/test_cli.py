@@ -125,8 +125,8 @@ def test_serve_refuses_a_non_loopback_host_without_tokens(workdir: Path, host: s
 
 
 def test_loopback_and_explicit_consent_are_not_refused() -> None:
+    from pipelines.cli.serve import check_exposure
     from pipelines.config.settings import load_settings
-    from pipelines.serve_cli import check_exposure
 
     settings = load_settings()
     for host in ("127.0.0.1", "localhost", "::1"):

@@ -1,7 +1,7 @@
 """What every ``foresight`` command shares: the console, options, settings and errors.
 
-Command modules (``pipelines/cli.py`` and the ``register(app)`` modules it wires in)
-import from here so each command reads settings, reports errors and prints the same way.
+The command modules (:mod:`pipelines.cli` and the modules of its lazy commands) import
+from here so each command reads settings, reports errors and prints the same way.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
-from pipelines.cli_support import console
+from pipelines.cli.support import console
 from pipelines.store import open_store
 
 

@@ -1,5 +1,11 @@
 """The ``foresight`` command line: train, backtest and forecast here; the rest wired in.
 
+The CLI is the composition root: it sits on top of every package and wires the parts
+together (``serve`` hands the scheduler the running API's publisher, ``scheduler``
+hands it ``api.publishing``'s), so the modules of this package are the only ones in
+``pipelines`` that import ``api``, and nothing imports them (the import-linter
+contracts in ``pyproject.toml`` hold both).
+
 Every command works on the committed sample by default (``data/sample``) or on any
 CSV / Parquet file given with ``--data``; settings come from ``--config`` (YAML) and
 ``FORESIGHT_*`` variables.
@@ -13,7 +19,8 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import typer
 
-from pipelines.cli_support import (
+from pipelines.cli.lazy_commands import LazyCommand, LazyCommandGroup
+from pipelines.cli.support import (
     ConfigOption,
     DataOption,
     SeriesOption,
@@ -21,7 +28,6 @@ from pipelines.cli_support import (
     cli_settings,
     console,
 )
-from pipelines.lazy_commands import LazyCommand, LazyCommandGroup
 
 if TYPE_CHECKING:
     from forecaster.training import TrainingPlan
@@ -36,42 +42,42 @@ if TYPE_CHECKING:
 class _Commands(LazyCommandGroup):
     lazy_commands: ClassVar[Mapping[str, LazyCommand]] = {
         "serve": LazyCommand(
-            "pipelines.serve_cli",
+            "pipelines.cli.serve",
             "serve_command",
             "Serve the API (recommendations, forecasts, integrations, dashboard) and the jobs.",
         ),
         "scheduler": LazyCommand(
-            "pipelines.scheduler_cli",
+            "pipelines.cli.scheduler",
             "scheduler_command",
             "Run the scheduled jobs in the foreground (one leader among replicas); Ctrl-C stops.",
         ),
         "jobs": LazyCommand(
-            "pipelines.scheduler_cli",
+            "pipelines.cli.scheduler",
             "jobs_command",
             "Show the scheduler's leader and each job: trigger, last run, where, outcome, next.",
         ),
         "ingest": LazyCommand(
-            "pipelines.jobs_cli",
+            "pipelines.cli.jobs",
             "ingest_command",
             "Fetch what is new of every pool signal since the last stored sample, once.",
         ),
         "backfill": LazyCommand(
-            "pipelines.jobs_cli",
+            "pipelines.cli.jobs",
             "backfill_command",
             "Fetch and store every pool signal over a past window (re-fetching is harmless).",
         ),
         "publish": LazyCommand(
-            "pipelines.publish_cli",
+            "pipelines.cli.publish",
             "publish_command",
             "Publish the priority-expander ConfigMap, buffers and webhooks (dry run by default).",
         ),
         "simulate": LazyCommand(
-            "pipelines.simulate_cli",
+            "pipelines.cli.simulate",
             "simulate_command",
             "Replay a pool's demand against reactive, static, Foresight and oracle policies.",
         ),
         "webhooks": LazyCommand(
-            "pipelines.webhooks_cli",
+            "pipelines.cli.webhooks",
             "app",
             "The webhook outbox: list dead letters and retry them.",
         ),

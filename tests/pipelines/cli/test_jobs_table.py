@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
+from pipelines.cli.scheduler import jobs_table
 from pipelines.scheduler.status import JobStatus
-from pipelines.scheduler_cli import jobs_table
 from pipelines.store.job_runs import JobRun
 
 

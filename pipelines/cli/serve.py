@@ -22,7 +22,7 @@ from typing import Annotated
 import typer
 
 from forecaster.exceptions import ConfigError, ForesightError, TrackingError
-from pipelines.cli_support import ConfigOption, cli_errors, cli_settings, console
+from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
 from pipelines.config.pools import load_pools
 from pipelines.config.settings import Settings
 from pipelines.mlflow_ui import mlflow_ui
