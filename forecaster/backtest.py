@@ -4,7 +4,8 @@ At each cutoff a fresh copy of each model (rebuilt from ``get_params``) is fitte
 most ``max_train`` observations up to and including the cutoff and forecasts the next
 ``horizon`` steps; the result keeps the forecasts next to the actuals. Models are
 treated alike through the estimator contract: the backtest never looks at a model's
-type. Series are independent, so an executor may run one task per series.
+type. Series are independent, so an executor may run them in parallel
+(:func:`forecaster.fanout.fan_out`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future, as_completed
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, Self
 
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.exceptions import InsufficientHistoryError
+from forecaster.fanout import fan_out
 from forecaster.metrics import SCALE, naive_scale
 from forecaster.types import (
     CUTOFF,
@@ -295,8 +297,8 @@ def backtest(
         max_train: fit on at most this many latest observations (``None``: all).
         start_frac: cutoffs lie in the last ``1 - start_frac`` of each series.
         progress: called with ``(series done, series total)`` after each series.
-        executor: when given, one task per series is submitted to it; the result is
-            the same as without it.
+        executor: when given, the series are fanned out to it (a few series per
+            task, :func:`forecaster.fanout.fan_out`); the result is the same as without it.
         heldout_windows: later windows added after the ``n_windows`` selection
             windows, placed by :func:`nested_cutoffs` so that no selection window sees
             their data; ``result.heldout_from`` marks where they start.
@@ -344,14 +346,7 @@ def backtest(
             if progress is not None:
                 progress(i, total)
     else:
-        futures: list[Future[_SeriesOutcome]] = [
-            executor.submit(_backtest_series, uid, group, todo, plan) for uid, group in groups
-        ]
-        for i, future in enumerate(as_completed(futures), start=1):
-            future.result()  # surface a worker's error as soon as it happens
-            if progress is not None:
-                progress(i, total)
-        outcomes = [f.result() for f in futures]
+        outcomes = fan_out(executor, _backtest_series, groups, (todo, plan), progress)
     return _combine(outcomes, names)
 
 

@@ -21,7 +21,8 @@ import pandas as pd
 
 from forecaster.backtest import Estimator, clone
 from forecaster.exceptions import ModelError, NotFittedError
-from forecaster.fleet import with_fleet
+from forecaster.fanout import fan_out
+from forecaster.fleet import share_fleets, with_fleet
 from forecaster.types import DEFAULT_LEVELS, MODEL, UID, Levels, SeriesFrame
 
 FAMILY: Final = "family"
@@ -123,8 +124,9 @@ class ChampionForecaster:
 
         Args:
             df: long frame of the series to fit.
-            executor: fits one series per task (a process pool or Dask) instead of
-                one after another in this process; the fitted models are the same.
+            executor: fits the series on a process pool or Dask (a few per task,
+                :func:`forecaster.fanout.fan_out`) instead of one after another in this
+                process; the fitted models are the same.
         """
         groups = {str(uid): g for uid, g in df.groupby(UID, sort=True, observed=True)}
         families = {uid: self.family_of(uid) for uid in groups}
@@ -134,15 +136,14 @@ class ChampionForecaster:
         prototypes = {
             f: with_fleet(self.candidates[f], df, memo) for f in sorted(set(families.values()))
         }
+        tasks = [(prototypes[families[uid]], g) for uid, g in groups.items()]
         if executor is None:
-            models = {uid: _fit_series(prototypes[families[uid]], g) for uid, g in groups.items()}
+            fitted = [_fit_series(*task) for task in tasks]
         else:
-            futures = {
-                uid: executor.submit(_fit_series, prototypes[families[uid]], g)
-                for uid, g in groups.items()
-            }
-            models = {uid: future.result() for uid, future in futures.items()}
-        self.models_ = models
+            fitted = fan_out(executor, _fit_series, tasks)
+            # Each task's results came back with their own copy of the fleet models.
+            share_fleets(fitted)
+        self.models_ = dict(zip(groups, fitted, strict=True))
         self.families_ = families
         return self
 

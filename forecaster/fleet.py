@@ -3,7 +3,7 @@
 A *joint* family (``joint = True``, e.g. :class:`~forecaster.models.global_gbm.
 GlobalGradientBoosting`) learns a pooled model from every series of the frame its
 ``fit`` gets, then a cheap per-series part. Training, the champion and the backtest
-fit series one at a time (one task per series on a process pool or Dask), so a joint
+fit series one at a time (a few series per task on a process pool or Dask), so a joint
 family there would see a fleet of one. This module closes the gap without changing
 that fan-out:
 
@@ -25,7 +25,7 @@ per-series fan-out; in the benchmarks the series of one step group.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from typing import Any
@@ -41,6 +41,7 @@ from forecaster.backtest import (
     nested_cutoffs,
 )
 from forecaster.exceptions import InsufficientHistoryError
+from forecaster.models.global_gbm import FleetModel
 from forecaster.plan import recent_history
 from forecaster.types import CUTOFF, DS, MODEL, STEP, UID, Levels, SeriesFrame
 
@@ -84,6 +85,36 @@ def with_fleet(model: Any, df: SeriesFrame, memo: dict[int, Any] | None = None) 
         out = type(model)(**{k: _replace(v, df, memo) for k, v in params.items()})
     memo[id(model)] = out
     return out
+
+
+def share_fleets(models: Iterable[object]) -> None:
+    """Make the copies of each fleet model inside ``models`` one object again, in place.
+
+    A fitted model sent back from a worker brings its own copy of the fleet model its
+    prototype carried (about 0.8 MB), so a champion fitted on a pool would hold and
+    pickle one per task. Copies of one learning share a :attr:`FleetModel.key`; every
+    attribute of our models (families, combinations' members, per-series fits) that
+    holds a copy is pointed at the first one met.
+    """
+    canonical: dict[str, FleetModel] = {}
+    seen: set[int] = set()
+    stack: list[object] = list(models)
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, list | tuple):
+            stack.extend(obj)
+        elif isinstance(obj, Mapping):
+            stack.extend(obj.values())
+        elif type(obj).__module__.startswith("forecaster.") and hasattr(obj, "__dict__"):
+            for name, value in vars(obj).items():
+                if isinstance(value, FleetModel):
+                    # object.__setattr__: per-series fits are frozen dataclasses
+                    object.__setattr__(obj, name, canonical.setdefault(value.key, value))
+                else:
+                    stack.append(value)
 
 
 def fleet_backtest(

@@ -179,7 +179,7 @@ def champion_backtest(
             every series, or one per series (see :func:`default_cutoffs`).
         horizon: steps forecast at each cutoff; default the plan's.
         levels: quantile levels; default the plan's.
-        executor: one task per series (a process pool or Dask).
+        executor: fans the series out (a process pool or Dask).
         progress: called with ``(series done, series total)``.
 
     Returns:

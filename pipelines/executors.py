@@ -1,12 +1,12 @@
 """Where training and backtests fan out: nowhere, a local process pool, or Dask.
 
-The forecaster only knows :class:`concurrent.futures.Executor` (one task per series,
-see ``forecaster.backtest``). This module is the one place that picks which executor
+The forecaster only knows :class:`concurrent.futures.Executor` (a few series per
+task, see ``forecaster.fanout``). This module is the one place that picks which executor
 that is, so the local pool and a Dask distributed cluster run the very same code path:
 a Dask ``Client``'s :meth:`~distributed.Client.get_executor` is a
 ``concurrent.futures``-compatible executor whose futures ``as_completed`` accepts.
 
-Dask workers unpickle the per-series task by reference (``forecaster.backtest``), so
+Dask workers unpickle the per-series work by reference (``forecaster.fanout``), so
 every worker needs the same ``foresight`` version installed as the submitting process.
 
 Parallelism comes from the series, so each worker runs its numerical libraries on one

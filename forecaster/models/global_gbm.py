@@ -38,6 +38,7 @@ of one series is a fleet of one.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Self
 
@@ -74,6 +75,9 @@ class FleetModel:
             the whole fleet; NaN where nothing was scored.
         series: the series it was learnt on.
         last_ds: the newest observation it saw.
+        key: names this learning of it: copies made by pickling (a per-series fit
+            sent back from a worker) keep it, so :func:`forecaster.fleet.share_fleets`
+            can make them one object again.
     """
 
     anchors: tuple[int, ...]
@@ -82,6 +86,7 @@ class FleetModel:
     fleet_errors: FloatArray
     series: tuple[str, ...] = field(repr=False)
     last_ds: pd.Timestamp
+    key: str = field(default_factory=lambda: uuid.uuid4().hex, repr=False)
 
     def __repr__(self) -> str:
         return f"FleetModel({len(self.series)} series to {self.last_ds}, anchors {self.anchors})"

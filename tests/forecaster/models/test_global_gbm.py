@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -172,6 +173,35 @@ def test_with_fleet_learns_once_and_reaches_nested_members(
     assert inner[0].fleet is learnt["global_gbm"].fleet  # one prototype, learnt once
     assert not has_joint(median)
     assert family.fleet is None  # the prototype itself is not changed
+
+
+def _fleets(champion: ChampionForecaster) -> list[object]:
+    """Every fleet model the champion's fitted models hold, copies included."""
+    found: list[object] = []
+    for fitted in champion.models_.values():
+        assert isinstance(fitted, MedianCombination)
+        found += [m.fleet for m in fitted.members if isinstance(m, GlobalGradientBoosting)]
+        for models in fitted.fitted_.values():
+            for m in models:
+                if isinstance(m, GlobalGradientBoosting):
+                    found += [m.fleet, m.fleet_]
+    return found
+
+
+def test_champion_fitted_on_a_process_pool_holds_one_fleet_model(
+    make_frame: Callable[..., pd.DataFrame],
+) -> None:
+    """Fits sent back from workers bring copies of the fleet; the champion keeps one."""
+    frame = make_frame({**_queues(700, 3, seed=9), **_walks(700, 2, seed=10)})
+    candidates = with_median([Persistence(horizon=H), _model()])
+    selection = dict.fromkeys(frame[UID].unique(), "median")
+    here = ChampionForecaster(selection, candidates).fit(frame)
+    with ProcessPoolExecutor(2) as pool:
+        pooled = ChampionForecaster(selection, candidates).fit(frame, executor=pool)
+    pd.testing.assert_frame_equal(pooled.predict(H, LEVELS), here.predict(H, LEVELS))
+    assert len({id(f) for f in _fleets(pooled)}) == 1
+    # So it pickles as small as the champion fitted in this process.
+    assert len(pickle.dumps(pooled)) < 1.05 * len(pickle.dumps(here))
 
 
 def test_champion_median_with_it_never_crosses_quantiles(

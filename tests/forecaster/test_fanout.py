@@ -1,0 +1,71 @@
+"""Fanning per-series work out in a bounded number of tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from forecaster.fanout import MAX_TASKS, fan_out
+
+
+def scaled(x: int, label: str, factor: int) -> tuple[str, int]:
+    """A per-item call with one item argument and one shared (module level: pickled)."""
+    return label, x * factor
+
+
+def fails_on(x: int, bad: int) -> int:
+    if x == bad:
+        raise ValueError(f"item {x} is bad")
+    return x
+
+
+class CountingExecutor(Executor):
+    """Runs tasks on threads and counts how many were submitted."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(2)
+        self.submitted = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.submitted += 1
+        return self.pool.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def test_results_keep_the_items_order_on_a_process_pool() -> None:
+    items = [(i, f"s{i}") for i in range(300)]
+    with ProcessPoolExecutor(2) as pool:
+        out = fan_out(pool, scaled, items, shared=(3,))
+    assert out == [(f"s{i}", 3 * i) for i in range(300)]
+
+
+@pytest.mark.parametrize("n", [1, 5, MAX_TASKS, MAX_TASKS + 1, 1000])
+def test_at_most_max_tasks_are_submitted_and_progress_reaches_the_total(n: int) -> None:
+    executor = CountingExecutor()
+    calls: list[tuple[int, int]] = []
+    with executor:
+        out = fan_out(
+            executor, scaled, [(i, "x") for i in range(n)], (2,), lambda d, t: calls.append((d, t))
+        )
+    assert [v for _, v in out] == [2 * i for i in range(n)]
+    assert executor.submitted <= MAX_TASKS
+    assert executor.submitted == n or n > MAX_TASKS  # one item per task while they fit
+    assert calls[-1] == (n, n)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+
+def test_no_items_submits_nothing() -> None:
+    executor = CountingExecutor()
+    with executor:
+        assert fan_out(executor, scaled, [], ("x", 1)) == []
+    assert executor.submitted == 0
+
+
+def test_a_failing_item_raises_its_own_error() -> None:
+    with ProcessPoolExecutor(2) as pool, pytest.raises(ValueError, match="item 7 is bad"):
+        fan_out(pool, fails_on, [(i,) for i in range(20)], shared=(7,))
