@@ -1,5 +1,6 @@
-"""Decisions and serving: the scale policy, call-chain analysis, consumers' formats, the app.
+"""Decisions and serving: call-chain analysis, consumers' formats, the app.
 
-``api.policy`` turns a demand forecast, live signals and forecast health into one
-explained recommendation per pool with pure functions (the clock is a parameter).
+The app decides with the pure scale policy of :mod:`pipelines.policy` (below it, so the
+simulator replays the very same chain) and adds what only a server knows: the live
+signals, the call-chain latency and the stabilisation state in the store.
 """

@@ -1,5 +1,8 @@
 """Following the registry's ``@champion``: every replica serves what was promoted.
 
+:func:`load_model` loads the champion once: when the app starts, and for each
+publication outside it (:mod:`api.publishing`).
+
 A :class:`ChampionFollower` asks its :class:`ChampionSource` every
 ``service.model_poll_seconds`` which version the alias names. When that is not the
 version served, or the served copy came from the last-known-good directory because
@@ -23,12 +26,27 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from api.service import RecommendationService
-from forecaster.config.settings import Settings
 from forecaster.exceptions import TrackingError
 from forecaster.registry import LoadedModel, champion_version, check_reachable, load_champion
-from forecaster.tracking import tracking_config
+from pipelines.config.settings import Settings
+from pipelines.config.tracking import tracking_config
 
 logger = logging.getLogger(__name__)
+
+
+def load_model(settings: Settings) -> tuple[LoadedModel | None, str]:
+    """Load the champion (registry, else last known good); None and why when neither has one."""
+    try:
+        loaded = load_champion(
+            settings.registered_model_name,
+            models_dir=settings.models_dir,
+            tracking=tracking_config(settings),
+        )
+    except TrackingError as exc:
+        logger.warning("serving reactively: %s", exc)
+        return None, str(exc)
+    logger.info("serving champion version %s from the %s", loaded.version, loaded.source)
+    return loaded, ""
 
 
 class ChampionSource(Protocol):

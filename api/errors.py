@@ -19,14 +19,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from forecaster.exceptions import (
-    ConfigError,
-    DataValidationError,
-    ForesightError,
-    PublishError,
-    StoreError,
-    TrackingError,
-)
+from forecaster.exceptions import ConfigError, DataValidationError, ForesightError, TrackingError
+from pipelines.errors import PublishError, StoreError
 
 logger = logging.getLogger(__name__)
 

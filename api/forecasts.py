@@ -14,7 +14,7 @@ online by the forecast job, :mod:`forecaster.peak.online`; the model's own are k
 beside them and named in the explanation). The stored peak forecast is as of its
 origin; the policy carries its headroom (peak quantile minus the demand at the origin)
 over to the newest observed demand when that is newer
-(:meth:`api.policy.peak.PeakForecast.rebased`), and says so.
+(:meth:`pipelines.policy.peak.PeakForecast.rebased`), and says so.
 
 A pool gets a reason instead of a forecast when no model is loaded, or when the store
 has no forecast of the served version for it (the forecast job has not run since the
@@ -33,14 +33,14 @@ from typing import Final
 
 import pandas as pd
 
-from api.policy import DemandForecast
-from api.policy.peak import PeakForecast
-from forecaster.config.pools import PoolConfig
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND
 from forecaster.peak.fleet import lead_steps
 from forecaster.registry import LoadedModel
 from forecaster.types import DS, STEP, quantile_column
+from pipelines.config.pools import PoolConfig
+from pipelines.policy import DemandForecast
+from pipelines.policy.peak import PeakForecast
 from pipelines.store import Store
 from pipelines.store.forecasts import GENERATED_AT
 from pipelines.store.peak_forecasts import LAST, LEAD, ORIGIN, RAW

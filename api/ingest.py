@@ -1,29 +1,23 @@
-"""Samples into the store: pushed metrics, derived demand, and the sample-data seed.
+"""Pushed samples into the store, with derived demand.
 
 Pushed samples are checked once here (see :mod:`api.sample_checks`); whenever
 allocated or queued GPUs arrive, the store derives the pool's ``demand_gpus`` for
-exactly those timestamps so the forecast history grows with the push. Seeding fills an
-empty store from the committed sample so the embedded default has something to decide on.
+exactly those timestamps so the forecast history grows with the push. Seeding an
+empty store from the committed sample is :func:`pipelines.dataset.seed_from_sample`.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 import pandas as pd
 
 from api.sample_checks import TimeWindow, check_samples
-from forecaster.config.pools import PoolsConfig
-from forecaster.config.settings import Settings
-from forecaster.loaders import DEMAND
-from forecaster.types import DS, UID, SeriesId, Y
-from pipelines.dataset import load_dataset
+from forecaster.types import DS, UID, Y
+from pipelines.config.pools import PoolsConfig
 from pipelines.store import Store
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -65,34 +59,3 @@ def ingest(store: Store, pools: PoolsConfig, frame: pd.DataFrame, window: TimeWi
     touched = check_samples(frame, pools, window)
     rows = store.samples.upsert_with_demand(frame)
     return Ingested(rows, tuple(touched))
-
-
-def seed_from_sample(settings: Settings, store: Store, pools: PoolsConfig) -> int:
-    """Fill pools without any demand samples from the committed sample data set.
-
-    Returns:
-        The number of rows written (0 when every pool already has data or the sample
-        holds none of the empty pools).
-
-    Raises:
-        SourceError: the sample file cannot be read.
-        DataValidationError: the sample breaks the data contract.
-    """
-    empty = _pools_without_demand(store, pools.names)
-    if not empty:
-        return 0
-    frame = load_dataset(settings).frame
-    owner, _ = SeriesId.split(frame[UID])
-    chosen = frame[owner.isin(empty)]
-    if chosen.empty:
-        logger.info("the sample data set has no series of pools %s", empty)
-        return 0
-    rows = store.samples.upsert(chosen)
-    logger.info("seeded %d samples of pools %s from the sample data set", rows, empty)
-    return rows
-
-
-def _pools_without_demand(store: Store, names: Sequence[str]) -> list[str]:
-    return [
-        name for name in names if store.samples.last_timestamp(str(SeriesId(name, DEMAND))) is None
-    ]

@@ -4,7 +4,7 @@ Trace routes add spans to ``Services.spans`` (a
 :class:`~api.callchain.incremental.ChainWindow`, which keeps per-service sketches
 incrementally).
 :class:`LatencyTracker` turns the window into one
-:class:`~api.policy.LatencyAdjustment` per pool with :func:`~api.callchain.analyse`, in
+:class:`~pipelines.policy.LatencyAdjustment` per pool with :func:`~api.callchain.analyse`, in
 a background task of the app every few seconds: settling the spans that arrived since
 the last run costs about 10 us each, too much for a request. Decisions read the latest
 result through :meth:`LatencyTracker.adjustment` (the ``Services.latency`` hook), which is a dict
@@ -30,10 +30,10 @@ from api.callchain import (
 from api.callchain.incremental import ChainWindow
 from api.clock import Clock, system_clock
 from api.live import LiveIndex
-from api.policy import NO_LATENCY, LatencyAdjustment
-from api.policy.types import iso_utc
-from forecaster.config.pools import GPU_UTIL, NODES, PoolConfig, ServiceConfig
-from forecaster.config.settings import Settings
+from pipelines.config.pools import GPU_UTIL, NODES, PoolConfig, ServiceConfig
+from pipelines.config.settings import Settings
+from pipelines.policy import NO_LATENCY, LatencyAdjustment
+from pipelines.policy.types import iso_utc
 
 
 def bottleneck_settings(settings: Settings) -> BottleneckSettings:

@@ -18,10 +18,10 @@ from typing import Final
 
 import pandas as pd
 
-from api.policy import LiveSignals, Sample
-from forecaster.config.pools import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS, PoolConfig
 from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, SeriesId, Y
+from pipelines.config.pools import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS, PoolConfig
+from pipelines.policy import LiveSignals, Sample
 from pipelines.store import Store
 
 LIVE_SIGNALS: Final = (DEMAND, ALLOCATED_GPUS, QUEUE_GPUS, NODES, GPU_UTIL)

@@ -29,13 +29,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from api.policy import Calibration
-from forecaster.config.pools import PoolConfig
-from forecaster.exceptions import DataValidationError, StoreError
+from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND
 from forecaster.types import quantile_column
+from pipelines.config.pools import PoolConfig
+from pipelines.errors import StoreError
 from pipelines.jobs.evaluate import CALIBRATION, LIVE_MASE, MODEL_VERSION_KEY
 from pipelines.jobs.evaluate import JOB as EVALUATE_JOB
+from pipelines.policy import Calibration
 from pipelines.store import Store
 
 logger = logging.getLogger(__name__)

@@ -27,14 +27,13 @@ from fastapi.concurrency import run_in_threadpool
 from api.auth import AUTH_RESPONSES, TokenGuard, authorize, install_auth_handlers, warn_if_open
 from api.callchain.feed import SpanFeed
 from api.callchain.incremental import ChainWindow
-from api.champion import ChampionFollower, RegistryChampion
+from api.champion import ChampionFollower, RegistryChampion, load_model
 from api.clock import ClockMode, ReplayClock, system_clock
 from api.dashboard import page_router as dashboard_page_router
 from api.dashboard import router as dashboard_router
 from api.docs_ui import install_docs
 from api.errors import install_error_handlers
 from api.grpc_expander.wiring import start_configured_expander
-from api.ingest import seed_from_sample as seed_store
 from api.latency import LatencyTracker, bottleneck_settings
 from api.limits import install_limits
 from api.live_error import StoredLiveError
@@ -57,11 +56,10 @@ from api.service import (
     uncalibrated,
     unmeasured_error,
 )
-from forecaster.config.pools import load_pools
-from forecaster.config.settings import Settings, load_settings
-from forecaster.exceptions import ForesightError, SourceError, TrackingError
-from forecaster.registry import LoadedModel, load_champion
-from forecaster.tracking import tracking_config
+from forecaster.exceptions import ForesightError, SourceError
+from pipelines.config.pools import load_pools
+from pipelines.config.settings import Settings, load_settings
+from pipelines.dataset import seed_from_sample as seed_store
 from pipelines.store import open_store
 
 logger = logging.getLogger(__name__)
@@ -87,21 +85,6 @@ OPEN_ROUTERS: tuple[APIRouter, ...] = (
     dashboard_page_router,
 )
 """Routers served without a token (probes and scrapers); every other one is guarded."""
-
-
-def load_model(settings: Settings) -> tuple[LoadedModel | None, str]:
-    """Load the champion (registry, else last known good); None and why when neither has one."""
-    try:
-        loaded = load_champion(
-            settings.registered_model_name,
-            models_dir=settings.models_dir,
-            tracking=tracking_config(settings),
-        )
-    except TrackingError as exc:
-        logger.warning("serving reactively: %s", exc)
-        return None, str(exc)
-    logger.info("serving champion version %s from the %s", loaded.version, loaded.source)
-    return loaded, ""
 
 
 def build_services(settings: Settings, *, seed_from_sample: bool = True) -> Services:

@@ -59,8 +59,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.latency import LatencyTracker
 from api.outbox_metrics import OutboxCollector
 from api.service import PoolEntry, RecommendationService
-from forecaster.config.pools import PoolConfig
 from forecaster.exceptions import ForesightError
+from pipelines.config.pools import PoolConfig
 
 logger = logging.getLogger(__name__)
 

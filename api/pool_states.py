@@ -1,6 +1,6 @@
 """The pools' stabilisation states: read, decided on and written back one decision at a time.
 
-Every decision reads its pool's :class:`~api.policy.StabilisationState`, adds itself
+Every decision reads its pool's :class:`~pipelines.policy.StabilisationState`, adds itself
 and writes the result back; two decisions of one pool overlapping would lose one
 update (or put an older state over a newer one). In this process
 :class:`PoolLocks` makes a pool's decisions take turns (a push and the background
@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Final, TypeVar
 
-from api.policy import StabilisationState
 from forecaster.exceptions import DataValidationError
+from pipelines.policy import StabilisationState
 from pipelines.store import PoolStateRepository, StoredState
 
 logger = logging.getLogger(__name__)

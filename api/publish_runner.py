@@ -18,10 +18,8 @@ import httpx
 
 from api.publishing import ClusterWriter, PublishOutcome, publish_once
 from api.service import RecommendationService
-from forecaster.config.settings import Settings
-from pipelines.jobs.publish import JOB, Publish, run_publish
-from pipelines.jobs.report import JobReport
-from pipelines.jobs.runtime import finish, utc_now
+from pipelines.config.settings import Settings
+from pipelines.jobs.publish import Publisher, publishing_runner
 from pipelines.scheduler.dispatch import JobRunner, default_runner
 from pipelines.store import Store
 
@@ -34,7 +32,7 @@ def running_service_publisher(
     *,
     kube: ClusterWriter | None = None,
     http: httpx.Client | None = None,
-) -> Publish:
+) -> Publisher:
     """Return ``publish_once`` bound to ``service`` (its recommendations and its clock)."""
 
     def publish(
@@ -67,14 +65,10 @@ def serving_job_runner(
         before the app has started is ``skipped`` (the next one publishes).
     """
 
-    def run(name: str, settings: Settings) -> JobReport:
-        if name != JOB:
-            return runner(name, settings)
+    def publisher() -> Publisher | None:
         service = lookup()
         if service is None:
-            return finish(JOB, utc_now(), "skipped", "the API has not started serving yet")
-        return run_publish(
-            settings, publish=running_service_publisher(service, kube=kube, http=http)
-        )
+            return None
+        return running_service_publisher(service, kube=kube, http=http)
 
-    return run
+    return publishing_runner(publisher, runner)

@@ -29,6 +29,7 @@ from typing import Literal, Protocol
 
 import httpx
 
+from api.champion import load_model
 from api.clock import Clock, ClockMode, ReplayClock, system_clock
 from api.consumers.capacity_buffers import (
     BufferManifests,
@@ -47,12 +48,11 @@ from api.consumers.kube_writer import (
 )
 from api.consumers.priority_expander import PriorityExpanderConfig, priority_expander_configmap
 from api.consumers.webhooks import changed, encode, idempotency_key, payload
-from api.main import load_model
-from api.policy.recommendation import Recommendation
 from api.service import RecommendationService, Services
-from forecaster.config.pools import load_pools
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError
+from pipelines.config.pools import load_pools
+from pipelines.config.settings import Settings
+from pipelines.policy.recommendation import Recommendation
 from pipelines.store import Store
 
 logger = logging.getLogger(__name__)

@@ -15,10 +15,10 @@ from typing import Any
 
 from api.champion import RegistryView
 from api.service import STALE_STEPS, RecommendationService
-from forecaster.exceptions import StoreError
 from forecaster.loaders import DEMAND
 from forecaster.registry import LoadedModel
 from forecaster.types import SeriesId
+from pipelines.errors import StoreError
 
 
 @dataclass(frozen=True)

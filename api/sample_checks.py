@@ -26,7 +26,10 @@ from typing import Final
 
 import pandas as pd
 
-from forecaster.config.pools import (
+from forecaster.exceptions import DataValidationError
+from forecaster.loaders import DEMAND
+from forecaster.types import DS, UID, SeriesId, Y
+from pipelines.config.pools import (
     ALLOCATED_GPUS,
     GPU_UTIL,
     NODES,
@@ -34,9 +37,6 @@ from forecaster.config.pools import (
     PoolConfig,
     PoolsConfig,
 )
-from forecaster.exceptions import DataValidationError
-from forecaster.loaders import DEMAND
-from forecaster.types import DS, UID, SeriesId, Y
 
 COUNT_SIGNALS: Final = frozenset({ALLOCATED_GPUS, QUEUE_GPUS, NODES, DEMAND})
 """Signals that count GPUs or nodes, so cannot be negative."""

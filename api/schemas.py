@@ -12,7 +12,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
-from api.policy import Action, HealthReason, Mode, Recommendation, StabilisationLimit, Term
+from pipelines.policy import Action, HealthReason, Mode, Recommendation, StabilisationLimit, Term
 
 MAX_SAMPLES_PER_PUSH: Final = 10_000
 SERIES_ID_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z][a-z0-9_]*$"

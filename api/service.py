@@ -29,7 +29,16 @@ from api.errors import PoolUnavailableError, UnknownPoolError
 from api.forecasts import ForecastCache, PoolForecast
 from api.ingest import Ingested, ingest
 from api.live import LiveIndex
-from api.policy import (
+from api.pool_states import PoolLocks, update_states
+from api.sample_checks import TimeWindow
+from api.schemas import PoolRecommendation
+from api.store_probe import StoreWriteProbe
+from forecaster.exceptions import DataValidationError
+from forecaster.registry import LoadedModel
+from forecaster.types import DS, UID
+from pipelines.config.pools import PoolConfig, PoolsConfig
+from pipelines.config.settings import Settings
+from pipelines.policy import (
     NO_LATENCY,
     Calibration,
     ForecastHealth,
@@ -38,15 +47,6 @@ from api.policy import (
     StabilisationState,
     decide,
 )
-from api.pool_states import PoolLocks, update_states
-from api.sample_checks import TimeWindow
-from api.schemas import PoolRecommendation
-from api.store_probe import StoreWriteProbe
-from forecaster.config.pools import PoolConfig, PoolsConfig
-from forecaster.config.settings import Settings
-from forecaster.exceptions import DataValidationError
-from forecaster.registry import LoadedModel
-from forecaster.types import DS, UID
 from pipelines.store import Store
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-from forecaster.exceptions import StoreError
+from pipelines.errors import StoreError
 from pipelines.store import Store
 
 PROBE_KEY: Final = "__readyz_write_probe__"

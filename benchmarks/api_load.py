@@ -75,14 +75,14 @@ from fastapi import APIRouter, FastAPI, Response  # noqa: E402
 
 from api.deps import ServiceDep  # noqa: E402
 from api.main import create_app  # noqa: E402
-from api.policy.types import iso_utc  # noqa: E402
 from api.schemas import RecommendationSet, UnavailablePool  # noqa: E402
 from api.service import Services  # noqa: E402
 from forecaster.champion import ChampionForecaster  # noqa: E402
-from forecaster.config.pools import load_pools  # noqa: E402
-from forecaster.config.settings import load_settings  # noqa: E402
 from forecaster.models.naive import Persistence, SeasonalNaive  # noqa: E402
 from forecaster.registry import LoadedModel  # noqa: E402
+from pipelines.config.pools import load_pools  # noqa: E402
+from pipelines.config.settings import load_settings  # noqa: E402
+from pipelines.policy.types import iso_utc  # noqa: E402
 from pipelines.store import open_store  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "api_load.json"

@@ -15,7 +15,7 @@ to the oracle, in hindsight), the oracle, Foresight and the two references.
   case's fleet (``decision_fleets.py``), refitted daily on the data seen so far and
   nothing later; its raw quantiles calibrated and combined online exactly as the
   forecast job does before storing them (:mod:`forecaster.peak.online`); each step the
-  bound goes through ``api.policy.decide``. Its quantile is swept from 0.05 to 0.999,
+  bound goes through ``pipelines.policy.decide``. Its quantile is swept from 0.05 to 0.999,
   so it reaches as low and as high a cost as the references.
   ``--model champion`` replays the per-horizon champion (the fallback when a version
   has no peak model), ``--model FAMILY`` pins one family of it, for diagnosis.
@@ -66,14 +66,14 @@ from benchmarks.decision_report import (  # noqa: E402
 )
 from benchmarks.inputs import add_input_options, data_dir, keep_series, load_files  # noqa: E402
 from forecaster.backtest import Estimator  # noqa: E402
-from forecaster.config.pools import PoolConfig, ScaleDownConfig  # noqa: E402
-from forecaster.config.settings import Settings, load_settings  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.loaders import load_trace  # noqa: E402
 from forecaster.loaders.traces import DEMAND  # noqa: E402
 from forecaster.plotting import save_png  # noqa: E402
 from forecaster.procedure import TrainedChampion  # noqa: E402
 from forecaster.types import DS, UID, Y  # noqa: E402
+from pipelines.config.pools import PoolConfig, ScaleDownConfig  # noqa: E402
+from pipelines.config.settings import Settings, load_settings  # noqa: E402
 from pipelines.simulate import (  # noqa: E402
     OraclePolicy,
     ReactivePolicy,

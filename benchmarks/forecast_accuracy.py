@@ -42,7 +42,6 @@ from benchmarks.inputs import add_input_options, data_dir, keep_series, load_fil
 from benchmarks.peers import PeerAutoETS, PeerMSTL  # noqa: E402
 from forecaster.backtest import Estimator  # noqa: E402
 from forecaster.champion import FAMILY  # noqa: E402
-from forecaster.config.settings import Settings, load_settings  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.fleet import fleet_backtest  # noqa: E402
 from forecaster.loaders import load_trace  # noqa: E402
@@ -50,6 +49,7 @@ from forecaster.metrics import HORIZON, horizon_steps, score_backtest  # noqa: E
 from forecaster.models.catalog import default_models, steps_in  # noqa: E402
 from forecaster.procedure import champion_backtest, default_cutoffs  # noqa: E402
 from forecaster.types import DS, MODEL, UID  # noqa: E402
+from pipelines.config.settings import Settings, load_settings  # noqa: E402
 from pipelines.jobs.history import candidate_models, training_plan  # noqa: E402
 
 HORIZONS = ["10min", "1h", "3h"]

@@ -48,8 +48,8 @@ from api.grpc_expander.protos import expander_pb2, expander_pb2_grpc  # noqa: E4
 from api.grpc_expander.server import ExpanderTLS, start_expander  # noqa: E402
 from api.grpc_expander.wiring import service_ranking  # noqa: E402
 from api.service import RecommendationService, Services  # noqa: E402
-from forecaster.config.pools import PoolsConfig  # noqa: E402
-from forecaster.config.settings import load_settings  # noqa: E402
+from pipelines.config.pools import PoolsConfig  # noqa: E402
+from pipelines.config.settings import load_settings  # noqa: E402
 from pipelines.store import open_store  # noqa: E402
 from tests.integration.tls_certs import make_tls  # noqa: E402
 

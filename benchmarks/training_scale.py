@@ -63,10 +63,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from forecaster.backtest import Estimator, backtest  # noqa: E402
-from forecaster.config.settings import Settings  # noqa: E402
 from forecaster.models.catalog import default_models  # noqa: E402
 from forecaster.tracking import TrackingConfig  # noqa: E402
 from forecaster.training import TrainingPlan, train  # noqa: E402
+from pipelines.config.settings import Settings  # noqa: E402
 from pipelines.executors import make_executor  # noqa: E402
 from pipelines.jobs.history import training_plan  # noqa: E402
 from pipelines.sources import PrometheusConfig, PrometheusSource  # noqa: E402

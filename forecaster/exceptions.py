@@ -1,7 +1,8 @@
 """Foresight's own exception hierarchy.
 
 Library errors are translated into these at the boundary (``raise ... from``); HTTP
-errors exist only in ``api/``.
+errors exist only in ``api/``. The deployment's own errors (the store, publishing)
+extend it in :mod:`pipelines.errors`.
 """
 
 
@@ -35,11 +36,3 @@ class TrackingError(ForesightError):
 
 class SourceError(ForesightError):
     """A data file or metric source could not be read."""
-
-
-class StoreError(ForesightError):
-    """The store's database is unreachable, misconfigured or failed a read or write."""
-
-
-class PublishError(ForesightError):
-    """A consumer format (ConfigMap, manifest, webhook) failed validation or delivery."""

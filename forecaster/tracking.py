@@ -34,7 +34,6 @@ from mlflow.exceptions import MlflowException
 from mlflow.models.model import ModelInfo
 from sqlalchemy.exc import SQLAlchemyError
 
-from forecaster.config.settings import Settings
 from forecaster.exceptions import TrackingError
 from forecaster.types import MODEL, UID, Levels, SeriesId
 
@@ -435,20 +434,3 @@ def describe_pools(unique_ids: Iterable[str], max_chars: int | None = None) -> s
 def is_tracking_server(uri: str) -> bool:
     """Whether ``uri`` names an MLflow tracking server (``http(s)://``), not a local store."""
     return urlsplit(uri).scheme in ("http", "https")
-
-
-def tracking_config(settings: Settings) -> TrackingConfig:
-    """The MLflow tracking configuration a deployment's settings name.
-
-    With a tracking server the server decides where a new experiment's artifacts go
-    (``mlflow-artifacts:/``, proxied by a server run with ``--serve-artifacts``), so
-    every trainer and replica reaches them; a local directory here would be the first
-    trainer's disk, which no other machine can read. A local store keeps its
-    artifacts in ``mlflow_artifacts_dir``.
-    """
-    remote = is_tracking_server(settings.mlflow_tracking_uri)
-    return TrackingConfig(
-        tracking_uri=settings.mlflow_tracking_uri,
-        experiment_name=settings.experiment_name,
-        artifact_location=None if remote else settings.mlflow_artifacts_dir.as_uri(),
-    )

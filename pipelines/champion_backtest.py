@@ -14,11 +14,11 @@ import pandas as pd
 
 from forecaster.backtest import BacktestResult
 from forecaster.champion import FAMILY
-from forecaster.config.settings import Settings
 from forecaster.metrics import score_backtest
 from forecaster.plan import TrainingPlan
 from forecaster.procedure import champion_backtest
 from forecaster.types import CUTOFF, UID, Progress
+from pipelines.config.settings import Settings
 from pipelines.dataset import Dataset
 from pipelines.jobs.history import candidate_models
 

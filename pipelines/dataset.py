@@ -1,5 +1,8 @@
 """Series for a training or forecast: read a file (or the sample), derive demand, clean.
 
+:func:`seed_from_sample` fills an empty store from the committed sample, so the
+embedded default has something to decide on.
+
 This is the edge where frames are validated, so everything after it can trust the
 series contract.
 """
@@ -7,16 +10,22 @@ series contract.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from forecaster.config.settings import Settings
 from forecaster.contract import CleaningReport, validate_series
 from forecaster.exceptions import DataValidationError, SourceError
-from forecaster.loaders import derive_demand, load_frame
-from forecaster.types import DS, UID
+from forecaster.loaders import DEMAND, derive_demand, load_frame
+from forecaster.types import DS, UID, SeriesId
+from pipelines.config.settings import Settings
+
+if TYPE_CHECKING:
+    from pipelines.config.pools import PoolsConfig
+    from pipelines.store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -92,3 +101,34 @@ def load_dataset(
     return Dataset(
         frame=frame.sort_values([UID, DS], ignore_index=True), report=report, source=source
     )
+
+
+def seed_from_sample(settings: Settings, store: Store, pools: PoolsConfig) -> int:
+    """Fill pools without any demand samples from the committed sample data set.
+
+    Returns:
+        The number of rows written (0 when every pool already has data or the sample
+        holds none of the empty pools).
+
+    Raises:
+        SourceError: the sample file cannot be read.
+        DataValidationError: the sample breaks the data contract.
+    """
+    empty = _pools_without_demand(store, pools.names)
+    if not empty:
+        return 0
+    frame = load_dataset(settings).frame
+    owner, _ = SeriesId.split(frame[UID])
+    chosen = frame[owner.isin(empty)]
+    if chosen.empty:
+        logger.info("the sample data set has no series of pools %s", empty)
+        return 0
+    rows = store.samples.upsert(chosen)
+    logger.info("seeded %d samples of pools %s from the sample data set", rows, empty)
+    return rows
+
+
+def _pools_without_demand(store: Store, names: Sequence[str]) -> list[str]:
+    return [
+        name for name in names if store.samples.last_timestamp(str(SeriesId(name, DEMAND))) is None
+    ]

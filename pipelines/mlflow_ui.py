@@ -20,8 +20,8 @@ from pathlib import Path
 
 import httpx
 
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError
+from pipelines.config.settings import Settings
 
 logger = logging.getLogger(__name__)
 

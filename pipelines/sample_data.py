@@ -36,8 +36,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from forecaster.config.pools import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS
 from forecaster.types import DS, UID, SeriesId, Y
+from pipelines.config.pools import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS
 
 SAMPLE_SEED: Final = 20250303
 SAMPLE_START: Final = "2025-03-03T00:00:00Z"

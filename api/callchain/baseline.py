@@ -24,8 +24,8 @@ from types import MappingProxyType
 from typing import Any
 
 from api.callchain.types import ServiceStats
-from api.policy.types import iso_utc, require_aware
 from forecaster.exceptions import DataValidationError
+from pipelines.policy.types import iso_utc, require_aware
 
 
 @dataclass(frozen=True)

@@ -61,9 +61,9 @@ from typing import Final, Literal
 
 from api.callchain.baseline import BaselineState, is_ready, update_baselines
 from api.callchain.types import ServiceStats, finite_or_none
-from api.policy import LatencyAdjustment, ceil_nodes
-from forecaster.config.pools import PoolConfig, ServiceConfig
 from forecaster.exceptions import ConfigError
+from pipelines.config.pools import PoolConfig, ServiceConfig
+from pipelines.policy import LatencyAdjustment, ceil_nodes
 
 _MIN_USUAL_MS: Final = 1.0
 

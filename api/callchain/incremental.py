@@ -36,7 +36,7 @@ from api.callchain.stats import union_ns
 from api.callchain.types import ServiceStats, Span, SpanKind, SpanStatus
 from api.callchain.window import DEFAULT_MAX_AGE, DEFAULT_MAX_SPANS, AddResult
 from api.pacing import Pacer
-from api.policy.types import require_aware
+from pipelines.policy.types import require_aware
 
 RELATIVE_ACCURACY: Final = 0.001
 """Quantiles are within 0.1 % of a value of the data (400 ms reads as 399.6-400.4)."""

@@ -35,8 +35,8 @@ from api.consumers.k8s import (
     require_label_value,
     to_yaml_documents,
 )
-from api.policy.recommendation import Recommendation
-from forecaster.exceptions import PublishError
+from pipelines.errors import PublishError
+from pipelines.policy.recommendation import Recommendation
 
 CAPACITY_BUFFER_API: Final = "autoscaling.x-k8s.io/v1beta1"
 ACTIVE_CAPACITY: Final = "buffer.x-k8s.io/active-capacity"

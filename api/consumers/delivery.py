@@ -38,8 +38,8 @@ from api.consumers.webhooks import (
     next_attempt_delay,
     signed_headers,
 )
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError
+from pipelines.config.settings import Settings
 from pipelines.store import Backoff, OutboxItem, OutboxRepository
 
 logger = logging.getLogger(__name__)

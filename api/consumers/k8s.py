@@ -19,7 +19,7 @@ from typing import Any, Final
 import yaml
 from kubernetes.client import ApiClient  # type: ignore[import-untyped]
 
-from forecaster.exceptions import PublishError
+from pipelines.errors import PublishError
 
 Manifest = dict[str, Any]
 """A Kubernetes object as a JSON-ready dict (``apiVersion``, ``kind``, ``metadata``...)."""

@@ -44,8 +44,8 @@ from api.consumers.kube_credentials import load_configuration
 from api.consumers.kube_diff import differences
 from api.consumers.priority_expander import CONFIGMAP_KEY, CONFIGMAP_NAME, validate_value_text
 from api.consumers.priority_merge import is_priority_configmap, merge_priorities
-from forecaster.config.sections import PublishSettings
-from forecaster.exceptions import PublishError
+from pipelines.config.sections import PublishSettings
+from pipelines.errors import PublishError
 
 ChangeAction = Literal["create", "replace", "unchanged", "delete", "planned"]
 """What a write did (or, dry-run, would do); ``planned``: no cluster to compare with."""

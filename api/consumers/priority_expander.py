@@ -36,9 +36,9 @@ from api.consumers.k8s import (
     require_dns_label,
     to_yaml,
 )
-from api.policy.recommendation import Recommendation
-from forecaster.config.pools import PoolConfig
-from forecaster.exceptions import PublishError
+from pipelines.config.pools import PoolConfig
+from pipelines.errors import PublishError
+from pipelines.policy.recommendation import Recommendation
 
 CONFIGMAP_NAME: Final = "cluster-autoscaler-priority-expander"
 """The name cluster-autoscaler looks for (``PriorityConfigMapName`` in its source)."""

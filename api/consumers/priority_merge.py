@@ -36,7 +36,7 @@ from api.consumers.priority_expander import (
     render_priorities,
     validate_value_text,
 )
-from forecaster.exceptions import PublishError
+from pipelines.errors import PublishError
 
 
 class PriorityConflictError(PublishError):

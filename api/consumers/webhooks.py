@@ -26,9 +26,10 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from api.policy.recommendation import Recommendation
-from api.policy.types import iso_utc, require_aware
-from forecaster.exceptions import ConfigError, PublishError
+from forecaster.exceptions import ConfigError
+from pipelines.errors import PublishError
+from pipelines.policy.recommendation import Recommendation
+from pipelines.policy.types import iso_utc, require_aware
 
 SIGNATURE_HEADER: Final = "X-Foresight-Signature"
 TIMESTAMP_HEADER: Final = "X-Foresight-Timestamp"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from api.consumers.priority_expander import RankedPool, rank_pools
 from api.grpc_expander.server import ExpanderTLS, RankingSource, RunningExpander, start_expander
 from api.service import RecommendationService
-from forecaster.config.sections import PublishSettings
+from pipelines.config.sections import PublishSettings
 
 
 def service_ranking(service: RecommendationService) -> RankingSource:

@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.consumers import BufferSettings, capacity_buffers, priority_expander_configmap
 from api.consumers.capacity_buffers import Shape
 from api.deps import ServiceDep
-from api.policy import Recommendation
 from api.service import RecommendationService
+from pipelines.policy import Recommendation
 
 router = APIRouter(prefix="/integrations", tags=["integrations"])
 

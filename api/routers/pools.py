@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from api.deps import ServiceDep
 from api.schemas import PoolOut, PoolsOut, ScaleDownOut, ServiceOut, SignalOut
-from forecaster.config.pools import PoolConfig
+from pipelines.config.pools import PoolConfig
 
 router = APIRouter(tags=["pools"])
 

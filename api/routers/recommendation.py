@@ -15,8 +15,8 @@ from fastapi import APIRouter, Response
 from fastapi.concurrency import run_in_threadpool
 
 from api.deps import PoolFilter, PoolName, ServiceDep
-from api.policy.types import iso_utc
 from api.schemas import PoolRecommendation, RecommendationSet, UnavailablePool
+from pipelines.policy.types import iso_utc
 
 router = APIRouter(tags=["recommendations"])
 

@@ -22,15 +22,15 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from forecaster.config.settings import Settings
 from forecaster.contract.regularise import mode_step
 from forecaster.exceptions import ForesightError
 from forecaster.live_calibration import LiveCalibration, calibrate_series
 from forecaster.metrics import HORIZON, horizon_steps
 from forecaster.models.catalog import steps_in
 from forecaster.registry import champion_version
-from forecaster.tracking import tracking_config
 from forecaster.types import DS, MODEL, STEP, UID, quantile_column
+from pipelines.config.settings import Settings
+from pipelines.config.tracking import tracking_config
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, utc_now
 from pipelines.jobs.scoring import live_frame, live_scales, live_scores

@@ -26,7 +26,6 @@ from datetime import datetime
 import pandas as pd
 
 from forecaster.champion import ChampionForecaster
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ForesightError
 from forecaster.fleet import with_fleet
 from forecaster.peak.fleet import fleet_frame
@@ -34,9 +33,10 @@ from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.peak.online import anchor, serve_frame
 from forecaster.peak.types import SCALE
 from forecaster.registry import LoadedModel, load_champion
-from forecaster.tracking import tracking_config
 from forecaster.training import recent_history
 from forecaster.types import DS, UID, Levels, Progress
+from pipelines.config.settings import Settings
+from pipelines.config.tracking import tracking_config
 from pipelines.executors import make_executor
 from pipelines.jobs.history import read_history, training_plan
 from pipelines.jobs.report import JobReport

@@ -16,8 +16,6 @@ from datetime import datetime, timedelta
 
 import pandas as pd
 
-from forecaster.config.pools import load_pools
-from forecaster.config.settings import Settings
 from forecaster.contract import CleaningReport, validate_series
 from forecaster.contract.parse import format_step
 from forecaster.contract.report import CleaningWarning
@@ -28,6 +26,8 @@ from forecaster.models.catalog import default_models, steps_in
 from forecaster.peak.fleet import pool_leads
 from forecaster.training import TrainingPlan
 from forecaster.types import DS, UID, Levels
+from pipelines.config.pools import load_pools
+from pipelines.config.settings import Settings
 from pipelines.store import Store
 
 

@@ -17,10 +17,10 @@ from datetime import datetime, timedelta
 
 import pandas as pd
 
-from forecaster.config.pools import PoolsConfig, load_pools
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError, ForesightError
 from forecaster.types import DS, UID, Progress
+from pipelines.config.pools import PoolsConfig, load_pools
+from pipelines.config.settings import Settings
 from pipelines.jobs.cleaning import clean_samples
 from pipelines.jobs.fetching import Fetcher, SourceDownError, Window, step_after
 from pipelines.jobs.report import JobReport

@@ -1,65 +1,85 @@
 """The ``publish`` job: compute recommendations and deliver them to their consumers.
 
-The work is the recommendation service's (``api.publishing.publish_once``): the
-policy, the ConfigMap and buffers, the webhook outbox. This job only supplies the
-store and the clock and turns its outcome into a report. Whether it writes to a
-cluster follows ``service.forecast_only`` unless ``apply`` says otherwise.
+The work is the publisher's: ``publish_once`` of :mod:`api.publishing` (the policy,
+the ConfigMap and buffers, the webhook outbox). The job does not fetch it: the CLI,
+which wires the parts together, hands it in through :func:`publishing_runner`
+(``foresight scheduler`` the plain one, ``foresight serve`` one bound to the running
+service). This job only supplies the store and the clock and turns the outcome into
+a report. Whether it writes to a cluster follows ``service.forecast_only`` unless
+``apply`` says otherwise.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ForesightError
+from pipelines.config.settings import Settings
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, utc_now
 from pipelines.store import Store
 
+if TYPE_CHECKING:
+    from pipelines.scheduler.dispatch import JobRunner
+
 JOB = "publish"
-PUBLISHER_MODULE = "api.publishing"
 _MAX_TEXT = 300
 
-Publish = Callable[..., Any]
-"""``publish_once(settings, store, *, apply, now) -> PublishOutcome``."""
+
+class Publisher(Protocol):
+    """Publishes the recommendation set once (``api.publishing.publish_once``, or bound)."""
+
+    def __call__(
+        self, settings: Settings, store: Store, *, apply: bool, now: datetime | None
+    ) -> object:
+        """Publish; write to the cluster only when ``apply``; ``now`` None: its own clock.
+
+        Returns:
+            The outcome: a dataclass (or mapping) whose fields become the report's details.
+        """
+        ...
+
+
+PublisherLookup = Callable[[], Publisher | None]
+"""Returns the publisher to use now; None while there is none (serve: not serving yet)."""
 
 
 def run_publish(
     settings: Settings,
     *,
+    publish: Publisher | None = None,
     store: Store | None = None,
     now: datetime | None = None,
     apply: bool | None = None,
-    publish: Publish | None = None,
 ) -> JobReport:
     """Publish the current recommendations once.
 
     Args:
         settings: the deployment's settings.
+        publish: the publisher; None (none handed in, or serve's API not started yet)
+            skips the run.
         store: the store; default the settings' store.
         now: the decision time (default the publisher's clock: the wall clock, or
             the running service's).
         apply: write to the cluster; default ``not service.forecast_only``.
-        publish: the publisher; default ``api.publishing.publish_once``.
 
     Returns:
-        ``ok`` with the publisher's outcome in ``details``; ``skipped`` when no
-        publisher is installed; ``failed`` when it raised one of Foresight's errors.
+        ``ok`` with the publisher's outcome in ``details``; ``skipped`` without a
+        publisher; ``failed`` when it raised one of Foresight's errors.
     """
     started = utc_now()
-    publisher = publish or _default_publisher()
-    if publisher is None:
-        return finish(JOB, started, "skipped", f"{PUBLISHER_MODULE}.publish_once is not available")
+    if publish is None:
+        why = "no publisher to publish with (in foresight serve: the API has not started yet)"
+        return finish(JOB, started, "skipped", why)
     writes = (not settings.service.forecast_only) if apply is None else apply
     try:
         # Unset, the publisher's own clock decides (the running service's, in serve).
         clock = None if now is None else utc_now(now)
         with borrowed_store(settings, store) as opened:
-            outcome = publisher(settings, opened, apply=writes, now=clock)
+            outcome = publish(settings, opened, apply=writes, now=clock)
     except ForesightError as exc:
         return finish(JOB, started, "failed", str(exc))
     details = _as_details(outcome)
@@ -70,16 +90,27 @@ def run_publish(
     return finish(JOB, started, "ok", f"published {what} ({mode})", details=details)
 
 
-def _default_publisher() -> Publish | None:
-    try:
-        module = importlib.import_module(PUBLISHER_MODULE)
-    except ImportError:
-        return None
-    found = getattr(module, "publish_once", None)
-    return found if callable(found) else None
+def publishing_runner(publisher: PublisherLookup, runner: JobRunner) -> JobRunner:
+    """Return ``runner`` with its publish job publishing through ``publisher()``.
+
+    The CLI wires it: ``foresight scheduler`` with ``api.publishing.publish_once``,
+    ``foresight serve`` with a publisher bound to the running service (which is None
+    until the app has started: such a publish is ``skipped``, the next one publishes).
+
+    Args:
+        publisher: returns the publisher for each run.
+        runner: runs every other job (the scheduler's default runner).
+    """
+
+    def run(name: str, settings: Settings) -> JobReport:
+        if name != JOB:
+            return runner(name, settings)
+        return run_publish(settings, publish=publisher())
+
+    return run
 
 
-def _as_details(outcome: Any) -> dict[str, Any]:
+def _as_details(outcome: object) -> dict[str, Any]:
     """A JSON-ready digest of the outcome: plain fields kept, collections counted."""
     if dataclasses.is_dataclass(outcome) and not isinstance(outcome, type):
         fields = {f.name: getattr(outcome, f.name) for f in dataclasses.fields(outcome)}

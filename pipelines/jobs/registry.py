@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError
+from pipelines.config.settings import Settings
 from pipelines.jobs.evaluate import run_evaluate
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.ingest import run_ingest
@@ -30,6 +30,8 @@ def run_job(name: str, settings: Settings) -> JobReport:
 
     What follows a job (train after an evaluate that asks for it, forecast after a
     training) is the scheduler's: :func:`pipelines.scheduler.dispatch.follow_up`.
+    ``publish`` is skipped here: it needs a publisher, which the CLI hands in through
+    :func:`pipelines.jobs.publish.publishing_runner`.
 
     Args:
         name: ingest, train, forecast, evaluate or publish.

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from forecaster.config.settings import Settings
+from pipelines.config.settings import Settings
 from pipelines.jobs.report import JobReport, Outcome
 from pipelines.store import Store, open_store
 

@@ -13,9 +13,9 @@ from datetime import timedelta
 
 import pandas as pd
 
-from forecaster.config.pools import PoolsConfig
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError
+from pipelines.config.pools import PoolsConfig
+from pipelines.config.settings import Settings
 from pipelines.dataset import default_data_path
 from pipelines.sources import (
     FileSource,

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from forecaster.backtest import Estimator
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ForesightError
-from forecaster.tracking import tracking_config
 from forecaster.training import train
 from forecaster.types import UID, Progress
+from pipelines.config.settings import Settings
+from pipelines.config.tracking import tracking_config
 from pipelines.executors import make_executor
 from pipelines.jobs.history import candidate_models, read_history, training_plan
 from pipelines.jobs.report import JobReport

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from forecaster.config.settings import Settings
+from pipelines.config.settings import Settings
 from pipelines.store import Store
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from typing import Any, Final
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError
+from pipelines.config.settings import Settings
 
 JOB_ID_PREFIX: Final = "foresight."
 _CRON_DAYS: Final = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")

@@ -23,8 +23,8 @@ from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers import SchedulerNotRunningError
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from forecaster.config.settings import Settings
-from forecaster.exceptions import StoreError
+from pipelines.config.settings import Settings
+from pipelines.errors import StoreError
 from pipelines.scheduler import dispatch
 from pipelines.scheduler.dispatch import DISPATCH_REF, JobContext, JobRunner
 from pipelines.scheduler.election import LeaderElector

@@ -19,11 +19,11 @@ from typing import Any, Self
 import pandas as pd
 
 from forecaster.backtest import Estimator, clone
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError
 from forecaster.models.catalog import steps_in
 from forecaster.procedure import TrainedChampion
 from forecaster.types import DS, Levels, SeriesFrame, Y
+from pipelines.config.settings import Settings
 from pipelines.jobs.history import candidate_models, training_plan
 from pipelines.simulate.walkforward import WalkForwardForecaster
 

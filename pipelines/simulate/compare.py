@@ -21,11 +21,11 @@ from typing import Final, Literal, get_args
 
 import pandas as pd
 
-from forecaster.config.pools import PoolConfig
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError, DataValidationError
 from forecaster.models.catalog import steps_in
 from forecaster.types import Progress
+from pipelines.config.pools import PoolConfig
+from pipelines.config.settings import Settings
 from pipelines.simulate.champion import CHAMPION, champion_forecaster
 from pipelines.simulate.engine import simulate
 from pipelines.simulate.foresight import ForesightPolicy

@@ -41,9 +41,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from api.policy.bounds import clamp
-from api.policy.need import ceil_nodes
 from forecaster.exceptions import DataValidationError
+from pipelines.policy.bounds import clamp
+from pipelines.policy.need import ceil_nodes
 from pipelines.simulate.result import FRAME_COLUMNS, SimResult
 from pipelines.simulate.types import (
     DeclaresStart,

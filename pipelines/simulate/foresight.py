@@ -2,11 +2,11 @@
 
 Each step the adapter asks its :class:`~pipelines.simulate.replay_forecast.ReplayForecaster`
 for the demand forecast made from the past only, wraps it as the policy's
-:class:`~api.policy.types.DemandForecast`, and calls :func:`api.policy.decide` (the very
+:class:`~pipelines.policy.types.DemandForecast`, and calls :func:`pipelines.policy.decide` (the very
 function the API serves, injected so a test can prove it is that one) with the pool's
-own :class:`~forecaster.config.pools.PoolConfig` (quantile, lead time, GPUs per node,
+own :class:`~pipelines.config.pools.PoolConfig` (quantile, lead time, GPUs per node,
 bounds, target utilisation, scale-down window) and the
-:class:`~api.policy.types.StabilisationState` it returned at the previous step.
+:class:`~pipelines.policy.types.StabilisationState` it returned at the previous step.
 
 Live signals are what a deployment would read at that moment: the demand now is the
 work wanted now (the simulated backlog plus the trace's demand: allocated plus queued
@@ -20,10 +20,11 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Final
 
-from api.policy import decide as policy_decide
-from api.policy.peak import PeakForecast
-from api.policy.recommendation import Recommendation
-from api.policy.types import (
+from pipelines.config.pools import PoolConfig
+from pipelines.policy import decide as policy_decide
+from pipelines.policy.peak import PeakForecast
+from pipelines.policy.recommendation import Recommendation
+from pipelines.policy.types import (
     NO_LATENCY,
     DemandForecast,
     ForecastHealth,
@@ -32,7 +33,6 @@ from api.policy.types import (
     Sample,
     StabilisationState,
 )
-from forecaster.config.pools import PoolConfig
 from pipelines.simulate.replay_forecast import PointForecast, ReplayForecaster
 from pipelines.simulate.types import History
 
@@ -48,7 +48,7 @@ DecideFn = Callable[
     ],
     Recommendation,
 ]
-"""The shape of :func:`api.policy.decide`."""
+"""The shape of :func:`pipelines.policy.decide`."""
 
 MODEL_VERSION: Final = "walk-forward"
 
@@ -68,7 +68,7 @@ class ForesightPolicy:
             the last forecast is used, as a deployment serves its latest forecast.
         health: the health bounds; default: no live error bound, forecasts may be as
             old as the refresh interval plus a step.
-        decide_fn: the decision function; :func:`api.policy.decide` unless a test
+        decide_fn: the decision function; :func:`pipelines.policy.decide` unless a test
             wraps it.
     """
 
@@ -102,7 +102,7 @@ class ForesightPolicy:
         self._forecast = None
 
     def decide(self, history: History) -> int:
-        """Return the nodes :func:`api.policy.decide` recommends at this step."""
+        """Return the nodes :func:`pipelines.policy.decide` recommends at this step."""
         now = history.now.to_pydatetime()
         step = history.pool.step
         if self._forecast is None or history.t % self.refresh_every == 0:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from api.policy.need import ceil_nodes
+from pipelines.policy.need import ceil_nodes
 from pipelines.simulate.engine import demand_index
 from pipelines.simulate.types import FloatArray, History, IntArray, SimPool
 

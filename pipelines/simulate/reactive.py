@@ -38,7 +38,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Literal, get_args
 
-from api.policy.need import ceil_nodes
+from pipelines.policy.need import ceil_nodes
 from pipelines.simulate.types import History
 
 Utilisation = Literal["packed", "spread"]

@@ -27,8 +27,8 @@ from typing import Literal, get_args
 import numpy as np
 import pandas as pd
 
-from forecaster.config.pools import PoolConfig
 from forecaster.exceptions import DataValidationError
+from pipelines.config.pools import PoolConfig
 from pipelines.simulate.foresight import ForesightPolicy
 from pipelines.simulate.replay_forecast import PointForecast
 from pipelines.simulate.types import FloatArray, History

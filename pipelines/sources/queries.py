@@ -1,7 +1,7 @@
 """The queries of a deployment's pools: series id -> PromQL or file series.
 
 The default PromQL of each signal lives with the pools config
-(:data:`forecaster.config.pools.DEFAULT_PROMQL`); a pool overrides any of them under
+(:data:`pipelines.config.pools.DEFAULT_PROMQL`); a pool overrides any of them under
 ``signals``. This module turns the pools into the mappings a source's ``fetch`` takes.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from forecaster.config.pools import PoolConfig, PoolsConfig
+from pipelines.config.pools import PoolConfig, PoolsConfig
 
 KUEUE_PENDING_WORKLOADS: Final = (
     'sum(kueue_pending_workloads{cluster_queue="$pool", status=~"active|inadmissible"})'

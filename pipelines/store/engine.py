@@ -3,7 +3,7 @@
 Only SQLite (the embedded default) and PostgreSQL (shared by replicas) are supported:
 the repositories rely on ``INSERT ... ON CONFLICT`` and, on PostgreSQL, on
 ``FOR UPDATE SKIP LOCKED`` and advisory locks. Every database error leaves this
-module as a :class:`~forecaster.exceptions.StoreError` whose message names the URL
+module as a :class:`~pipelines.errors.StoreError` whose message names the URL
 with its password masked.
 """
 
@@ -20,7 +20,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from forecaster.exceptions import StoreError
+from pipelines.errors import StoreError
 
 Dialect = Literal["sqlite", "postgresql"]
 SUPPORTED_DIALECTS: Final[frozenset[str]] = frozenset({"sqlite", "postgresql"})

@@ -17,7 +17,7 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy import func, select
 
-from forecaster.exceptions import StoreError
+from pipelines.errors import StoreError
 from pipelines.store.engine import Database
 from pipelines.store.schema import VERSION_TABLE
 

@@ -29,8 +29,8 @@ from api.consumers.capacity_buffers import (
 from api.consumers.priority_expander import CONFIGMAP_NAME, validate_value_text
 from api.main import create_app
 from api.schemas import PoolRecommendation
-from forecaster.config.pools import load_pools
-from forecaster.config.settings import load_settings
+from pipelines.config.pools import load_pools
+from pipelines.config.settings import load_settings
 from tests.deploy.crd_schemas import SCHEMAS
 from tests.deploy.kustomize_lite import Manifest, load_documents, render
 

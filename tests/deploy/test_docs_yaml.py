@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from api.consumers.priority_expander import CONFIGMAP_KEY, CONFIGMAP_NAME, validate_value_text
-from forecaster.config.pools import PoolsConfig
+from pipelines.config.pools import PoolsConfig
 from tests.deploy.kustomize_lite import load_documents
 from tests.deploy.test_deploy_manifests import DEPLOY, env_of, rendered, validate
 

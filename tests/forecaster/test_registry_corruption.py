@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.config.settings import load_settings
 from forecaster.exceptions import TrackingError
 from forecaster.models.naive import Persistence
 from forecaster.registry import (
@@ -28,7 +27,7 @@ from forecaster.registry import (
     promote,
     register,
 )
-from forecaster.tracking import TrackingConfig, start_training_run, tracking_config
+from forecaster.tracking import TrackingConfig, start_training_run
 
 LEVELS = (0.5, 0.9)
 NAME = "damaged"
@@ -146,13 +145,3 @@ def test_corrupt_copy_and_unusable_registry_name_both_problems(
     with pytest.raises(TrackingError, match="last-known-good copy is unusable") as caught:
         load_champion(NAME, models_dir=models_dir, tracking=tracking)
     assert "mlflow.db" in str(caught.value)
-
-
-def test_a_tracking_server_decides_where_artifacts_go(tmp_path: Path) -> None:
-    server = load_settings(root=tmp_path, mlflow_tracking_uri="http://mlflow.internal:5000")
-    local = load_settings(root=tmp_path)
-    assert tracking_config(server).artifact_location is None
-    assert (
-        tracking_config(local).artifact_location
-        == (tmp_path.resolve() / "models" / "mlartifacts").as_uri()
-    )

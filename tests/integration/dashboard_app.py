@@ -18,15 +18,15 @@ from pathlib import Path
 
 import uvicorn
 
-from api.ingest import seed_from_sample
 from api.main import create_app
 from api.service import Services
 from forecaster.champion import ChampionForecaster
-from forecaster.config.pools import load_pools
-from forecaster.config.settings import Settings, load_settings
 from forecaster.loaders import DEMAND
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.registry import LoadedModel
+from pipelines.config.pools import load_pools
+from pipelines.config.settings import Settings, load_settings
+from pipelines.dataset import seed_from_sample
 from pipelines.jobs.forecast import run_forecast
 from pipelines.store import open_store
 

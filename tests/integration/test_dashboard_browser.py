@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from forecaster.config.pools import load_pools
+from pipelines.config.pools import load_pools
 from tests.integration.browser import browser_page, require_chromium, screenshot
 from tests.integration.dashboard_app import SAMPLE_POOLS, serve_sample
 

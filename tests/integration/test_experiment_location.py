@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from forecaster.config.settings import load_settings
-from forecaster.tracking import ensure_experiment, tracking_config
+from forecaster.tracking import ensure_experiment
+from pipelines.config.settings import load_settings
+from pipelines.config.tracking import tracking_config
 
 pytestmark = pytest.mark.integration
 

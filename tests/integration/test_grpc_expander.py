@@ -27,9 +27,9 @@ from api.grpc_expander.protos import expander_pb2, expander_pb2_grpc
 from api.grpc_expander.server import METHOD, ExpanderTLS, RunningExpander, start_expander
 from api.main import create_app
 from api.service import Services
-from forecaster.config.pools import PoolsConfig
-from forecaster.config.settings import load_settings
 from forecaster.exceptions import ConfigError
+from pipelines.config.pools import PoolsConfig
+from pipelines.config.settings import load_settings
 from pipelines.store import open_store
 from tests.api.app.conftest import FakeClock, history, make_champion
 from tests.integration.tls_certs import TlsFiles, make_tls

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.config.settings import Settings, load_settings
 from forecaster.types import DS, UID, Y
+from pipelines.config.settings import Settings, load_settings
 from pipelines.jobs.ingest import run_ingest
 from pipelines.sources import PrometheusConfig, PrometheusSource
 from pipelines.store import open_store

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.config.settings import load_settings
-from forecaster.tracking import tracking_config
 from forecaster.types import DS, Y
+from pipelines.config.settings import load_settings
+from pipelines.config.tracking import tracking_config
 from pipelines.jobs.evaluate import RETRAIN, run_evaluate
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.ingest import run_ingest

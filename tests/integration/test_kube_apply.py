@@ -32,7 +32,12 @@ from api.consumers.capacity_buffers import BufferSettings, capacity_buffers
 from api.consumers.k8s import Manifest
 from api.consumers.kube_writer import KubeWriter, PruneScope
 from api.consumers.priority_expander import priority_expander_configmap
-from api.policy import (
+from api.publishing import prune_scopes, publish_once
+from api.service import RecommendationService, Services
+from pipelines.config.pools import PoolConfig, PoolsConfig
+from pipelines.config.settings import load_settings
+from pipelines.errors import PublishError
+from pipelines.policy import (
     NO_LATENCY,
     ForecastHealth,
     LiveSignals,
@@ -41,11 +46,6 @@ from api.policy import (
     StabilisationState,
     decide,
 )
-from api.publishing import prune_scopes, publish_once
-from api.service import RecommendationService, Services
-from forecaster.config.pools import PoolConfig, PoolsConfig
-from forecaster.config.settings import load_settings
-from forecaster.exceptions import PublishError
 from pipelines.store import open_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -34,10 +34,10 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from api.main import create_app
 from api.service import Services
 from forecaster.champion import ChampionForecaster
-from forecaster.config.pools import load_pools
-from forecaster.config.settings import load_settings
 from forecaster.models.naive import Persistence
 from forecaster.registry import LoadedModel
+from pipelines.config.pools import load_pools
+from pipelines.config.settings import load_settings
 from pipelines.jobs.forecast import run_forecast
 from pipelines.store import open_store
 

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.config.pools import SIGNALS, PoolConfig
 from forecaster.exceptions import SourceError
 from forecaster.types import DS, UID, Y
+from pipelines.config.pools import SIGNALS, PoolConfig
 from pipelines.sources import (
     KUEUE_PENDING_WORKLOADS,
     MAX_POINTS,

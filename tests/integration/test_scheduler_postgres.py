@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from sqlalchemy import URL, create_engine, text
 
-from forecaster.config.settings import Settings, load_settings
+from pipelines.config.settings import Settings, load_settings
 from pipelines.jobs.report import JobReport
 from pipelines.scheduler import ScheduledJob, every, job_statuses, start_scheduler
 from pipelines.scheduler.dispatch import DISPATCH_REF

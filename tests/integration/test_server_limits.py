@@ -19,7 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from api.server import server_config
-from forecaster.config.sections import ServiceSettings
+from pipelines.config.sections import ServiceSettings
 
 
 def _free_port() -> int:

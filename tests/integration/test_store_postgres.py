@@ -25,10 +25,10 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import URL, create_engine, text
 
 from api.ingest import samples_frame
-from api.policy import NO_LATENCY, LatencyAdjustment
 from api.service import RecommendationService, Services
-from forecaster.config.pools import PoolConfig, PoolsConfig
-from forecaster.config.settings import load_settings
+from pipelines.config.pools import PoolConfig, PoolsConfig
+from pipelines.config.settings import load_settings
+from pipelines.policy import NO_LATENCY, LatencyAdjustment
 from pipelines.store import Store, open_store
 from pipelines.store.engine import Database, make_engine
 from pipelines.store.migrate import current_revision, head_revision

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.config.settings import load_settings
+from pipelines.config.settings import load_settings
 from pipelines.dataset import load_dataset
 
 

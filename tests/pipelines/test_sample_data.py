@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.config.pools import SIGNALS, PoolsConfig, load_pools
 from forecaster.types import DS, UID, Y
+from pipelines.config.pools import SIGNALS, PoolsConfig, load_pools
 from pipelines.sample_data import METRICS_FILE, generate_sample, write_sample
 
 SAMPLE_DIR = Path(__file__).resolve().parents[2] / "data" / "sample"

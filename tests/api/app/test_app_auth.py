@@ -17,8 +17,8 @@ from api.auth import (
     TokenGuard,
 )
 from api.service import Services
-from forecaster.config.sections import ServiceSettings
 from forecaster.exceptions import ConfigError
+from pipelines.config.sections import ServiceSettings
 
 READ, WRITE = "r-token-1", "w-token-1"
 SPANS = [{"trace_id": "t", "span_id": "s", "service": "gw", "start": 1, "duration_ms": 1}]

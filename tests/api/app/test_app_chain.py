@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from api.callchain.incremental import ChainWindow
 from api.main import create_app
 from api.service import Services
-from forecaster.config.pools import PoolsConfig
+from pipelines.config.pools import PoolsConfig
 from tests.api.app.test_app_traces import chain
 
 

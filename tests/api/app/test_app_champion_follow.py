@@ -19,9 +19,9 @@ from fastapi.testclient import TestClient
 from api.champion import ChampionFollower
 from api.main import create_app
 from api.service import RecommendationService
-from forecaster.config.settings import Settings
 from forecaster.exceptions import TrackingError
 from forecaster.registry import LoadedModel
+from pipelines.config.settings import Settings
 from pipelines.store import Store
 
 from .conftest import END, MakeServices, make_champion, run_forecast_job

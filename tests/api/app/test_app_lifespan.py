@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from api.clock import ReplayClock
 from api.main import create_app
-from forecaster.config.settings import load_settings
+from pipelines.config.settings import load_settings
 from pipelines.store import open_store
 
 POOLS_YAML = """

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pandas as pd
 
 from api.live import LiveIndex
-from forecaster.config.pools import PoolsConfig
+from pipelines.config.pools import PoolsConfig
 from pipelines.store import Store
 
 

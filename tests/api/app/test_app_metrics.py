@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.service import Services
-from forecaster.config.pools import PoolConfig
+from pipelines.config.pools import PoolConfig
 
 
 def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -122,7 +122,7 @@ def test_live_coverage_and_calibration_offset_are_exposed_when_measured(
     make_app: Callable[[Services], FastAPI],
     clock: Any,
 ) -> None:
-    from api.policy import Calibration
+    from pipelines.policy import Calibration
 
     def calibration(p: PoolConfig, level: float) -> Calibration | None:
         return Calibration(3.5, 0.82, 40) if (p.name, level) == ("alpha", 0.9) else None

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from forecaster.config.pools import PoolsConfig
+from pipelines.config.pools import PoolsConfig
 from tests.api.app.conftest import MakeServices
 
 GCE = (

@@ -17,11 +17,11 @@ import httpx
 import yaml
 from fastapi.testclient import TestClient
 
-from api.policy import NO_LATENCY, LatencyAdjustment
 from api.publish_runner import serving_job_runner
-from forecaster.config.pools import PoolConfig, PoolsConfig
-from forecaster.config.settings import load_settings
+from pipelines.config.pools import PoolConfig, PoolsConfig
+from pipelines.config.settings import load_settings
 from pipelines.jobs.report import JobReport
+from pipelines.policy import NO_LATENCY, LatencyAdjustment
 from tests.api.app.conftest import FakeClock, MakeServices, app_of
 from tests.api.publishing.conftest import FakeCluster
 

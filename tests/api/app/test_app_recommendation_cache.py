@@ -16,9 +16,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.policy import LatencyAdjustment
 from api.service import RecommendationService, Services
-from forecaster.config.pools import PoolConfig
+from pipelines.config.pools import PoolConfig
+from pipelines.policy import LatencyAdjustment
 
 AT = "2025-03-31T00:00:00Z"
 NEWEST = "2025-03-30T23:55:00Z"

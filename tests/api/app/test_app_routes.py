@@ -10,8 +10,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.service import Services
-from forecaster.config.settings import Settings
 from forecaster.registry import LoadedModel
+from pipelines.config.settings import Settings
 from pipelines.store import Store
 
 from .conftest import END, run_forecast_job

@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.schemas import MAX_SAMPLES_PER_PUSH
-from forecaster.config.settings import Settings
 from forecaster.registry import LoadedModel
+from pipelines.config.settings import Settings
 from pipelines.store import Store
 
 from .conftest import run_forecast_job

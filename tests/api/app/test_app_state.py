@@ -13,9 +13,9 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.ingest import samples_frame
-from api.policy import NO_LATENCY, LatencyAdjustment, StabilisationState
 from api.service import PoolEntry, RecommendationService, Services
-from forecaster.config.pools import PoolConfig
+from pipelines.config.pools import PoolConfig
+from pipelines.policy import NO_LATENCY, LatencyAdjustment, StabilisationState
 from pipelines.store import Store
 
 from .conftest import END, FakeClock

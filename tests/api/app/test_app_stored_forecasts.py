@@ -14,10 +14,10 @@ from sqlalchemy import text
 
 from api.service import RecommendationService, Services
 from forecaster.champion import ChampionForecaster
-from forecaster.config.settings import Settings
 from forecaster.models.base import Forecaster
 from forecaster.peak import PeakQuantileForecaster
 from forecaster.registry import LoadedModel
+from pipelines.config.settings import Settings
 from pipelines.store import Store
 
 from .conftest import FakeClock, run_forecast_job

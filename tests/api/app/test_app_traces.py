@@ -26,8 +26,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 from api.callchain.incremental import ChainWindow
 from api.main import create_app
 from api.service import Services
-from forecaster.config.pools import PoolsConfig
-from forecaster.config.sections import ServiceSettings
+from pipelines.config.pools import PoolsConfig
+from pipelines.config.sections import ServiceSettings
 
 T0 = 1_714_564_800_000_000_000
 MS = 1_000_000
@@ -363,7 +363,7 @@ def test_background_analysis_invalidates_the_recommendation(services: Services) 
 def test_a_latency_source_given_by_the_caller_is_kept(
     make_services: Callable[..., Services], clock: Any
 ) -> None:
-    from api.policy import LatencyAdjustment
+    from pipelines.policy import LatencyAdjustment
 
     fixed = LatencyAdjustment(extra_nodes=2, reason="given")
     services = make_services(clock=clock, latency=lambda pool, now: fixed)

@@ -10,11 +10,11 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.live_error import StoredLiveError, calibrations_of
-from api.policy import Calibration
 from api.service import Services
-from forecaster.config.pools import PoolConfig
-from forecaster.config.settings import Settings
 from forecaster.exceptions import DataValidationError
+from pipelines.config.pools import PoolConfig
+from pipelines.config.settings import Settings
+from pipelines.policy import Calibration
 from pipelines.store import Store
 
 DETAILS: dict[str, Any] = {

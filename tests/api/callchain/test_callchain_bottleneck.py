@@ -20,9 +20,9 @@ from api.callchain import (
     service_pools,
     update_baselines,
 )
-from api.policy import LatencyAdjustment
-from forecaster.config.pools import PoolConfig, ServiceConfig
 from forecaster.exceptions import ConfigError
+from pipelines.config.pools import PoolConfig, ServiceConfig
+from pipelines.policy import LatencyAdjustment
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

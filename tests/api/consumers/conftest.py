@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from api.policy import (
+from pipelines.config.pools import PoolConfig
+from pipelines.policy import (
     NO_LATENCY,
     ForecastHealth,
     LiveSignals,
@@ -18,7 +19,6 @@ from api.policy import (
     action_for,
     decide,
 )
-from forecaster.config.pools import PoolConfig
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

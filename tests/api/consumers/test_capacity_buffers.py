@@ -20,9 +20,9 @@ from api.consumers.capacity_buffers import (
     validate_capacity_buffer,
 )
 from api.consumers.k8s import check_typed
-from api.policy import Recommendation
-from forecaster.config.pools import PoolConfig
-from forecaster.exceptions import PublishError
+from pipelines.config.pools import PoolConfig
+from pipelines.errors import PublishError
+from pipelines.policy import Recommendation
 
 MakeRecommendation = Callable[..., Recommendation]
 A100 = PoolConfig(name="a100", node_group_id="eks-a100", gpus_per_node=8)

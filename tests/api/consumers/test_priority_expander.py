@@ -23,9 +23,9 @@ from api.consumers.priority_expander import (
     validate_priorities,
     validate_value_text,
 )
-from api.policy import Recommendation
-from forecaster.config.pools import PoolConfig
-from forecaster.exceptions import PublishError
+from pipelines.config.pools import PoolConfig
+from pipelines.errors import PublishError
+from pipelines.policy import Recommendation
 
 MakeRecommendation = Callable[..., Recommendation]
 

@@ -18,8 +18,8 @@ from api.consumers.priority_merge import (
     managed_node_groups,
     merge_priorities,
 )
-from forecaster.config.pools import PoolConfig
-from forecaster.exceptions import PublishError
+from pipelines.config.pools import PoolConfig
+from pipelines.errors import PublishError
 from tests.api.consumers.conftest import MakeRecommendation
 
 POOLS = [

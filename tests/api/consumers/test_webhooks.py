@@ -25,9 +25,10 @@ from api.consumers.webhooks import (
     signed_headers,
     verify,
 )
-from api.policy import Recommendation
-from forecaster.config.pools import PoolConfig
-from forecaster.exceptions import ConfigError, PublishError
+from forecaster.exceptions import ConfigError
+from pipelines.config.pools import PoolConfig
+from pipelines.errors import PublishError
+from pipelines.policy import Recommendation
 
 MakeRecommendation = Callable[..., Recommendation]
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -14,10 +14,10 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from api.service import Services
 from forecaster.champion import ChampionForecaster
-from forecaster.config.pools import PoolsConfig
-from forecaster.config.settings import load_settings
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.registry import LoadedModel
+from pipelines.config.pools import PoolsConfig
+from pipelines.config.settings import load_settings
 from pipelines.jobs.forecast import run_forecast
 from pipelines.store import Store, open_store
 

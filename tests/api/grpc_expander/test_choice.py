@@ -8,7 +8,7 @@ from pathlib import Path
 
 from api.consumers.priority_expander import rank_pools
 from api.grpc_expander.choice import choose
-from forecaster.config.pools import PoolConfig
+from pipelines.config.pools import PoolConfig
 from tests.api.consumers.conftest import MakeRecommendation
 
 POOLS = [

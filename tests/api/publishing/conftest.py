@@ -13,8 +13,8 @@ import pytest
 from api.consumers.k8s import Manifest
 from api.consumers.kube_writer import Change, PruneScope
 from api.service import RecommendationService, Services
-from forecaster.config.pools import PoolsConfig
-from forecaster.config.settings import Settings, load_settings
+from pipelines.config.pools import PoolsConfig
+from pipelines.config.settings import Settings, load_settings
 from pipelines.store import Store, open_store
 
 NOW = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)

@@ -21,9 +21,10 @@ from api.consumers.webhooks import (
 )
 from api.publishing import prune_scopes, publish_once
 from api.service import RecommendationService
-from forecaster.config.pools import PoolsConfig
-from forecaster.config.settings import Settings
-from forecaster.exceptions import ConfigError, PublishError
+from forecaster.exceptions import ConfigError
+from pipelines.config.pools import PoolsConfig
+from pipelines.config.settings import Settings
+from pipelines.errors import PublishError
 from pipelines.store import Store
 
 NOW = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)

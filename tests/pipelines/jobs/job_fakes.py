@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forecaster.config.settings import Settings, load_settings
 from forecaster.exceptions import SourceError
 from forecaster.types import DS, UID, Y
+from pipelines.config.settings import Settings, load_settings
 from pipelines.sources.protocol import TimeLike, empty_frame, to_utc
 
 POOL = "p1"

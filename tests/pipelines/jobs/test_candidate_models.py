@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from forecaster.config.settings import Settings
+from pipelines.config.settings import Settings
 from pipelines.jobs.history import candidate_models
 
 STEP = pd.Timedelta(minutes=5)

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.config.settings import Settings
 from forecaster.exceptions import ConfigError
 from forecaster.types import DS, UID, Y
+from pipelines.config.settings import Settings
 from pipelines.jobs.ingest import backfill, run_ingest
 from pipelines.store import Store
 from tests.pipelines.jobs.job_fakes import POOL, START, STEP, FakeSource, make_settings, synthetic

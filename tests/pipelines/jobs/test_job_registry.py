@@ -22,13 +22,16 @@ import pandas as pd
 import pytest
 
 from api.consumers.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
-from forecaster.config.settings import Settings
+from api.publishing import publish_once
 from forecaster.exceptions import ConfigError
 from forecaster.types import DS, UID, Y
+from pipelines.config.settings import Settings
 from pipelines.jobs import run_job
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.ingest import run_ingest
-from pipelines.jobs.publish import run_publish
+from pipelines.jobs.publish import publishing_runner, run_publish
+from pipelines.jobs.report import JobReport
+from pipelines.jobs.runtime import finish, utc_now
 from pipelines.jobs.train import run_train
 from pipelines.scheduler import ScheduledJob, every, start_scheduler
 from pipelines.store import Store, open_store
@@ -183,7 +186,7 @@ def settings(tmp_path: Path, receiver: Receiver) -> Settings:
 def test_publish_is_a_dry_run_by_default_and_sends_nothing(
     settings: Settings, live_store: Store, receiver: Receiver
 ) -> None:
-    report = run_publish(settings, store=live_store, now=NOW)
+    report = run_publish(settings, publish=publish_once, store=live_store, now=NOW)
 
     assert report.outcome == "ok", report.summary
     assert report.summary == "published 1 pool recommendations (dry run)"
@@ -199,7 +202,7 @@ def test_publish_is_a_dry_run_by_default_and_sends_nothing(
 def test_publish_with_apply_delivers_a_signed_set_to_the_receiver(
     settings: Settings, live_store: Store, receiver: Receiver
 ) -> None:
-    report = run_publish(settings, store=live_store, now=NOW, apply=True)
+    report = run_publish(settings, publish=publish_once, store=live_store, now=NOW, apply=True)
 
     assert report.outcome == "ok", report.summary
     assert report.details["applied"] is True
@@ -219,9 +222,38 @@ def test_publish_that_cannot_reach_a_cluster_is_a_failed_report(
 ) -> None:
     live = _publishing(tmp_path, receiver, service={"forecast_only": False})
 
-    report = run_publish(live, store=live_store, now=NOW)
+    report = run_publish(live, publish=publish_once, store=live_store, now=NOW)
 
     assert report.outcome == "failed"
     assert "publish.kubeconfig" in report.summary
     assert "does not exist" in report.summary
     assert receiver.requests == []
+
+
+def test_publish_by_name_alone_has_no_publisher_and_is_skipped(settings: Settings) -> None:
+    report = run_job("publish", settings)
+
+    assert report.outcome == "skipped"
+    assert "no publisher" in report.summary
+
+
+def test_the_publishing_runner_hands_publish_its_publisher_and_passes_the_rest_on(
+    settings: Settings,
+) -> None:
+    calls: list[tuple[bool, datetime | None]] = []
+
+    def publish(
+        given: Settings, store: Store, *, apply: bool, now: datetime | None
+    ) -> dict[str, int]:
+        calls.append((apply, now))
+        return {"recommendations": 2}
+
+    def others(name: str, given: Settings) -> JobReport:
+        return finish(name, utc_now(), "ok", f"ran {name}")
+
+    runner = publishing_runner(lambda: publish, others)
+
+    report = runner("publish", settings)
+    assert (report.outcome, report.summary) == ("ok", "published 2 pool recommendations (dry run)")
+    assert calls == [(False, None)]  # forecast_only (the default): a dry run, its own clock
+    assert runner("ingest", settings).summary == "ran ingest"

@@ -9,12 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.config.settings import Settings
 from forecaster.metrics import naive_scale
 from forecaster.peak.online import serve_frame
 from forecaster.registry import load_champion
-from forecaster.tracking import TrackingConfig, tracking_config
+from forecaster.tracking import TrackingConfig
 from forecaster.types import DS, MEAN, STEP, UID, Y
+from pipelines.config.settings import Settings
+from pipelines.config.tracking import tracking_config
 from pipelines.jobs.evaluate import RETRAIN, run_evaluate
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.history import read_history

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from forecaster.config.settings import Settings, load_settings
+from pipelines.config.settings import Settings, load_settings
 from pipelines.jobs.report import JobReport, Outcome
 from pipelines.store import Store, open_store
 

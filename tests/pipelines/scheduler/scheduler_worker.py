@@ -34,7 +34,7 @@ from sqlalchemy import (
     select,
 )
 
-from forecaster.config.settings import Settings, load_settings
+from pipelines.config.settings import Settings, load_settings
 from pipelines.scheduler import ScheduledJob, every, start_scheduler
 from pipelines.store import open_store
 

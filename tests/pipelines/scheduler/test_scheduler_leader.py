@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from forecaster.config.settings import Settings
+from pipelines.config.settings import Settings
 from pipelines.scheduler.election import LeaderElector
 from pipelines.scheduler.leader import FileLock, ProcessLock, lock_for
 from pipelines.store import Store, open_store

@@ -9,8 +9,8 @@ import pytest
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from forecaster.config.settings import load_settings
 from forecaster.exceptions import ConfigError
+from pipelines.config.settings import load_settings
 from pipelines.scheduler.plan import ScheduledJob, check_plan, crontab_trigger, default_plan, every
 
 WEEKEND = [datetime(2025, 3, 1, 3, tzinfo=UTC), datetime(2025, 3, 2, 3, tzinfo=UTC)]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from forecaster.config.settings import Settings
+from pipelines.config.settings import Settings
 from pipelines.scheduler import RunningScheduler, ScheduledJob, every, start_scheduler
 from pipelines.scheduler.dispatch import DISPATCH_REF, run_scheduled_job, runner_identity
 from pipelines.scheduler.leader import ProcessLock

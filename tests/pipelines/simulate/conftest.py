@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from forecaster.config.pools import PoolConfig
-from forecaster.config.settings import Settings, load_settings
+from pipelines.config.pools import PoolConfig
+from pipelines.config.settings import Settings, load_settings
 from pipelines.simulate import History
 
 START = pd.Timestamp("2024-05-01 00:00", tz="UTC")

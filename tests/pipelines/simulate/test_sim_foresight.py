@@ -1,4 +1,4 @@
-"""The Foresight adapter: the real api.policy.decide, the pool config, carried state."""
+"""The Foresight adapter: the real pipelines.policy.decide, the pool config, carried state."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import api.policy
-from api.policy import StabilisationState
-from forecaster.config.pools import ScaleDownConfig
+import pipelines.policy
 from forecaster.models.naive import Persistence
+from pipelines.config.pools import ScaleDownConfig
+from pipelines.policy import StabilisationState
 from pipelines.simulate import simulate
 from pipelines.simulate.foresight import ForesightPolicy
 from pipelines.simulate.walkforward import WalkForwardForecaster
@@ -26,14 +26,14 @@ def forecaster() -> WalkForwardForecaster:
 
 
 class Spy:
-    """Wraps api.policy.decide and keeps every call's arguments and answer."""
+    """Wraps pipelines.policy.decide and keeps every call's arguments and answer."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
-        self.answers: list[api.policy.Recommendation] = []
+        self.answers: list[pipelines.policy.Recommendation] = []
 
-    def __call__(self, *args: Any) -> api.policy.Recommendation:
-        answer = api.policy.decide(*args)
+    def __call__(self, *args: Any) -> pipelines.policy.Recommendation:
+        answer = pipelines.policy.decide(*args)
         self.calls.append(args)
         self.answers.append(answer)
         return answer
@@ -41,7 +41,7 @@ class Spy:
 
 def test_the_default_decision_is_the_apis_own_function(pool):
     policy = ForesightPolicy(pool(), forecaster())
-    assert policy.decide_fn is api.policy.decide
+    assert policy.decide_fn is pipelines.policy.decide
 
 
 def test_every_step_is_decided_by_the_policy_with_the_pools_config_and_carried_state(series, pool):
@@ -81,7 +81,7 @@ def test_recomputing_one_step_by_hand_gives_the_same_nodes(series, pool):
         ForesightPolicy(config, forecaster(), decide_fn=spy),
     )
     args = spy.calls[17]
-    assert api.policy.decide(*args).desired_nodes == spy.answers[17].desired_nodes
+    assert pipelines.policy.decide(*args).desired_nodes == spy.answers[17].desired_nodes
 
 
 @pytest.mark.parametrize("cut", [12, 25])

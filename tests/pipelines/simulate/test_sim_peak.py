@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.config.pools import PoolConfig
 from forecaster.exceptions import DataValidationError
 from forecaster.peak.online import served_bounds
 from forecaster.types import DS, UID, Y
+from pipelines.config.pools import PoolConfig
 from pipelines.simulate import History, simulate
 from pipelines.simulate.foresight import ForesightPolicy
 from pipelines.simulate.peak import ModelCache, PeakReplayForecaster

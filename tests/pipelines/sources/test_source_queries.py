@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forecaster.config.pools import DEFAULT_PROMQL, SIGNALS, PoolConfig, PoolsConfig
+from pipelines.config.pools import DEFAULT_PROMQL, SIGNALS, PoolConfig, PoolsConfig
 from pipelines.sources import KUEUE_PENDING_WORKLOADS, file_queries, promql_queries
 
 POOLS = PoolsConfig(

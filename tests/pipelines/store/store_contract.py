@@ -19,7 +19,8 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 
-from forecaster.exceptions import DataValidationError, StoreError
+from forecaster.exceptions import DataValidationError
+from pipelines.errors import StoreError
 from pipelines.store import Backoff, Store
 from tests.pipelines.store.outbox_reads import stored_item
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import select, text
 
-from forecaster.exceptions import StoreError
+from pipelines.errors import StoreError
 from pipelines.store import Backoff, display_url, open_store
 from pipelines.store.engine import Database, make_engine
 from pipelines.store.schema import Sample

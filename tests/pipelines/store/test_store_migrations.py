@@ -11,7 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from forecaster.exceptions import StoreError
+from pipelines.errors import StoreError
 from pipelines.store import open_store
 from pipelines.store.engine import Database, make_engine
 from pipelines.store.migrate import alembic_config, current_revision, head_revision, upgrade

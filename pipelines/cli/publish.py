@@ -1,0 +1,128 @@
+"""``foresight publish``: write the recommendation set to the cluster and the webhooks.
+
+A dry run by default: the priority-expander ConfigMap and the capacity buffers are
+built, validated and (with a reachable cluster) sent with ``dryRun=All``, and the
+command prints what would change. ``--apply`` writes them and sends the webhooks; it
+is refused while ``service.forecast_only`` is true, the safe default of anything that
+writes to a cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from api.clock import ClockMode
+from api.publishing import PublishOutcome, publish_once, publishing_service
+from forecaster.exceptions import ConfigError
+from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
+from pipelines.config.pools import load_pools
+from pipelines.dataset import seed_from_sample
+from pipelines.store import open_store
+
+ApplyOption = Annotated[
+    bool, typer.Option("--apply", help="Write to the cluster and send webhooks (default: dry run).")
+]
+ClockOption = Annotated[
+    str,
+    typer.Option(
+        "--clock",
+        help="'system' (wall time) or 'replay' (as of the newest sample: for the committed "
+        "sample, whose data is in the past).",
+    ),
+]
+
+
+SeedOption = Annotated[
+    bool,
+    typer.Option(
+        "--seed-sample", help="First fill pools without samples from the committed sample data."
+    ),
+]
+
+
+def publish_command(
+    config: ConfigOption = None,
+    apply: ApplyOption = False,
+    clock: ClockOption = "system",
+    seed_sample: SeedOption = False,
+) -> None:
+    """Publish the priority-expander ConfigMap, buffers and webhooks (dry run by default)."""
+    with cli_errors():
+        if clock not in ("system", "replay"):
+            raise ConfigError(f"--clock must be 'system' or 'replay', not {clock!r}")
+        settings = cli_settings(config)
+        if apply and settings.service.forecast_only:
+            raise ConfigError(
+                "--apply refused: service.forecast_only is true (the default), so Foresight "
+                "must not write to a cluster; set FORESIGHT_SERVICE__FORECAST_ONLY=false (or "
+                "service: {forecast_only: false} in the --config file) to allow it"
+            )
+        mode: ClockMode = "replay" if clock == "replay" else "system"
+        with open_store(settings.store_url) as store:
+            if seed_sample:
+                rows = seed_from_sample(settings, store, load_pools(settings.pools_file))
+                console.print(f"Seeded {rows} samples from the sample data set.")
+            service = publishing_service(settings, store, clock=mode)
+            outcome = publish_once(settings, store, apply=apply, service=service)
+        print_outcome(outcome)
+
+
+def print_outcome(outcome: PublishOutcome) -> None:
+    """Print the set, the object changes, the webhook plans and the deliveries."""
+    verb = "Wrote" if outcome.applied else "Dry run"
+    console.print(
+        f"{verb} at {outcome.generated_at.isoformat()}; cluster: {outcome.cluster}"
+        + (f"; {outcome.reason}" if outcome.reason else ""),
+        soft_wrap=True,
+    )
+    console.print(_recommendations_table(outcome))
+    for pool, why in outcome.missing.items():
+        console.print(f"[yellow]pool {pool}: no recommendation[/] ({why}); its objects are kept")
+    console.print(_changes_table(outcome))
+    if not outcome.applied:
+        console.print("ConfigMap it would write:")
+        console.print(outcome.configmap.yaml_text, markup=False, highlight=False)
+    for plan in outcome.webhooks:
+        if not plan.changed:
+            console.print(f"webhook {plan.target_url}: unchanged, nothing queued")
+        elif plan.item_id is None:
+            console.print(f"webhook {plan.target_url}: would queue key {plan.idempotency_key}")
+        else:
+            console.print(f"webhook {plan.target_url}: queued #{plan.item_id}")
+    for result in outcome.deliveries:
+        status = f" HTTP {result.status_code}" if result.status_code is not None else ""
+        detail = f": {result.error}" if result.error else ""
+        console.print(
+            f"delivery #{result.item_id} to {result.target_url}: {result.outcome}{status}{detail}",
+            soft_wrap=True,
+        )
+
+
+def _recommendations_table(outcome: PublishOutcome) -> Table:
+    table = Table(title="Recommendations")
+    for column in ("pool", "current", "desired", "action", "placeholders", "priority"):
+        table.add_column(column, justify="left" if column in {"pool", "action"} else "right")
+    priority = {entry.pool: entry.priority for entry in outcome.configmap.ranking}
+    for rec in outcome.recommendations:
+        table.add_row(
+            rec.pool,
+            str(rec.current_nodes),
+            str(rec.desired_nodes),
+            rec.action,
+            str(rec.headroom_pods),
+            str(priority.get(rec.pool, "")),
+        )
+    return table
+
+
+def _changes_table(outcome: PublishOutcome) -> Table:
+    title = f"Kubernetes objects (buffers as {outcome.shape})"
+    table = Table(title=title + ("" if outcome.applied else ", dry run"))
+    for column in ("action", "object", "detail"):
+        table.add_column(column)
+    for change in outcome.changes:
+        table.add_row(change.action, change.target, "\n".join(change.detail))
+    return table

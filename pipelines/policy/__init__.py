@@ -1,0 +1,77 @@
+"""The scale policy: pure functions from forecast and live signals to a recommendation.
+
+The chain (each step a public function, ``decide`` composes them):
+forecast -> :func:`peak_demand` / :func:`nodes_for_gpus` -> :func:`add_latency` ->
+:func:`reactive_floor` -> :func:`assess_health` -> :func:`clamp` -> :func:`stabilise`
+-> :class:`Recommendation` with its :class:`Explanation`.
+"""
+
+from pipelines.policy.bounds import clamp
+from pipelines.policy.decide import decide
+from pipelines.policy.explain import Explanation, HeldLatency, InputReading, Stages, term_that_set
+from pipelines.policy.floor import apply_floor, reactive_floor
+from pipelines.policy.health import HealthVerdict, assess_health, covers_window
+from pipelines.policy.need import PeakDemand, add_latency, ceil_nodes, nodes_for_gpus, peak_demand
+from pipelines.policy.peak import PeakForecast
+from pipelines.policy.recommendation import Recommendation, action_for, headroom
+from pipelines.policy.stabilise import StabilisationLimit, Stabilised, record, stabilise
+from pipelines.policy.types import (
+    DEFAULT_VALIDITY,
+    NO_LATENCY,
+    Action,
+    Calibration,
+    DemandForecast,
+    DesiredSpan,
+    ForecastHealth,
+    HealthReason,
+    LatencyAdjustment,
+    LatencyCause,
+    LiveSignals,
+    Mode,
+    Sample,
+    StabilisationState,
+    Term,
+)
+
+__all__ = [
+    "DEFAULT_VALIDITY",
+    "NO_LATENCY",
+    "Action",
+    "Calibration",
+    "DemandForecast",
+    "DesiredSpan",
+    "Explanation",
+    "ForecastHealth",
+    "HealthReason",
+    "HealthVerdict",
+    "HeldLatency",
+    "InputReading",
+    "LatencyAdjustment",
+    "LatencyCause",
+    "LiveSignals",
+    "Mode",
+    "PeakDemand",
+    "PeakForecast",
+    "Recommendation",
+    "Sample",
+    "StabilisationLimit",
+    "StabilisationState",
+    "Stabilised",
+    "Stages",
+    "Term",
+    "action_for",
+    "add_latency",
+    "apply_floor",
+    "assess_health",
+    "ceil_nodes",
+    "clamp",
+    "covers_window",
+    "decide",
+    "headroom",
+    "nodes_for_gpus",
+    "peak_demand",
+    "reactive_floor",
+    "record",
+    "stabilise",
+    "term_that_set",
+]

@@ -1,0 +1,196 @@
+"""The scale decision for one pool: the chain of pure steps, composed.
+
+forecast (the stored peak quantile over the lead time, else the per-horizon maximum)
+-> raw need -> + latency -> reactive floor -> health gate -> bounds ->
+stabilisation -> final clamp -> recommendation with its explanation. Every step is a
+public function of its own module; this one only wires them and records what each
+produced. No clock is read: ``now`` is a parameter.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from types import MappingProxyType
+
+from pipelines.config.pools import PoolConfig
+from pipelines.policy.bounds import clamp
+from pipelines.policy.explain import (
+    Explanation,
+    HeldLatency,
+    InputReading,
+    Stages,
+    summarise,
+    term_that_set,
+)
+from pipelines.policy.floor import apply_floor, reactive_floor
+from pipelines.policy.health import assess_health
+from pipelines.policy.need import add_latency, nodes_for_gpus, peak_demand
+from pipelines.policy.recommendation import Recommendation, action_for, headroom
+from pipelines.policy.stabilise import stabilise
+from pipelines.policy.types import (
+    DEFAULT_VALIDITY,
+    DemandForecast,
+    ForecastHealth,
+    LatencyAdjustment,
+    LatencyCause,
+    LiveSignals,
+    StabilisationState,
+    require_aware,
+)
+
+
+def _settings(pool: PoolConfig) -> dict[str, float]:
+    rule = {}
+    if pool.waiting_cost_ratio is not None and pool.quantile_rule == "newsvendor":
+        rule["waiting_cost_ratio"] = pool.waiting_cost_ratio
+    return rule | {
+        "gpus_per_node": pool.gpus_per_node,
+        "min_nodes": pool.min_nodes,
+        "max_nodes": pool.max_nodes,
+        "target_utilisation": pool.target_utilisation,
+        "quantile": pool.quantile,
+        "lead_time_seconds": pool.lead_time.total_seconds(),
+        "scale_down_window_seconds": pool.scale_down.window.total_seconds(),
+        "max_step_nodes": pool.scale_down.max_step_nodes,
+    }
+
+
+def decide(
+    pool: PoolConfig,
+    forecast: DemandForecast | None,
+    live: LiveSignals,
+    health: ForecastHealth,
+    latency: LatencyAdjustment,
+    state: StabilisationState,
+    now: datetime,
+    *,
+    validity: timedelta | None = None,
+) -> Recommendation:
+    """Decide how many nodes a pool should have at ``now``, and explain why.
+
+    Args:
+        pool: the pool's configuration (sizes, bounds, lead time, quantile, scale-down).
+        forecast: the demand forecast at the level to provision for (normally the
+            pool's ``quantile``), None when there is no model or forecast.
+        live: the current demand, ready nodes and GPU utilisation.
+        health: the recent live forecast error and the staleness and error bounds.
+        latency: the call-chain adjustment (use ``NO_LATENCY`` when there is none).
+        state: what stabilisation kept from earlier decisions (empty at first).
+        now: the decision time; must be timezone-aware.
+        validity: how long the answer holds; default the forecast step, or
+            ``DEFAULT_VALIDITY`` without a forecast.
+
+    Returns:
+        The recommendation, carrying the new stabilisation state to store.
+
+    Raises:
+        ValueError: ``now`` is naive.
+    """
+    require_aware(now, "now")
+    verdict = assess_health(forecast, live, health, pool.lead_time, now)
+    peak = (
+        None
+        if forecast is None
+        else peak_demand(forecast, now, pool.lead_time, demand=live.demand_gpus)
+    )
+    floor = reactive_floor(live.demand_gpus.value, pool.gpus_per_node)
+
+    forecast_nodes: int | None = None
+    latency_nodes: int | None = None
+    applied = 0
+    cause: LatencyCause | None = None
+    if verdict.mode == "predictive" and peak is not None:
+        # A peak quantile carries its own margin: no target utilisation on top (need.py).
+        utilisation = pool.target_utilisation if peak.utilisation_applies else 1.0
+        forecast_nodes = nodes_for_gpus(peak.value, pool.gpus_per_node, utilisation)
+        latency_nodes, applied = add_latency(forecast_nodes, latency)
+        need = apply_floor(latency_nodes, floor)
+    else:
+        # Reactive mode is cluster-autoscaler's semantics: capacity for the work there is.
+        need = floor
+    bounded = clamp(need, pool.min_nodes, pool.max_nodes)
+    if forecast_nodes is not None and applied:
+        # Only the nodes the floor and the bounds left to latency are latency's.
+        without = clamp(apply_floor(forecast_nodes, floor), pool.min_nodes, pool.max_nodes)
+        if bounded > without:
+            cause = LatencyCause(bounded - without, latency.services)
+    current = live.current_nodes
+    stable = stabilise(bounded, current, state, pool.scale_down, now, latency=cause)
+    final = clamp(stable.nodes, pool.min_nodes, pool.max_nodes)
+
+    stages = Stages(
+        mode=verdict.mode,
+        forecast_nodes=forecast_nodes,
+        latency_nodes=latency_nodes,
+        floor_nodes=floor,
+        need=need,
+        bounded=bounded,
+        window_max=stable.window_max,
+        stabilised=stable.nodes,
+        final=final,
+    )
+    term = term_that_set(stages)
+    held_latency = HeldLatency.of(stable.held, pool.scale_down.window)
+    settings = _settings(pool)
+    generated = None if forecast is None else forecast.generated_at
+    inputs = {
+        # Dated by the forecast job's run: its age is what the staleness check bounds.
+        "forecast_peak_gpus": InputReading.of(None if peak is None else peak.value, generated, now),
+        "live_demand_gpus": InputReading.of_sample(live.demand_gpus, now),
+        "ready_nodes": InputReading.of_sample(live.ready_nodes, now),
+        "gpu_util": InputReading.of_sample(live.gpu_util, now),
+        "forecast_error": InputReading.of(health.measured_error, health.error_at, now),
+        "last_scale_up": InputReading.of(None, stable.state.last_scale_up_at, now),
+    }
+    explanation = Explanation(
+        term=term,
+        mode=verdict.mode,
+        summary=summarise(
+            stages,
+            term,
+            health_detail=verdict.detail,
+            peak_gpus=None if peak is None else peak.value,
+            level=None if peak is None else peak.level,
+            demand_gpus=live.demand_gpus.value,
+            current_nodes=current,
+            latency=latency,
+            latency_applied=applied,
+            limit=stable.limited_by,
+            held_latency=held_latency,
+            settings=settings,
+            calibration=None if forecast is None else forecast.calibration,
+            peak=peak,
+        ),
+        health_reasons=verdict.reasons,
+        health_detail=verdict.detail,
+        stages=stages,
+        inputs=MappingProxyType(inputs),
+        forecast_peak_at=None if peak is None else peak.at,
+        latency=latency,
+        latency_applied=applied,
+        stabilisation_limit=stable.limited_by,
+        held_latency=held_latency,
+        settings=MappingProxyType(settings),
+    )
+    headroom_nodes, headroom_pods = headroom(final, floor, pool.gpus_per_node)
+    if validity is None:
+        validity = DEFAULT_VALIDITY if forecast is None else forecast.step
+    return Recommendation(
+        pool=pool.name,
+        current_nodes=current,
+        desired_nodes=final,
+        delta=final - current,
+        action=action_for(current, final),
+        headroom_nodes=headroom_nodes,
+        headroom_pods=headroom_pods,
+        gpus_per_placeholder_pod=pool.gpus_per_node,
+        quantile=pool.quantile if forecast is None else forecast.level,
+        forecast_quantiles=MappingProxyType({} if peak is None else dict(peak.by_level)),
+        mode=verdict.mode,
+        explanation=explanation,
+        model_version=None if forecast is None else forecast.model_version,
+        data_age_seconds=(now - live.oldest()).total_seconds(),
+        generated_at=now,
+        valid_until=now + validity,
+        state=stable.state,
+    )

@@ -1,0 +1,107 @@
+"""The forecast quantiles of the demand peak over the lead time, as the policy takes them.
+
+The forecast job stores, per pool, quantiles of ``max(demand[origin+1 .. origin+L])``
+made at ``origin`` (the newest observation it saw) for ``L`` the pool's lead time in
+steps. A decision made later than ``origin`` has seen newer demand: the stored
+*headroom* (peak quantile minus the demand at the origin) is then carried over to the
+newest observed demand (:meth:`PeakForecast.rebased`), so the bound moves with what is
+known now instead of waiting for the next forecast job. The headroom is what the
+model learnt (it forecasts ``peak - y[origin]`` in the series' own scale), so this is
+the forecast made at the newer origin up to the change in the covariates since.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from types import MappingProxyType
+
+from forecaster.exceptions import DataValidationError
+from pipelines.policy.types import Calibration, Sample, require_aware
+
+
+@dataclass(frozen=True)
+class PeakForecast:
+    """Quantiles of the pool's demand peak over ``lead`` after ``origin``.
+
+    Attributes:
+        quantiles: level -> the peak's quantile, in GPUs.
+        origin: the observation the forecast is made from.
+        last: the demand at ``origin``, in GPUs (``q - last`` is the headroom).
+        lead: the window the peak is over: ``(origin, origin + lead]``.
+        made_at: the origin of the stored forecast, when :meth:`rebased` moved the
+            bound to newer demand; None when it is the stored forecast as made.
+        calibration: the evaluate job's live calibration added to the provisioned
+            level (only for a forecast stored without ``raw``: see :meth:`calibrated`).
+        raw: the model's own quantiles when ``quantiles`` are the served bounds the
+            forecast job calibrated and combined online (:mod:`forecaster.peak.online`);
+            None for a forecast stored as the model made it.
+    """
+
+    quantiles: Mapping[float, float]
+    origin: datetime
+    last: float
+    lead: timedelta
+    made_at: datetime | None = None
+    calibration: Calibration | None = None
+    raw: Mapping[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        require_aware(self.origin, "PeakForecast.origin")
+        if self.lead <= timedelta(0):
+            raise DataValidationError(f"a peak forecast's lead must be positive, got {self.lead}")
+        values = {float(q): float(v) for q, v in self.quantiles.items()}
+        if not values or not all(math.isfinite(v) for v in [*values.values(), self.last]):
+            raise DataValidationError(
+                f"a peak forecast needs finite quantiles and a finite last value, got "
+                f"{values} and {self.last}"
+            )
+        object.__setattr__(self, "quantiles", MappingProxyType(values))
+        if self.raw is not None:
+            raw = {float(q): float(v) for q, v in self.raw.items() if math.isfinite(v)}
+            object.__setattr__(self, "raw", MappingProxyType(raw) if raw else None)
+
+    @property
+    def end(self) -> datetime:
+        """The end of the window the peak is over."""
+        return self.origin + self.lead
+
+    def headroom(self, level: float) -> float:
+        """The peak quantile above the demand at the origin, in GPUs."""
+        return self.quantiles[level] - self.last
+
+    def rebased(self, demand: Sample) -> PeakForecast:
+        """The same headroom on ``demand`` when it is newer than the origin, else self.
+
+        Values stay at or above 0 (demand is). The window keeps its length and starts
+        at the newer observation.
+        """
+        if demand.at <= self.origin:
+            return self
+        return replace(
+            self,
+            quantiles={
+                q: max(0.0, demand.value + (v - self.last)) for q, v in self.quantiles.items()
+            },
+            raw=None
+            if self.raw is None
+            else {q: max(0.0, demand.value + (v - self.last)) for q, v in self.raw.items()},
+            origin=demand.at,
+            last=demand.value,
+            made_at=self.made_at or self.origin,
+        )
+
+    def calibrated(self, level: float, calibration: Calibration | None) -> PeakForecast:
+        """Add ``calibration``'s offset to the ``level`` quantile (at or above 0).
+
+        A forecast the forecast job already calibrated online (``raw`` set) is returned
+        as it is: calibrating it again would count the model's bias twice.
+        """
+        if calibration is None or self.raw is not None:
+            return self
+        if self.calibration is not None:
+            raise ValueError("this peak forecast is already calibrated")
+        value = max(0.0, self.quantiles[level] + calibration.offset)
+        return replace(self, quantiles={**self.quantiles, level: value}, calibration=calibration)

@@ -1,0 +1,122 @@
+"""The recommendation for one pool: the number, the action, headroom and provenance.
+
+Headroom is what a consumer provisions ahead of demand: ``headroom_nodes`` is the
+desired count minus the nodes the current demand occupies (the reactive floor), never
+below 0. ``headroom_pods`` sizes the placeholder pods of a capacity buffer or of the
+overprovisioning pattern: one placeholder pod per node, requesting all of the node's
+GPUs (``gpus_per_placeholder_pod == gpus_per_node``), so each pod holds exactly one
+whole node and cluster-autoscaler adds one node per pending placeholder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from forecaster.types import quantile_column
+from pipelines.policy.explain import Explanation
+from pipelines.policy.types import Action, Mode, StabilisationState, iso_utc
+
+
+def action_for(current_nodes: int, desired_nodes: int) -> Action:
+    """Return ``scale_up``, ``hold`` or ``scale_down`` for a change of node count."""
+    if desired_nodes > current_nodes:
+        return "scale_up"
+    if desired_nodes < current_nodes:
+        return "scale_down"
+    return "hold"
+
+
+def headroom(
+    desired_nodes: int, floor_nodes: int, gpus_per_node: int, gpus_per_pod: int | None = None
+) -> tuple[int, int]:
+    """Return the headroom in nodes and in placeholder pods.
+
+    Args:
+        desired_nodes: the recommended node count.
+        floor_nodes: the nodes the current demand occupies.
+        gpus_per_node: GPUs on one node.
+        gpus_per_pod: GPUs one placeholder pod requests; default a whole node.
+
+    Returns:
+        ``(headroom_nodes, headroom_pods)``; pods round down so placeholders never
+        ask for more than the headroom.
+    """
+    per_pod = gpus_per_node if gpus_per_pod is None else gpus_per_pod
+    if per_pod < 1 or per_pod > gpus_per_node:
+        raise ValueError(f"gpus_per_pod must be in [1, {gpus_per_node}], got {per_pod}")
+    nodes = max(0, desired_nodes - floor_nodes)
+    return nodes, nodes * gpus_per_node // per_pod
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """What one pool should look like, why, and for how long the answer holds.
+
+    Attributes:
+        pool: the pool name.
+        current_nodes: nodes ready now.
+        desired_nodes: nodes the pool should have.
+        delta: ``desired_nodes - current_nodes``.
+        action: scale_up, hold or scale_down.
+        headroom_nodes: desired nodes beyond those the current demand occupies.
+        headroom_pods: placeholder pods for that headroom.
+        gpus_per_placeholder_pod: GPUs each placeholder pod requests.
+        quantile: the forecast quantile level provisioned for.
+        forecast_quantiles: the window peak (GPUs) of each forecast quantile level;
+            empty when no forecast covered the window.
+        mode: predictive or reactive.
+        explanation: the term that set the number and every input.
+        model_version: the model behind the forecast, None without one.
+        data_age_seconds: age of the oldest live reading decided on.
+        generated_at: the decision time.
+        valid_until: when the recommendation should be recomputed.
+        state: the stabilisation state to keep for the next decision (not serialised
+            by :meth:`to_dict`: it is for the store, not for consumers).
+    """
+
+    pool: str
+    current_nodes: int
+    desired_nodes: int
+    delta: int
+    action: Action
+    headroom_nodes: int
+    headroom_pods: int
+    gpus_per_placeholder_pod: int
+    quantile: float
+    forecast_quantiles: Mapping[float, float]
+    mode: Mode
+    explanation: Explanation
+    model_version: str | None
+    data_age_seconds: float
+    generated_at: datetime
+    valid_until: datetime
+    state: StabilisationState
+
+    def to_dict(self) -> dict[str, object]:
+        """Return a JSON-ready form: plain numbers and strings, ISO 8601 UTC times.
+
+        Quantile keys are forecast-frame column names (``q0.9``), so a GJSON path such
+        as ``pools.0.desired_nodes`` or ``pools.0.forecast_quantiles.q0\\.9`` reads one.
+        """
+        return {
+            "pool": self.pool,
+            "current_nodes": self.current_nodes,
+            "desired_nodes": self.desired_nodes,
+            "delta": self.delta,
+            "action": self.action,
+            "mode": self.mode,
+            "headroom_nodes": self.headroom_nodes,
+            "headroom_pods": self.headroom_pods,
+            "gpus_per_placeholder_pod": self.gpus_per_placeholder_pod,
+            "quantile": self.quantile,
+            "forecast_quantiles": {
+                quantile_column(level): value for level, value in self.forecast_quantiles.items()
+            },
+            "model_version": self.model_version,
+            "data_age_seconds": self.data_age_seconds,
+            "generated_at": iso_utc(self.generated_at),
+            "valid_until": iso_utc(self.valid_until),
+            "explanation": self.explanation.to_dict(),
+        }

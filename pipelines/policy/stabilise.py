@@ -1,0 +1,148 @@
+"""Stabilisation: scale up at once, scale down slowly and only when it has held.
+
+Like the Kubernetes HPA's scale-down stabilisation window, a scale-down goes only as
+low as the *largest* pre-stabilisation desired value of the last ``window``, so a dip
+shorter than the window never removes a node. Three more rules:
+
+- Values are step functions: a desired value stays in force until the next decision
+  replaces it, so a decision taken rarely (or after an outage) still counts for the
+  whole time up to the next one. HPA keeps point samples instead; with sparse
+  decisions that would let a single low reading scale down.
+- Scale-down waits until the history is a whole window old (``warming_up``): a new
+  replica or a lost state knows nothing about the last window.
+- One decision removes at most ``max_step_nodes`` below the *ready* nodes. Measuring
+  the step from ready nodes, not from the previous recommendation, makes the answer
+  idempotent: repeated queries and several replicas give the same number until the
+  nodes are actually gone.
+
+The state keeps only spans that can still be a window maximum: an earlier value no
+larger than a later one never can (the later one stays in the window longer), so the
+spans strictly decrease from oldest to newest and number at most
+``max_nodes - min_nodes + 1``.
+
+A span also remembers the nodes of its value that were there only for call-chain
+latency (:class:`~pipelines.policy.types.LatencyCause`). A change of cause starts a new span
+even at the same value, so the span that holds a scale-down is the *latest* time that
+value was wanted, with the cause it had then: if the value outlived the latency (the
+forecast rose to it), latency is no longer what holds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Literal
+
+from pipelines.config.pools import ScaleDownConfig
+from pipelines.policy.types import DesiredSpan, LatencyCause, StabilisationState, require_aware
+
+StabilisationLimit = Literal["window", "step", "warming_up"]
+"""What held a scale-down back: a higher value in the window, the step, or a young history."""
+
+
+@dataclass(frozen=True)
+class Stabilised:
+    """The result of stabilisation.
+
+    Attributes:
+        nodes: the stabilised desired nodes.
+        window_max: the largest desired value in force during the window (this one included).
+        limited_by: what held the number above ``raw``, None when nothing did.
+        state: the state to keep for the next decision.
+        held: when the window held a scale-down (``limited_by == "window"``), the
+            earlier desired value that held it, with its latency cause; else None.
+    """
+
+    nodes: int
+    window_max: int
+    limited_by: StabilisationLimit | None
+    state: StabilisationState
+    held: DesiredSpan | None = None
+
+
+def record(
+    state: StabilisationState,
+    raw: int,
+    now: datetime,
+    window: timedelta,
+    latency: LatencyCause | None = None,
+) -> StabilisationState:
+    """Return the state with the decision ``raw`` at ``now`` added and expired spans dropped.
+
+    Args:
+        state: the state after the previous decision.
+        raw: this decision's desired nodes before stabilisation.
+        now: the decision time (timezone-aware).
+        window: the scale-down stabilisation window.
+        latency: the nodes of ``raw`` there only for call-chain latency, None if none.
+    """
+    require_aware(now, "now")
+    spans = list(state.spans)
+    if spans:
+        # The previous value held until it was replaced now (never shrink under skew).
+        latest = spans[-1]
+        spans[-1] = replace(latest, end=max(latest.end, now))
+    if not spans or spans[-1].nodes != raw or spans[-1].latency != latency:
+        spans.append(DesiredSpan(raw, now, now, latency))
+    kept: list[DesiredSpan] = []
+    for span in reversed(spans):
+        # Newest first: keep a span only if it beats everything after it.
+        if not kept or span.nodes > kept[-1].nodes:
+            kept.append(span)
+    cutoff = now - window
+    newest = kept[0]
+    alive = [s for s in reversed(kept) if s is newest or s.end > cutoff]
+    return StabilisationState(
+        spans=tuple(alive),
+        tracked_since=state.tracked_since if state.tracked_since is not None else now,
+        last_decision_at=now,
+        last_scale_up_at=state.last_scale_up_at,
+    )
+
+
+def stabilise(
+    raw: int,
+    current_nodes: int,
+    state: StabilisationState,
+    scale_down: ScaleDownConfig,
+    now: datetime,
+    *,
+    latency: LatencyCause | None = None,
+) -> Stabilised:
+    """Apply the scale-down window and step to a desired node count.
+
+    Args:
+        raw: desired nodes before stabilisation (after bounds).
+        current_nodes: nodes ready now.
+        state: what earlier decisions left (empty for the first one).
+        scale_down: the pool's window and largest step.
+        now: the decision time (timezone-aware).
+        latency: the nodes of ``raw`` there only for call-chain latency, remembered
+            with the value so a later hold can name the cause.
+
+    Returns:
+        The stabilised count, what limited it, the span that held it, and the new
+        state. A scale-up (``raw`` above the ready nodes) is never delayed.
+    """
+    updated = record(state, raw, now, scale_down.window, latency)
+    # Spans strictly decrease, so the oldest kept one is the window's maximum.
+    top = updated.spans[0]
+    window_max = top.nodes
+    limited_by: StabilisationLimit | None = None
+    if window_max >= current_nodes:
+        nodes = window_max
+        if window_max > raw:
+            limited_by = "window"
+    elif updated.tracked_since is not None and now - updated.tracked_since < scale_down.window:
+        nodes, limited_by = current_nodes, "warming_up"
+    else:
+        lowest = current_nodes - scale_down.max_step_nodes
+        nodes = max(window_max, lowest)
+        if lowest > window_max:
+            limited_by = "step"
+        elif window_max > raw:
+            limited_by = "window"
+    if nodes > current_nodes:
+        updated = replace(updated, last_scale_up_at=now)
+    held = top if limited_by == "window" else None
+    return Stabilised(nodes, window_max, limited_by, updated, held)

@@ -1,0 +1,62 @@
+"""``foresight serve`` runs the forecast job once before serving: the API only reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipelines.cli.serve import _forecast_before_serving
+from pipelines.config.settings import Settings, load_settings
+from pipelines.jobs.report import JobReport
+from pipelines.store import open_store
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return load_settings(
+        root=tmp_path,
+        pools_file=ROOT / "data" / "sample" / "pools.yaml",
+        sample_dir=ROOT / "data" / "sample",
+        scheduler={"workers": 1},
+    )
+
+
+def test_the_store_is_seeded_and_the_forecast_job_runs_and_is_recorded(
+    settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[str] = []
+
+    def runner(name: str, given: Settings) -> JobReport:
+        ran.append(name)
+        with open_store(given.store_url) as store:  # the job sees the seeded samples
+            assert store.samples.series_ids()
+        from pipelines.jobs.runtime import finish, utc_now
+
+        return finish(name, utc_now(), "ok", "saved 3 forecast rows")
+
+    _forecast_before_serving(settings, runner)
+
+    assert ran == ["forecast"]
+    with open_store(settings.store_url) as store:
+        runs = store.job_runs.history("forecast")
+    assert [(run.outcome, run.summary) for run in runs] == [("ok", "saved 3 forecast rows")]
+    assert "Forecast job at startup (ok): saved 3 forecast rows" in capsys.readouterr().out
+
+
+def test_without_a_champion_serving_goes_on_and_says_why(
+    settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pipelines.jobs.registry import run_job
+
+    def runner(name: str, given: Any) -> JobReport:
+        return run_job(name, given)
+
+    _forecast_before_serving(settings, runner)  # no training happened: no champion
+
+    out = capsys.readouterr().out
+    assert "Forecast job at startup (failed)" in out
+    assert "champion" in out
