@@ -1,18 +1,31 @@
 """Request and response bodies of the HTTP API, separate from the domain types.
 
-Responses are built from the domain objects' JSON forms, so every number is a plain
-JSON number and a KEDA ``metrics-api`` scaler can read one with a GJSON
-``valueLocation`` such as ``pools.0.desired_nodes``.
+A recommendation has one wire form, :class:`PoolRecommendation`: built once from the
+policy's :class:`~pipelines.policy.Recommendation` when it is decided (``of``), it is
+what ``/recommendation`` serves, what webhooks deliver and what the audit trail keeps,
+and the OpenAPI schema is generated from it. Every number is a plain JSON number, so a
+KEDA ``metrics-api`` scaler can read one with a GJSON ``valueLocation`` such as
+``pools.0.desired_nodes``; every time is ISO 8601 in UTC with a ``Z``.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+)
 
+from forecaster.types import quantile_column
 from pipelines.policy import Action, HealthReason, Mode, Recommendation, StabilisationLimit, Term
+from pipelines.policy.explain import Explanation, HeldLatency, InputReading
 
 MAX_SAMPLES_PER_PUSH: Final = 10_000
 SERIES_ID_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z][a-z0-9_]*$"
@@ -22,12 +35,21 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+Utc = Annotated[AwareDatetime, AfterValidator(lambda value: value.astimezone(UTC))]
+"""An aware time, kept (and so written) in UTC."""
+
+
 class InputReadingOut(_Out):
     """One input of a decision: value, when it was read, and its age at the decision."""
 
     value: float | None
-    at: datetime | None
+    at: Utc | None
     age_seconds: float | None
+
+    @classmethod
+    def of(cls, reading: InputReading) -> InputReadingOut:
+        """Return the wire form of a decision's input."""
+        return cls(value=reading.value, at=reading.at, age_seconds=reading.age_seconds)
 
 
 class StagesOut(_Out):
@@ -58,8 +80,18 @@ class HeldLatencyOut(_Out):
 
     nodes: int = Field(description="nodes of the held value there only for latency")
     services: list[str] = Field(description="the services whose latency asked for them")
-    until: datetime = Field(description="the decision that first no longer wanted them")
-    released_at: datetime = Field(description="when the held value leaves the scale-down window")
+    until: Utc = Field(description="the decision that first no longer wanted them")
+    released_at: Utc = Field(description="when the held value leaves the scale-down window")
+
+    @classmethod
+    def of(cls, held: HeldLatency) -> HeldLatencyOut:
+        """Return the wire form of the held latency nodes."""
+        return cls(
+            nodes=held.nodes,
+            services=list(held.services),
+            until=held.until,
+            released_at=held.released_at,
+        )
 
 
 class ExplanationOut(_Out):
@@ -72,11 +104,45 @@ class ExplanationOut(_Out):
     health_detail: str
     stages: StagesOut
     inputs: dict[str, InputReadingOut]
-    forecast_peak_at: datetime | None
+    forecast_peak_at: Utc | None
     latency: LatencyOut
     stabilisation_limit: StabilisationLimit | None
     held_latency: HeldLatencyOut | None
     settings: dict[str, float]
+
+    @classmethod
+    def of(cls, explanation: Explanation) -> ExplanationOut:
+        """Return the wire form of a decision's explanation."""
+        s, latency, held = explanation.stages, explanation.latency, explanation.held_latency
+        return cls(
+            term=explanation.term,
+            mode=explanation.mode,
+            summary=explanation.summary,
+            health_reasons=list(explanation.health_reasons),
+            health_detail=explanation.health_detail,
+            stages=StagesOut(
+                forecast_nodes=s.forecast_nodes,
+                latency_nodes=s.latency_nodes,
+                floor_nodes=s.floor_nodes,
+                need=s.need,
+                bounded=s.bounded,
+                window_max=s.window_max,
+                stabilised=s.stabilised,
+                final=s.final,
+            ),
+            inputs={name: InputReadingOut.of(r) for name, r in explanation.inputs.items()},
+            forecast_peak_at=explanation.forecast_peak_at,
+            latency=LatencyOut(
+                extra_nodes=latency.extra_nodes,
+                applied_nodes=explanation.latency_applied,
+                not_gpu_bound=latency.not_gpu_bound,
+                reason=latency.reason,
+                services=list(latency.services),
+            ),
+            stabilisation_limit=explanation.stabilisation_limit,
+            held_latency=None if held is None else HeldLatencyOut.of(held),
+            settings=dict(explanation.settings),
+        )
 
 
 class PoolRecommendation(_Out):
@@ -98,16 +164,37 @@ class PoolRecommendation(_Out):
     )
     model_version: str | None
     data_freshness_seconds: float = Field(description="age of the oldest live reading used")
-    generated_at: datetime
-    valid_until: datetime
+    generated_at: Utc
+    valid_until: Utc
     explanation: ExplanationOut
 
     @classmethod
-    def from_domain(cls, rec: Recommendation) -> PoolRecommendation:
-        """Build the response body of a policy recommendation."""
-        data: dict[str, Any] = rec.to_dict()
-        data["data_freshness_seconds"] = data.pop("data_age_seconds")
-        return cls.model_validate(data)
+    def of(cls, rec: Recommendation) -> PoolRecommendation:
+        """Return the wire form of a policy recommendation (its state stays in the store).
+
+        Quantile keys are forecast-frame column names (``q0.9``), so a GJSON path such
+        as ``pools.0.forecast_quantiles.q0\\.9`` reads one.
+        """
+        return cls(
+            pool=rec.pool,
+            current_nodes=rec.current_nodes,
+            desired_nodes=rec.desired_nodes,
+            delta=rec.delta,
+            action=rec.action,
+            mode=rec.mode,
+            headroom_nodes=rec.headroom_nodes,
+            headroom_pods=rec.headroom_pods,
+            gpus_per_placeholder_pod=rec.gpus_per_placeholder_pod,
+            quantile=rec.quantile,
+            forecast_quantiles={
+                quantile_column(level): value for level, value in rec.forecast_quantiles.items()
+            },
+            model_version=rec.model_version,
+            data_freshness_seconds=rec.data_freshness_seconds,
+            generated_at=rec.generated_at,
+            valid_until=rec.valid_until,
+            explanation=ExplanationOut.of(rec.explanation),
+        )
 
 
 class UnavailablePool(_Out):

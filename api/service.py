@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pandas as pd
 
-from api.body_cache import PoolsArrayCache
 from api.callchain.incremental import ChainWindow
 from api.clock import Clock, system_clock
 from api.errors import PoolUnavailableError, UnknownPoolError
@@ -136,17 +135,15 @@ class Services:
 
 @dataclass(frozen=True)
 class PoolEntry:
-    """A pool's current recommendation, its response body and its encoded JSON."""
+    """A pool's current recommendation and its wire form, built once when decided."""
 
     recommendation: Recommendation
     body: PoolRecommendation
-    json: bytes
 
     @classmethod
     def of(cls, rec: Recommendation) -> PoolEntry:
-        """Build the entry, encoding the response body once."""
-        body = PoolRecommendation.from_domain(rec)
-        return cls(rec, body, body.model_dump_json().encode())
+        """Build the entry and the recommendation's wire form."""
+        return cls(rec, PoolRecommendation.of(rec))
 
 
 _AUDIT_KEYS: Final = ("desired_nodes", "current_nodes", "action", "mode", "model_version")
@@ -191,9 +188,6 @@ class RecommendationService:
         # state write), then the service lock (entries, dirty marks, the audit).
         self._pool_locks = PoolLocks(self._pools)
         self._lock = threading.RLock()
-        self._version = 0
-        # The encoded ``pools`` arrays of ``GET /recommendation``, tagged by the version.
-        self.pool_arrays = PoolsArrayCache()
         # ``/readyz`` checks that the store takes writes, not only reads.
         self.store_probe = StoreWriteProbe(services.store)
 
@@ -233,15 +227,6 @@ class RecommendationService:
         """Return the decision clock's time."""
         return self.services.clock()
 
-    @property
-    def version(self) -> int:
-        """A counter bumped after every change to an entry or to the pools to recompute.
-
-        Read it before taking entries: anything built from them is current while the
-        version is unchanged and no entry has expired.
-        """
-        return self._version
-
     # -- data ------------------------------------------------------------------
 
     def start(self) -> None:
@@ -279,7 +264,6 @@ class RecommendationService:
         """Recompute these pools (all when None) on the next request, e.g. after new latency."""
         with self._lock:
             self._mark_dirty(self._pools if pools is None else pools)
-            self._version += 1
 
     def refresh(self, ahead: timedelta = timedelta(0)) -> set[str]:
         """Poll the store for samples and forecasts, recompute what changed or expires soon.
@@ -299,7 +283,6 @@ class RecommendationService:
         if reread:
             with self._lock:
                 self._mark_dirty(reread)
-                self._version += 1
         now = self.now()
         with self._lock:
             due = [pool for name, pool in self._pools.items() if self._due(name, now + ahead)]
@@ -329,7 +312,6 @@ class RecommendationService:
             self.services.model = loaded
             self.services.model_problem = ""
             self._mark_dirty(self._pools)
-            self._version += 1
 
     def _mark_dirty(self, pools: Iterable[str]) -> None:
         """Have ``pools`` recomputed on their next request; the caller holds the lock."""
@@ -345,8 +327,6 @@ class RecommendationService:
         """Have ``pools`` (their readings changed) recomputed."""
         with self._lock:
             self._mark_dirty(pools)
-            if pools:
-                self._version += 1
 
     # -- answers ---------------------------------------------------------------
 
@@ -530,19 +510,18 @@ class RecommendationService:
             self._dirty.discard(pool)
         if not isinstance(made, Recommendation):
             return self._unavailable(pool, made)
-        self._audit(made)
         entry = PoolEntry.of(made)
+        self._audit(entry)
         self._entries[pool] = entry
-        self._version += 1
         return entry
 
     def _unavailable(self, pool: str, reason: str) -> str:
         self._entries.pop(pool, None)
-        self._version += 1
         return reason
 
-    def _audit(self, rec: Recommendation) -> None:
-        payload = rec.to_dict()
+    def _audit(self, entry: PoolEntry) -> None:
+        rec = entry.recommendation
+        payload = entry.body.model_dump(mode="json")
         key = _audit_key(payload)
         if rec.pool not in self._audited:
             latest = self.services.store.recommendations.latest(rec.pool)

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
+from api.schemas import PoolRecommendation
 from forecaster.exceptions import ConfigError
 from pipelines.errors import PublishError
 from pipelines.policy.recommendation import Recommendation
@@ -37,7 +38,7 @@ IDEMPOTENCY_HEADER: Final = "X-Foresight-Idempotency-Key"
 SIGNATURE_PREFIX: Final = "sha256="
 
 VOLATILE_KEYS: Final = frozenset(
-    {"generated_at", "valid_until", "data_age_seconds", "age_seconds", "at"}
+    {"generated_at", "valid_until", "data_freshness_seconds", "age_seconds", "at"}
 )
 """Keys left out, at any depth, when deciding whether the set changed.
 
@@ -53,10 +54,14 @@ DEFAULT_MAX_DELAY: Final = timedelta(minutes=10)
 
 
 def payload(recommendations: Iterable[Recommendation], generated_at: datetime) -> dict[str, object]:
-    """Return the webhook payload: ``generated_at`` and the pools in name order."""
+    """Return the webhook payload: ``generated_at`` and the pools in name order, each in
+    the wire form ``GET /recommendation`` serves (:class:`~api.schemas.PoolRecommendation`)."""
     require_aware(generated_at, "generated_at")
     pools = sorted(recommendations, key=lambda rec: rec.pool)
-    return {"generated_at": iso_utc(generated_at), "pools": [rec.to_dict() for rec in pools]}
+    return {
+        "generated_at": iso_utc(generated_at),
+        "pools": [PoolRecommendation.of(rec).model_dump(mode="json") for rec in pools],
+    }
 
 
 def encode(body: Mapping[str, object]) -> bytes:

@@ -189,7 +189,7 @@ def decide(
         mode=verdict.mode,
         explanation=explanation,
         model_version=None if forecast is None else forecast.model_version,
-        data_age_seconds=(now - live.oldest()).total_seconds(),
+        data_freshness_seconds=(now - live.oldest()).total_seconds(),
         generated_at=now,
         valid_until=now + validity,
         state=stable.state,

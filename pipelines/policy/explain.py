@@ -94,10 +94,6 @@ class InputReading:
             return cls(None, None, None)
         return cls.of(sample.value, sample.at, now)
 
-    def to_dict(self) -> dict[str, object]:
-        """Return plain numbers and an ISO 8601 UTC timestamp."""
-        return {"value": self.value, "at": iso_utc(self.at), "age_seconds": self.age_seconds}
-
 
 @dataclass(frozen=True)
 class HeldLatency:
@@ -123,15 +119,6 @@ class HeldLatency:
         if held is None or held.latency is None:
             return None
         return cls(held.latency.nodes, held.latency.services, held.end, held.end + window)
-
-    def to_dict(self) -> dict[str, object]:
-        """Return a JSON-ready form (ISO 8601 UTC times)."""
-        return {
-            "nodes": self.nodes,
-            "services": list(self.services),
-            "until": iso_utc(self.until),
-            "released_at": iso_utc(self.released_at),
-        }
 
     def describe(self, latency_now: LatencyAdjustment) -> str:
         """Say, for the summary, which nodes latency added and how long they are held.
@@ -187,39 +174,6 @@ class Explanation:
     stabilisation_limit: StabilisationLimit | None
     held_latency: HeldLatency | None
     settings: Mapping[str, float]
-
-    def to_dict(self) -> dict[str, object]:
-        """Return a JSON-ready form: plain numbers, strings and ISO 8601 UTC times."""
-        s = self.stages
-        return {
-            "term": self.term,
-            "mode": self.mode,
-            "summary": self.summary,
-            "health_reasons": list(self.health_reasons),
-            "health_detail": self.health_detail,
-            "stages": {
-                "forecast_nodes": s.forecast_nodes,
-                "latency_nodes": s.latency_nodes,
-                "floor_nodes": s.floor_nodes,
-                "need": s.need,
-                "bounded": s.bounded,
-                "window_max": s.window_max,
-                "stabilised": s.stabilised,
-                "final": s.final,
-            },
-            "inputs": {name: reading.to_dict() for name, reading in self.inputs.items()},
-            "forecast_peak_at": iso_utc(self.forecast_peak_at),
-            "latency": {
-                "extra_nodes": self.latency.extra_nodes,
-                "applied_nodes": self.latency_applied,
-                "not_gpu_bound": self.latency.not_gpu_bound,
-                "reason": self.latency.reason,
-                "services": list(self.latency.services),
-            },
-            "stabilisation_limit": self.stabilisation_limit,
-            "held_latency": None if self.held_latency is None else self.held_latency.to_dict(),
-            "settings": dict(self.settings),
-        }
 
 
 def summarise(

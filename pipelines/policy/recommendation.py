@@ -14,9 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from forecaster.types import quantile_column
 from pipelines.policy.explain import Explanation
-from pipelines.policy.types import Action, Mode, StabilisationState, iso_utc
+from pipelines.policy.types import Action, Mode, StabilisationState
 
 
 def action_for(current_nodes: int, desired_nodes: int) -> Action:
@@ -69,11 +68,12 @@ class Recommendation:
         mode: predictive or reactive.
         explanation: the term that set the number and every input.
         model_version: the model behind the forecast, None without one.
-        data_age_seconds: age of the oldest live reading decided on.
+        data_freshness_seconds: age of the oldest live reading decided on.
         generated_at: the decision time.
         valid_until: when the recommendation should be recomputed.
-        state: the stabilisation state to keep for the next decision (not serialised
-            by :meth:`to_dict`: it is for the store, not for consumers).
+        state: the stabilisation state to keep for the next decision (for the store,
+            not for consumers: the wire form, ``api.schemas.PoolRecommendation``,
+            leaves it out).
     """
 
     pool: str
@@ -89,34 +89,7 @@ class Recommendation:
     mode: Mode
     explanation: Explanation
     model_version: str | None
-    data_age_seconds: float
+    data_freshness_seconds: float
     generated_at: datetime
     valid_until: datetime
     state: StabilisationState
-
-    def to_dict(self) -> dict[str, object]:
-        """Return a JSON-ready form: plain numbers and strings, ISO 8601 UTC times.
-
-        Quantile keys are forecast-frame column names (``q0.9``), so a GJSON path such
-        as ``pools.0.desired_nodes`` or ``pools.0.forecast_quantiles.q0\\.9`` reads one.
-        """
-        return {
-            "pool": self.pool,
-            "current_nodes": self.current_nodes,
-            "desired_nodes": self.desired_nodes,
-            "delta": self.delta,
-            "action": self.action,
-            "mode": self.mode,
-            "headroom_nodes": self.headroom_nodes,
-            "headroom_pods": self.headroom_pods,
-            "gpus_per_placeholder_pod": self.gpus_per_placeholder_pod,
-            "quantile": self.quantile,
-            "forecast_quantiles": {
-                quantile_column(level): value for level, value in self.forecast_quantiles.items()
-            },
-            "model_version": self.model_version,
-            "data_age_seconds": self.data_age_seconds,
-            "generated_at": iso_utc(self.generated_at),
-            "valid_until": iso_utc(self.valid_until),
-            "explanation": self.explanation.to_dict(),
-        }

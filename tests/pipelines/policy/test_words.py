@@ -59,14 +59,14 @@ def run(values: tuple[float, ...], demand: float, error: float | None = 0.8):  #
 def test_an_unmeasured_error_is_not_called_accurate() -> None:
     rec = run((20.0, 37.0), demand=10.0, error=None)
     assert rec.mode == "predictive"
-    text = rec.explanation.to_dict()
+    text = repr(rec.explanation)
     assert "accurate" not in str(text)
     assert "not measured yet" in str(text)
 
 
 def test_a_measured_error_is_named_with_its_bound() -> None:
     rec = run((20.0, 37.0), demand=10.0, error=0.8)
-    assert "recent mase 0.8 is within the bound 1.5" in str(rec.explanation.to_dict())
+    assert "recent mase 0.8 is within the bound 1.5" in repr(rec.explanation)
 
 
 def test_a_flat_forecast_lifted_only_by_target_utilisation_does_not_say_forecast() -> None:

@@ -1,8 +1,8 @@
-"""GET /recommendation served from the cached ``pools`` array: fresh after every change.
+"""GET /recommendation answered from the pools' decided entries: fresh after every change.
 
 Each test changes one thing the response depends on between two requests (a push, an
 invalidation with a new latency adjustment, expiry, another selection) and checks the
-second response shows it; a cache that ignored the change would serve the first.
+second response shows it; an entry that outlived the change would serve the first.
 """
 
 from __future__ import annotations
@@ -41,18 +41,17 @@ def latency() -> SettableLatency:
 
 
 @pytest.fixture
-def cached_client(
+def warm_client(
     make_services: Callable[..., Services],
     make_app: Callable[[Services], FastAPI],
     clock: Any,
     latency: SettableLatency,
 ) -> Iterator[TestClient]:
-    """A client whose service already holds the all-pools array (the first request after
-    start computes in a thread; the next one fills the cache)."""
+    """A client whose service already holds every pool's entry (the first request after
+    start decides in a thread)."""
     with TestClient(make_app(make_services(clock=clock, latency=latency))) as test_client:
-        for _ in range(2):
-            assert test_client.get("/recommendation").status_code == 200
-        assert len(service_of(test_client).pool_arrays) == 1
+        assert test_client.get("/recommendation").status_code == 200
+        assert service_of(test_client).peek(service_of(test_client).select(None))
         yield test_client
 
 
@@ -68,27 +67,24 @@ def pools_of(client: TestClient, query: str = "") -> list[dict[str, Any]]:
     return pools
 
 
-def test_repeated_requests_reuse_one_array_equal_to_the_pools_own(
-    cached_client: TestClient,
+def test_repeated_requests_answer_the_same_pools_as_the_per_pool_route(
+    warm_client: TestClient,
 ) -> None:
-    first = pools_of(cached_client)
-    version = service_of(cached_client).version
+    first = pools_of(warm_client)
 
-    second = pools_of(cached_client)
+    second = pools_of(warm_client)
 
     assert second == first
-    assert len(service_of(cached_client).pool_arrays) == 1
-    assert service_of(cached_client).pool_arrays.get((), version, service_of(cached_client).now())
-    assert first == [cached_client.get(f"/recommendation/{p}").json() for p in ("alpha", "beta")]
+    assert first == [warm_client.get(f"/recommendation/{p}").json() for p in ("alpha", "beta")]
 
 
-def test_generated_at_of_the_set_follows_the_clock_while_cached(
-    cached_client: TestClient, clock: Any
+def test_generated_at_of_the_set_follows_the_clock_while_entries_hold(
+    warm_client: TestClient, clock: Any
 ) -> None:
-    first = cached_client.get("/recommendation").json()
+    first = warm_client.get("/recommendation").json()
     clock.advance(timedelta(seconds=30))
 
-    second = cached_client.get("/recommendation").json()
+    second = warm_client.get("/recommendation").json()
 
     assert second["pools"] == first["pools"]
     assert second["generated_at"] != first["generated_at"]
@@ -96,11 +92,11 @@ def test_generated_at_of_the_set_follows_the_clock_while_cached(
     assert second["pools"][0]["generated_at"] == NEWEST
 
 
-def test_a_push_changes_the_next_response(cached_client: TestClient) -> None:
-    before = pools_of(cached_client)[0]
+def test_a_push_changes_the_next_response(warm_client: TestClient) -> None:
+    before = pools_of(warm_client)[0]
 
     # Rewrites the newest samples, so nothing expires: only the push can change it.
-    pushed = cached_client.post(
+    pushed = warm_client.post(
         "/signals/metrics",
         json=[
             {"series_id": "alpha/allocated_gpus", "ts": NEWEST, "value": 200},
@@ -108,7 +104,7 @@ def test_a_push_changes_the_next_response(cached_client: TestClient) -> None:
             {"series_id": "alpha/nodes", "ts": NEWEST, "value": 12},
         ],
     )
-    after = pools_of(cached_client)[0]
+    after = pools_of(warm_client)[0]
 
     assert pushed.status_code == 200
     assert before["current_nodes"] != 12
@@ -117,47 +113,46 @@ def test_a_push_changes_the_next_response(cached_client: TestClient) -> None:
 
 
 def test_an_invalidation_changes_the_next_response(
-    cached_client: TestClient, latency: SettableLatency
+    warm_client: TestClient, latency: SettableLatency
 ) -> None:
-    before = pools_of(cached_client)[0]
+    before = pools_of(warm_client)[0]
     latency.extra_nodes = 3
 
-    unchanged = pools_of(cached_client)[0]
-    service_of(cached_client).invalidate(["alpha"])
-    after = pools_of(cached_client)[0]
+    unchanged = pools_of(warm_client)[0]
+    service_of(warm_client).invalidate(["alpha"])
+    after = pools_of(warm_client)[0]
 
     assert before["explanation"]["latency"]["extra_nodes"] == 0
-    # Without an invalidation the answer holds until it expires, cached or not.
+    # Without an invalidation the answer holds until it expires.
     assert unchanged == before
     assert after["explanation"]["latency"]["extra_nodes"] == 3
 
 
-def test_expiry_recomputes_even_without_a_change(cached_client: TestClient, clock: Any) -> None:
-    before = pools_of(cached_client)
+def test_expiry_recomputes_even_without_a_change(warm_client: TestClient, clock: Any) -> None:
+    before = pools_of(warm_client)
     clock.advance(timedelta(minutes=5))
 
-    after = pools_of(cached_client)
+    after = pools_of(warm_client)
 
     assert [p["valid_until"] for p in before] == [AT, AT]
     assert [p["generated_at"] for p in before] == [NEWEST, NEWEST]
     assert [p["generated_at"] for p in after] == [AT, AT]
 
 
-def test_selections_are_cached_apart(cached_client: TestClient) -> None:
-    everything = pools_of(cached_client)
+def test_a_selection_answers_its_pools_only(warm_client: TestClient) -> None:
+    everything = pools_of(warm_client)
 
-    beta = pools_of(cached_client, "?pool=beta")
-    beta_again = pools_of(cached_client, "?pool=beta")
-    again = pools_of(cached_client)
+    beta = pools_of(warm_client, "?pool=beta")
+    beta_again = pools_of(warm_client, "?pool=beta")
+    again = pools_of(warm_client)
 
     assert [p["pool"] for p in beta] == ["beta"]
     assert beta_again == beta
     assert again == everything
-    assert len(service_of(cached_client).pool_arrays) == 2
+    assert beta == [p for p in everything if p["pool"] == "beta"]
 
 
-def test_an_unknown_pool_is_a_404_and_not_cached(cached_client: TestClient) -> None:
-    response = cached_client.get("/recommendation?pool=nope")
+def test_an_unknown_pool_is_a_404(warm_client: TestClient) -> None:
+    response = warm_client.get("/recommendation?pool=nope")
 
     assert response.status_code == 404
-    assert len(service_of(cached_client).pool_arrays) == 1
