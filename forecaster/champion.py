@@ -55,19 +55,6 @@ class ChampionForecaster:
         self.default = default
         self.alias = alias
 
-    @classmethod
-    def from_selection(
-        cls,
-        selection: Mapping[str, str],
-        candidates: Mapping[str, Estimator],
-        df: SeriesFrame,
-        *,
-        default: str | None = None,
-        alias: str | None = None,
-    ) -> ChampionForecaster:
-        """Build the champion and fit it on ``df`` in one call."""
-        return cls(selection, candidates, default=default, alias=alias).fit(df)
-
     @property
     def model_name(self) -> str:
         """The name written to the ``model`` column."""
@@ -186,9 +173,7 @@ class ChampionForecaster:
     def _check_fitted(self) -> dict[str, Estimator]:
         models: dict[str, Estimator] | None = getattr(self, "models_", None)
         if models is None:
-            raise NotFittedError(
-                "ChampionForecaster is not fitted yet: call fit(df) or from_selection()."
-            )
+            raise NotFittedError("ChampionForecaster is not fitted yet: call fit(df) first.")
         return models
 
 

@@ -254,11 +254,6 @@ def log_forecaster(
     return info
 
 
-def load_forecaster(path: str | Path) -> SupportsPredict:
-    """Load the fitted forecaster of a pyfunc model saved in a local directory."""
-    return load_bundle(path)[0]
-
-
 def load_bundle(path: str | Path) -> tuple[SupportsPredict, PeakQuantileForecaster | None]:
     """Load the fitted forecaster and its peak model (None if it has none) from ``path``."""
     loaded = mlflow.pyfunc.load_model(str(path))

@@ -208,22 +208,6 @@ class TrainingRun:
                 chunk = batch[start : start + _MAX_BATCH_METRICS]
                 self._client.log_batch(self.run_id, metrics=chunk)
 
-    def log_scores(
-        self, scores: pd.DataFrame, champions: Mapping[str, str] | None = None
-    ) -> dict[str, float]:
-        """Log summary metrics per model and horizon and the full table as ``scores.csv``.
-
-        Per-series values go only to the table artifact: a metric per series, model,
-        horizon and score would be tens of thousands of metrics for 1000 series.
-
-        Returns:
-            The summary metrics that were logged.
-        """
-        metrics = summary_metrics(scores, champions)
-        self.log_metrics(metrics)
-        self.log_frame("scores.csv", scores)
-        return metrics
-
     def log_frame(self, name: str, frame: pd.DataFrame) -> None:
         """Log a frame as an artifact; ``name`` ends in ``.csv`` or ``.parquet``."""
         suffix = Path(name).suffix

@@ -5,11 +5,9 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
-from forecaster.contract.parse import format_step
 from forecaster.types import SeriesId
 
 
@@ -88,15 +86,6 @@ class CleaningReport:
         """
         if self:
             warnings.warn(self.summary(), CleaningWarning, stacklevel=stacklevel + 1)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict (for logs and MLflow tags)."""
-        return {
-            "frame": list(self.frame_notes),
-            "series": {uid: list(notes) for uid, notes in self.changed.items()},
-            "dropped": dict(self.dropped),
-            "steps": {uid: format_step(step) for uid, step in self.steps.items()},
-        }
 
 
 def _name_series(uids: list[str]) -> str:

@@ -195,8 +195,3 @@ class MedianCombination:
         out = pd.concat(frames, ignore_index=True)
         out[MODEL] = self.model_name
         return out
-
-    def members_of(self, uid: str) -> list[str]:
-        """Return the names of the members that forecast ``uid``."""
-        fitted: dict[str, list[Estimator]] = getattr(self, "fitted_", {})
-        return [m.model_name for m in fitted.get(uid, [])]

@@ -70,18 +70,6 @@ def benefit_at(points: Sequence[Point], cost: float) -> float:
     return max(reachable) if reachable else math.nan
 
 
-def dominates(subject: Sequence[Point], other: Sequence[Point], tolerance: float = 0.0) -> bool:
-    """Return True when ``subject`` reaches, at every cost of ``other``'s frontier, as much.
-
-    Costs of ``other`` below everything ``subject`` offers are a loss for ``subject``.
-    """
-    for x, y in frontier(other):
-        mine = benefit_at(subject, x)
-        if not (mine >= y - tolerance):
-            return False
-    return True
-
-
 def interpolated(points: Sequence[Point], cost: float) -> float:
     """Return the family's benefit at ``cost`` on its frontier, linearly interpolated.
 

@@ -168,11 +168,6 @@ class History:
         """Nodes booting now."""
         return int(self.pending[-1])
 
-    @property
-    def queue_now(self) -> float:
-        """GPUs of work the ready nodes cannot run now."""
-        return float(self.queue[-1])
-
 
 class Policy(Protocol):
     """A scaling policy replayed by the simulator.

@@ -342,16 +342,6 @@ def test_empty_report_is_false_and_does_not_warn() -> None:
         report.warn()
 
 
-def test_as_dict_is_json_ready() -> None:
-    _, report = validate_series(series("a", [0, 10, 10], [1, 2, 3]))
-    assert report.as_dict() == {
-        "frame": [],
-        "series": {"a": ["dropped 1 rows with a repeated ds, keeping the last"]},
-        "dropped": {},
-        "steps": {"a": "10min"},
-    }
-
-
 def test_series_step_errors_name_the_series() -> None:
     out, _ = validate_series(series("a", [0, 10], [1, 2]))
     with pytest.raises(DataValidationError, match="'zzz' is not in the frame"):

@@ -186,7 +186,7 @@ def test_selection_on_a_backtest_routes_each_series_to_its_winner() -> None:
     result = backtest(list(CANDIDATES.values()), df, horizon=4, n_windows=3, levels=[0.9])
     choice = select_per_series(score_backtest(result.frame, result.scales, [0.9]))
     assert choice == {"cycle/y": "seasonal_naive", "flat/y": "persistence"}
-    champion = ChampionForecaster.from_selection(choice, CANDIDATES, df)
+    champion = ChampionForecaster(choice, CANDIDATES).fit(df)
     assert champion.describe() == choice
     forecast = champion.predict(4, [0.5, 0.9])
     assert set(forecast["model"]) == {"champion"}
@@ -198,9 +198,9 @@ def test_selection_on_a_backtest_routes_each_series_to_its_winner() -> None:
 
 
 def test_champion_pickles_and_predicts_the_same() -> None:
-    champion = ChampionForecaster.from_selection(
-        {"cycle/y": "seasonal_naive", "flat/y": "persistence"}, CANDIDATES, two_series()
-    )
+    champion = ChampionForecaster(
+        {"cycle/y": "seasonal_naive", "flat/y": "persistence"}, CANDIDATES
+    ).fit(two_series())
     expected = champion.predict(3)
     for dumps, loads in ((cloudpickle.dumps, cloudpickle.loads), (pickle.dumps, pickle.loads)):
         restored = loads(dumps(champion))
@@ -247,9 +247,9 @@ def test_champion_needs_a_family_for_every_series() -> None:
 
 
 def test_a_restricted_champion_forecasts_only_its_series_as_the_whole_does() -> None:
-    champion = ChampionForecaster.from_selection(
-        {"cycle/y": "seasonal_naive", "flat/y": "persistence"}, CANDIDATES, two_series()
-    )
+    champion = ChampionForecaster(
+        {"cycle/y": "seasonal_naive", "flat/y": "persistence"}, CANDIDATES
+    ).fit(two_series())
     whole = champion.predict(3, [0.5, 0.9])
     part = champion.restricted_to(["cycle/y", "unknown/y"])
     assert part.describe() == {"cycle/y": "seasonal_naive"}

@@ -19,7 +19,7 @@ from forecaster.pyfunc import (
     ForecastPyfunc,
     default_input_example,
     forecast_requests,
-    load_forecaster,
+    load_bundle,
 )
 from forecaster.registry import download_model
 from forecaster.tracking import (
@@ -97,7 +97,8 @@ def test_training_run_logs_params_metrics_artifacts_and_tags(store: TrackingConf
     fig.subplots().plot([0, 1], [1, 0])
     with start_training_run(store, run_name="train-1", tags={"foresight.trigger": "test"}) as run:
         run.log_params({"horizon": 36, "levels": LEVELS})
-        run.log_scores(_scores(), champions)
+        run.log_metrics(summary_metrics(_scores(), champions))
+        run.log_frame("scores.csv", _scores())
         run.log_frame("backtest.parquet", backtest)
         run.log_figure(fig)
         run.log_champions(champions)
@@ -187,7 +188,7 @@ def test_pyfunc_round_trip_equals_model_predict(
     got = pyfunc.predict(pd.DataFrame({"unique_id": ids, "h": [6] * len(ids)}))
     pd.testing.assert_frame_equal(got, fitted.predict(6, LEVELS))
     assert isinstance(pyfunc.unwrap_python_model(), ForecastPyfunc)
-    assert isinstance(load_forecaster(local), Persistence)
+    assert isinstance(load_bundle(local)[0], Persistence)
     with pytest.raises(DataValidationError, match="no series"):
         pyfunc.predict(pd.DataFrame({"unique_id": ["nope/queue_gpus"], "h": [1]}))
 

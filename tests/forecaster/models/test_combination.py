@@ -73,13 +73,17 @@ def test_a_family_far_off_cannot_drag_the_median_away() -> None:
     assert ((mean >= low - 1e-9) & (mean <= high + 1e-9)).all()
     assert (combined["q0.5"] <= combined["q0.9"]).all()
     assert set(combined[MODEL]) == {MEDIAN}
-    assert model.members_of("pool/demand_gpus") == ["persistence", "seasonal_naive", "ets"]
+    assert [m.model_name for m in model.fitted_["pool/demand_gpus"]] == [
+        "persistence",
+        "seasonal_naive",
+        "ets",
+    ]
 
 
 def test_a_member_that_cannot_fit_is_left_out_and_none_fitting_is_an_error() -> None:
     short = level_shift().tail(DAY // 2)  # shorter than a season: seasonal naive cannot fit
     model = MedianCombination(members()[:2]).fit(short)
-    assert model.members_of("pool/demand_gpus") == ["persistence"]
+    assert [m.model_name for m in model.fitted_["pool/demand_gpus"]] == ["persistence"]
     only = model.predict(3)
     alone = Persistence(horizon=6, window=7 * DAY).fit(short).predict(3)
     np.testing.assert_allclose(only[MEAN], alone[MEAN])

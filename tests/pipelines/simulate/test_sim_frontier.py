@@ -13,7 +13,6 @@ from pipelines.simulate.compare import Replay, compare, sweep_quantiles
 from pipelines.simulate.frontier import (
     benefit_at,
     cost_ratio,
-    dominates,
     frontier,
     gap_closed,
     plot_frontier,
@@ -44,14 +43,6 @@ def test_frontier_keeps_the_best_benefit_at_each_cost():
     assert frontier(points) == [(1.0, 0.1), (1.1, 0.6), (1.4, 0.9)]
     assert benefit_at(points, 1.25) == 0.6
     assert math.isnan(benefit_at(points, 0.9))
-
-
-def test_dominance_compares_at_the_others_costs():
-    better = [(1.0, 0.5), (1.1, 0.9)]
-    worse = [(1.0, 0.4), (1.1, 0.8), (1.2, 0.85)]
-    assert dominates(better, worse)
-    assert not dominates(worse, better)
-    assert not dominates([(1.05, 0.99)], [(1.0, 0.1)])  # nothing at the other's lowest cost
 
 
 def test_sweep_reuses_the_forecaster_and_orders_the_frontier(series, pool, sim_settings):
