@@ -7,56 +7,20 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from api.consumers.webhooks import payload
 from api.schemas import HeldLatencyOut, PoolRecommendation
-from pipelines.config.pools import PoolConfig
-from pipelines.policy import (
-    DemandForecast,
-    ForecastHealth,
-    LatencyAdjustment,
-    LiveSignals,
-    Recommendation,
-    Sample,
-    StabilisationState,
-    decide,
-)
+from pipelines.policy import LatencyAdjustment, Recommendation, decide
 from pipelines.policy.explain import HeldLatency
-
-NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-MIN = timedelta(minutes=1)
-POOL = PoolConfig(
-    name="a100",
-    node_group_id="a100-asg",
-    gpus_per_node=8,
-    min_nodes=1,
-    max_nodes=20,
-    lead_time=10 * MIN,
-    target_utilisation=0.8,
-    quantile=0.9,
-)
+from tests.pipelines.policy.test_decide import EMPTY, HEALTH, MIN, NOW, POOL, forecast, live
 
 
 def decided(now: datetime = NOW) -> Recommendation:
     """A predictive decision that latency raised: 37 GPUs at q0.9 plus one node."""
-    forecast = DemandForecast(
-        timestamps=(NOW + 5 * MIN, NOW + 15 * MIN),
-        quantiles={0.5: (10.0, 18.5), 0.9: (20.0, 37.0)},
-        level=0.9,
-        model_version="7",
-        generated_at=NOW - 2 * MIN,
-        step=10 * MIN,
-    )
-    signals = LiveSignals(
-        Sample(10.0, NOW - 30 * timedelta(seconds=1)),
-        Sample(4.0, NOW - 20 * timedelta(seconds=1)),
-        Sample(35.0, NOW - 10 * timedelta(seconds=1)),
-    )
-    health = ForecastHealth(0.8, 1.5, 5 * MIN, 30 * MIN, error_at=NOW - 5 * MIN)
     latency = LatencyAdjustment(1, "slow", services=("llm",))
-    return decide(POOL, forecast, signals, health, latency, StabilisationState(), now)
+    return decide(POOL, forecast(), live(), HEALTH, latency, EMPTY, now)
 
 
 def wire(rec: Recommendation) -> dict[str, Any]:
