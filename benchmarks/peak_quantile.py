@@ -17,8 +17,11 @@ on the tune window, alone 0.87-0.88x.
 Reference: the trailing-day empirical quantile of the realised headroom (what
 persistence + k sd provisions), raw and with the same ACI calibration as the model.
 "combined": per series, lead and quantile, the model+ACI bound mixed online with the
-raw reference and the raw model bound by their discounted realised pinball losses
-(``forecaster.peak.combine``), as ``forecaster.peak.online.OnlinePeak`` serves it.
+raw reference, the raw model bound and the time-of-day reference
+(``forecaster.peak.reference``: the headroom's quantile within an hour of the
+origin's time of day over the last week) by their discounted realised pinball losses
+(``forecaster.peak.combine``), as ``forecaster.peak.online.OnlinePeak`` serves it;
+"combined3" is the same without the time-of-day reference (what served before it).
 Every fleet runs the forecaster's defaults (what a training fits and serves).
 
 Windows (per series, by share of its span): origins from 50 % minus one day are
@@ -61,6 +64,7 @@ from forecaster.peak import (  # noqa: E402
     lead_peak,
     recent_scale,
 )
+from forecaster.peak.reference import seasonal_reference  # noqa: E402
 from forecaster.types import DS, UID, Y, quantile_column  # noqa: E402
 
 QUANTILES = (0.9, 0.95)
@@ -172,7 +176,7 @@ def with_references(
     eta: float = COMBINE_ETA,
     halflife: float = COMBINE_HALFLIFE,
 ) -> pd.DataFrame:
-    """Add realised peaks, the reference, ACI bounds and the three experts' combination."""
+    """Add realised peaks, the references, ACI bounds and the experts' combinations."""
     rows = []
     for (uid, lead), group in pred.groupby([UID, LEAD], sort=True):
         series = fleet.frame[fleet.frame[UID] == uid].sort_values(DS)
@@ -185,6 +189,9 @@ def with_references(
         trailing = headroom.shift(int(lead)).rolling(day, min_periods=day // 2)
         scale = pd.Series(recent_scale(y, day), index=series[DS])
         g = group.sort_values(DS).copy()
+        seasonal = pd.DataFrame(
+            seasonal_reference(y, int(lead), day, QUANTILES), index=series[DS]
+        ).reindex(g[DS])
         g["peak"] = peak.reindex(g[DS]).to_numpy()
         g["ref_scale"] = scale.reindex(g[DS]).to_numpy()
         for q in QUANTILES:
@@ -194,10 +201,22 @@ def with_references(
             args = (g["peak"].to_numpy(), q, int(lead), gamma, ACI_WINDOW)
             g[f"aci_{col}"] = calibrate(g[col].to_numpy(), args[0], g[SCALE].to_numpy(), *args[1:])
             g[f"refaci_{col}"] = calibrate(ref, args[0], g["ref_scale"].to_numpy(), *args[1:])
-            # The calibrated model mixed with the raw reference and the raw model, as
-            # OnlinePeak serves (tune window, GPU traces, with the raw model added:
-            # 0.889 -> 0.877 at the default features, 0.865 -> 0.850 with the optional ones).
+            sref = seasonal[QUANTILES.index(q)].to_numpy()
+            g[f"sref_{col}"] = sref
+            # As OnlinePeak serves: the calibrated model mixed with the raw reference,
+            # the raw model and the time-of-day reference (tune window, GPU traces:
+            # 0.889 -> 0.877 with the raw model, 0.877 -> 0.860 with the time-of-day
+            # reference); "combined3", without the last, stays beside it.
             g[f"comb_{col}"] = combine_bounds(
+                [g[f"aci_{col}"].to_numpy(), ref, g[col].to_numpy(), sref],
+                args[0],
+                g[SCALE].to_numpy(),
+                q,
+                int(lead),
+                eta,
+                halflife,
+            )
+            g[f"comb3_{col}"] = combine_bounds(
                 [g[f"aci_{col}"].to_numpy(), ref, g[col].to_numpy()],
                 args[0],
                 g[SCALE].to_numpy(),
@@ -229,6 +248,8 @@ METHODS = {
     "model_aci": "aci_",
     "reference": "ref_",
     "reference_aci": "refaci_",
+    "seasonal_reference": "sref_",
+    "combined3": "comb3_",
     "combined": "comb_",
 }
 
@@ -252,7 +273,14 @@ def score(
             for method, prefix in METHODS.items():
                 cell[method] = cell_scores(sel, q, f"{prefix}{col}")
             ref, ref_aci = cell["reference"]["pinball"], cell["reference_aci"]["pinball"]
-            for method in ("model", "model_aci", "reference_aci", "combined"):
+            for method in (
+                "model",
+                "model_aci",
+                "reference_aci",
+                "combined",
+                "seasonal_reference",
+                "combined3",
+            ):
                 cell[f"ratio_{method}"] = cell[method]["pinball"] / ref if ref > 0 else np.nan
             cell["ratio_aci_vs_reference_aci"] = (
                 cell["model_aci"]["pinball"] / ref_aci if ref_aci > 0 else np.nan
@@ -283,6 +311,8 @@ def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
             "ratio_reference_aci",
             "ratio_aci_vs_reference_aci",
             "ratio_combined",
+            "ratio_seasonal_reference",
+            "ratio_combined3",
         ):
             values = np.array([c[key] for c in group], dtype=float)
             values = values[np.isfinite(values)]

@@ -6,13 +6,14 @@ trains one global gradient-boosted quantile model per lead and quantile on every
 queue depth, arrivals and utilisation as covariates); ``predict_peak(frame)`` returns
 ``unique_id, ds, lead, last, scale, q<level>...``. :class:`AdaptiveConformal`
 calibrates each series' quantiles online from realised peaks; :func:`combine_bounds`
-mixes them online with a reference bound and the raw quantiles by realised pinball
-loss.
+mixes them online with the reference bounds (trailing day, and time of day:
+:func:`seasonal_reference`) and the raw quantiles by realised pinball loss.
 """
 
 from forecaster.peak.calibration import AdaptiveConformal, aci_offsets, calibrate
 from forecaster.peak.combine import combine_bounds, expert_weights
 from forecaster.peak.model import PeakQuantileForecaster
+from forecaster.peak.reference import seasonal_reference
 from forecaster.peak.scale import recent_scale
 from forecaster.peak.target import lead_headroom, lead_peak
 from forecaster.peak.types import LAST, LEAD, SCALE
@@ -30,4 +31,5 @@ __all__ = [
     "lead_headroom",
     "lead_peak",
     "recent_scale",
+    "seasonal_reference",
 ]

@@ -13,8 +13,10 @@ other pools the global model learns from, on the replay's step. Then:
   serves (:class:`forecaster.peak.online.OnlinePeak`): per level, adaptive conformal
   inference learns from each forecast once its peak is realised, ``L`` steps later,
   and the calibrated bound is mixed with the trailing-day empirical quantile of
-  realised headroom (what persistence + k sd provisions) by their discounted realised
-  pinball losses, so a pool where the model is worse falls back to the reference.
+  realised headroom (what persistence + k sd provisions), the raw bound and the
+  time-of-day reference (:mod:`forecaster.peak.reference`) by their discounted
+  realised pinball losses, so a pool where the model is worse falls back to the
+  references.
 
 The quantity is the one a decision needs: the ``q`` quantile of the peak over the
 lead time, ``max(y[t+1 .. t+L])`` with ``L`` the pool's lead time in steps (capacity

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.peak import calibrate, combine_bounds, lead_peak
-from forecaster.peak.online import OnlinePeak, anchor, serve_frame, served_bounds
+from forecaster.peak import calibrate, combine_bounds, lead_peak, seasonal_reference
+from forecaster.peak.online import SEASON, OnlinePeak, anchor, serve_frame, served_bounds
 from forecaster.types import DS, UID, Y
 
 STEP = pd.Timedelta(minutes=10)
@@ -65,32 +65,43 @@ def test_calibration_pulls_a_biased_models_coverage_towards_its_level() -> None:
 
 
 def test_a_bound_depends_only_on_the_window_from_its_anchor_to_its_origin() -> None:
-    ds, y = series()
+    ds, y = series(days=10)
     raw = biased_raw(y)
     p = len(y) - 10
     start = int(ds.searchsorted(anchor(ds[p])))
-    assert start > 0
+    season = int(ds.searchsorted(anchor(ds[p]) - SEASON))
+    assert season > 0
     before = served_bounds(
         ds[: p + 1], y[: p + 1], raw[: p + 1], np.ones(p + 1), LEVELS, LEAD, step=STEP
     )
-    earlier, later = y.copy(), y.copy()
-    earlier[:start] += 100.0  # before the anchor: forgotten
+    earlier, later, raw_earlier = y.copy(), y.copy(), raw.copy()
+    earlier[:season] += 100.0  # a week and an hour before the anchor: forgotten
+    raw_earlier[:start] += 100.0  # raw forecasts before the anchor: forgotten
     later[p + 1 :] += 100.0  # after the origin: never read
-    for changed in (earlier, later):
+    for changed, changed_raw in ((earlier, raw), (later, raw), (y, raw_earlier)):
         scale = np.ones(len(y))
         got = served_bounds(
-            ds[: p + 1], changed[: p + 1], raw[: p + 1], scale[: p + 1], LEVELS, LEAD, step=STEP
+            ds[: p + 1],
+            changed[: p + 1],
+            changed_raw[: p + 1],
+            scale[: p + 1],
+            LEVELS,
+            LEAD,
+            step=STEP,
         )
         np.testing.assert_array_equal(got, before)
-    inside = y.copy()
-    inside[start + 5] += 100.0  # inside the window: it matters, so the checks above can fail
-    moved = served_bounds(
-        ds[: p + 1], inside[: p + 1], raw[: p + 1], np.ones(p + 1), LEVELS, LEAD, step=STEP
-    )
-    assert not np.array_equal(moved, before)
+    # Inside the window it matters, so the checks above can fail: the series from the
+    # anchor on, and the time-of-day reference's week before it.
+    for position in (start + 5, start - 3 * 144 - 20):
+        inside = y.copy()
+        inside[position] += 100.0
+        moved = served_bounds(
+            ds[: p + 1], inside[: p + 1], raw[: p + 1], np.ones(p + 1), LEVELS, LEAD, step=STEP
+        )
+        assert not np.array_equal(moved, before), position
 
 
-def test_without_raw_forecasts_the_trailing_buffer_or_persistence_answers() -> None:
+def test_without_raw_forecasts_the_references_or_persistence_answer() -> None:
     ds, y = series(days=3)
     none = np.full((len(y), len(LEVELS)), np.nan)
     early = served_bounds(ds[:3], y[:3], none[:3], np.full(3, np.nan), LEVELS, LEAD, step=STEP)
@@ -98,9 +109,19 @@ def test_without_raw_forecasts_the_trailing_buffer_or_persistence_answers() -> N
     p = len(y) - 1
     got = served_bounds(ds, y, none, np.full(len(y), np.nan), LEVELS, LEAD, step=STEP)
     start = int(ds.searchsorted(anchor(ds[p])))
-    headroom = [y[s + 1 : s + 1 + LEAD].max() - y[s] for s in range(p - LEAD - 143, p - LEAD + 1)]
+
+    def headroom(origins: list[int]) -> np.ndarray:
+        return np.array([y[s + 1 : s + 1 + LEAD].max() - y[s] for s in origins])
+
+    trailing = y[p] + np.quantile(headroom(list(range(p - LEAD - 143, p - LEAD + 1))), LEVELS)
+    # The time-of-day reference: origins within an hour of p's time of day, realised by p.
+    same_time = [p - d * 144 - j for d in range(3) for j in range(-6, 7) if d * 144 + j >= LEAD]
+    seasonal = y[p] + np.quantile(headroom([s for s in same_time if s >= 0]), LEVELS)
     assert start < p - LEAD - 143
-    np.testing.assert_allclose(got, y[p] + np.quantile(headroom, LEVELS))
+    # The two experts left are mixed by their realised losses: between them, per level.
+    low, high = np.minimum(trailing, seasonal), np.maximum(trailing, seasonal)
+    assert ((got >= low - 1e-9) & (got <= high + 1e-9)).all()
+    assert not np.allclose(trailing, seasonal)
 
 
 def test_origins_must_be_stepped_in_order() -> None:
@@ -137,10 +158,10 @@ def test_serve_frame_learns_from_the_raw_forecasts_stored_before() -> None:
 
 
 @pytest.mark.parametrize("level", [0.9, 0.95])
-def test_online_bound_is_the_benchmarks_three_expert_combination(level: float) -> None:
-    # The benchmark scores combine_bounds over [model+ACI, reference, raw model] on a
-    # continuous run; OnlinePeak stepped over the same run must issue exactly that.
-    _, y = series(days=3, seed=4)
+def test_online_bound_is_the_benchmarks_four_expert_combination(level: float) -> None:
+    # The benchmark scores combine_bounds over [model+ACI, reference, raw model, time-of-day
+    # reference] on a continuous run; OnlinePeak stepped over it must issue exactly that.
+    _, y = series(days=10, seed=4)
     rng = np.random.default_rng(9)
     peak = lead_peak(y, LEAD)
     # A nearly calibrated model: calibration only adds noise, so the raw bound weighs.
@@ -152,8 +173,10 @@ def test_online_bound_is_the_benchmarks_three_expert_combination(level: float) -
     headroom = pd.Series(peak - y).shift(LEAD).rolling(144, min_periods=72).quantile(level)
     reference = y + headroom.to_numpy()
     aci = calibrate(raw, peak, scale, level, LEAD)
-    expected = combine_bounds([aci, reference, raw], peak, scale, level, LEAD)
+    seasonal = seasonal_reference(y, LEAD, 144, (level,))[:, 0]
+    expected = combine_bounds([aci, reference, raw, seasonal], peak, scale, level, LEAD)
     np.testing.assert_allclose(served, expected, rtol=1e-12)
-    # The raw model is an expert of its own: dropping it changes the bound.
-    two = combine_bounds([aci, reference], peak, scale, level, LEAD)
-    assert not np.allclose(served[200:], two[200:])
+    # Each of the last two is an expert of its own: dropping either changes the bound.
+    for fewer in ([aci, reference, raw], [aci, reference, seasonal]):
+        other = combine_bounds(fewer, peak, scale, level, LEAD)
+        assert not np.allclose(served[200:], other[200:])
