@@ -367,11 +367,14 @@ def print_table(cells: list[dict[str, Any]], summary: dict[str, Any], title: str
             f" reference {e['mean_abs_coverage_error_reference']:.3f}"
         )
         print(
-            f"{name}: model+ACI, reference and raw model combined, mean pinball ratio"
-            f" {e['mean_ratio_combined']:.3f} (q0.9 {e['mean_ratio_combined_q0.9']:.3f},"
+            f"{name}: served combination (model+ACI, reference, raw model, time-of-day"
+            f" reference), mean pinball ratio {e['mean_ratio_combined']:.3f}"
+            f" (q0.9 {e['mean_ratio_combined_q0.9']:.3f},"
             f" q0.95 {e['mean_ratio_combined_q0.95']:.3f}); mean |coverage error|"
             f" {e['mean_abs_coverage_error_combined']:.3f}"
-            f" (max {e['max_abs_coverage_error_combined']:.3f})"
+            f" (max {e['max_abs_coverage_error_combined']:.3f}); without the time-of-day"
+            f" reference {e['mean_ratio_combined3']:.3f}, it alone"
+            f" {e['mean_ratio_seasonal_reference']:.3f}"
         )
 
 
