@@ -25,7 +25,7 @@ from pydantic import (
 
 from forecaster.types import quantile_column
 from pipelines.policy import Action, HealthReason, Mode, Recommendation, StabilisationLimit, Term
-from pipelines.policy.explain import Explanation, HeldLatency, InputReading
+from pipelines.policy.explain import Explanation
 
 MAX_SAMPLES_PER_PUSH: Final = 10_000
 SERIES_ID_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z][a-z0-9_]*$"
@@ -45,11 +45,6 @@ class InputReadingOut(_Out):
     value: float | None
     at: Utc | None
     age_seconds: float | None
-
-    @classmethod
-    def of(cls, reading: InputReading) -> InputReadingOut:
-        """Return the wire form of a decision's input."""
-        return cls(value=reading.value, at=reading.at, age_seconds=reading.age_seconds)
 
 
 class StagesOut(_Out):
@@ -83,16 +78,6 @@ class HeldLatencyOut(_Out):
     until: Utc = Field(description="the decision that first no longer wanted them")
     released_at: Utc = Field(description="when the held value leaves the scale-down window")
 
-    @classmethod
-    def of(cls, held: HeldLatency) -> HeldLatencyOut:
-        """Return the wire form of the held latency nodes."""
-        return cls(
-            nodes=held.nodes,
-            services=list(held.services),
-            until=held.until,
-            released_at=held.released_at,
-        )
-
 
 class ExplanationOut(_Out):
     """Which term set the number, why, and every input's value and age."""
@@ -112,25 +97,23 @@ class ExplanationOut(_Out):
 
     @classmethod
     def of(cls, explanation: Explanation) -> ExplanationOut:
-        """Return the wire form of a decision's explanation."""
-        s, latency, held = explanation.stages, explanation.latency, explanation.held_latency
+        """Return the wire form of a decision's explanation.
+
+        The parts whose fields carry the domain's names (stages, inputs, held latency)
+        are read from the domain objects' attributes.
+        """
+        latency, held = explanation.latency, explanation.held_latency
         return cls(
             term=explanation.term,
             mode=explanation.mode,
             summary=explanation.summary,
             health_reasons=list(explanation.health_reasons),
             health_detail=explanation.health_detail,
-            stages=StagesOut(
-                forecast_nodes=s.forecast_nodes,
-                latency_nodes=s.latency_nodes,
-                floor_nodes=s.floor_nodes,
-                need=s.need,
-                bounded=s.bounded,
-                window_max=s.window_max,
-                stabilised=s.stabilised,
-                final=s.final,
-            ),
-            inputs={name: InputReadingOut.of(r) for name, r in explanation.inputs.items()},
+            stages=StagesOut.model_validate(explanation.stages, from_attributes=True),
+            inputs={
+                name: InputReadingOut.model_validate(reading, from_attributes=True)
+                for name, reading in explanation.inputs.items()
+            },
             forecast_peak_at=explanation.forecast_peak_at,
             latency=LatencyOut(
                 extra_nodes=latency.extra_nodes,
@@ -140,7 +123,9 @@ class ExplanationOut(_Out):
                 services=list(latency.services),
             ),
             stabilisation_limit=explanation.stabilisation_limit,
-            held_latency=None if held is None else HeldLatencyOut.of(held),
+            held_latency=(
+                None if held is None else HeldLatencyOut.model_validate(held, from_attributes=True)
+            ),
             settings=dict(explanation.settings),
         )
 

@@ -235,7 +235,7 @@ class RecommendationService:
         Raises:
             StoreError: the store failed.
         """
-        self._mark_changed(self.live.poll())
+        self.invalidate(self.live.poll())
         self.forecasts.reload(self._pools.values())
 
     def ingest(self, frame: pd.DataFrame) -> Ingested:
@@ -256,11 +256,11 @@ class RecommendationService:
         done = ingest(self.services.store, self.services.pools, frame, window)
         moved = self.live.moved_by(zip(frame[UID].tolist(), frame[DS].tolist(), strict=True))
         changed = self.live.poll(moved) if moved else set()
-        self._mark_changed(changed)
+        self.invalidate(changed)
         self._decide([self._pools[name] for name in done.pools if name in changed])
         return done
 
-    def invalidate(self, pools: Sequence[str] | None = None) -> None:
+    def invalidate(self, pools: Iterable[str] | None = None) -> None:
         """Recompute these pools (all when None) on the next request, e.g. after new latency."""
         with self._lock:
             self._mark_dirty(self._pools if pools is None else pools)
@@ -278,7 +278,7 @@ class RecommendationService:
         Returns:
             The pools recomputed.
         """
-        self._mark_changed(self.live.poll())
+        self.invalidate(self.live.poll())
         reread = self.forecasts.reload(self._pools.values())
         if reread:
             with self._lock:
@@ -322,11 +322,6 @@ class RecommendationService:
     def _due(self, name: str, at: datetime) -> bool:
         entry = self._entries.get(name)
         return name in self._dirty or entry is None or at >= entry.recommendation.valid_until
-
-    def _mark_changed(self, pools: set[str]) -> None:
-        """Have ``pools`` (their readings changed) recomputed."""
-        with self._lock:
-            self._mark_dirty(pools)
 
     # -- answers ---------------------------------------------------------------
 

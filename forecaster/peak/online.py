@@ -41,7 +41,7 @@ import pandas as pd
 
 from forecaster.peak.calibration import AdaptiveConformal
 from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE, DiscountedExperts, mix, pinball
-from forecaster.peak.reference import SEASON, SEASONAL_MIN, seasonal_lags
+from forecaster.peak.reference import SEASON, seasonal_bound, seasonal_lags
 from forecaster.peak.types import LEAD, SCALE, FloatArray
 from forecaster.types import DS, UID, Y, quantile_column
 
@@ -125,7 +125,8 @@ class OnlinePeak:
         offsets = np.array([a.offset() for a in self._aci]) if self.calibrate else None
         calibrated = raw + offsets * scale if offsets is not None else raw.copy()
         reference = self._reference(level)
-        experts = np.column_stack([calibrated, reference, raw, self._seasonal(y, p)])
+        seasonal = seasonal_bound(y, p, self._lags, self.lead, self.levels)
+        experts = np.column_stack([calibrated, reference, raw, seasonal])
         if self.combine:
             bounds = np.array([mix(experts[k], e.weights()) for k, e in enumerate(self._experts)])
         else:
@@ -147,18 +148,6 @@ class OnlinePeak:
             self._experts[k].observe(losses)
         if math.isfinite(peak - y[s]):
             self._headroom.append(peak - float(y[s]))
-
-    def _seasonal(self, y: FloatArray, p: int) -> FloatArray:
-        """The time-of-day reference at ``p``, as
-        :func:`forecaster.peak.reference.seasonal_reference` computes it."""
-        origins = p - self._lags
-        origins = origins[origins >= 0]
-        ahead = np.arange(1, self.lead + 1)
-        headroom = np.max(y[origins[:, None] + ahead[None, :]], axis=1) - y[origins]
-        headroom = headroom[np.isfinite(headroom)]
-        if len(headroom) < SEASONAL_MIN:
-            return np.full(len(self.levels), np.nan)
-        return np.asarray(float(y[p]) + np.quantile(headroom, self.levels), dtype=np.float64)
 
     def _reference(self, level: float) -> FloatArray:
         if len(self._headroom) < max(1, self.day // 2):

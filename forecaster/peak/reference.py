@@ -23,7 +23,6 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from forecaster.peak.target import lead_headroom
 from forecaster.peak.types import FloatArray
 
 SEASON: Final = pd.Timedelta(days=7, hours=1)
@@ -40,19 +39,32 @@ def seasonal_lags(day: int, lead: int) -> npt.NDArray[np.intp]:
     return np.array(sorted(m for m in lags if m >= lead), dtype=np.intp)
 
 
-def seasonal_reference(y: FloatArray, lead: int, day: int, levels: Sequence[float]) -> FloatArray:
-    """The reference bound at every origin of ``y``, shape ``(origin, level)``.
+def seasonal_bound(
+    y: FloatArray,
+    p: int,
+    lags: npt.NDArray[np.intp],
+    lead: int,
+    levels: Sequence[float] | FloatArray,
+) -> FloatArray:
+    """The reference bound at origin ``p`` of ``y``, one per level.
 
-    ``y[t]`` plus the ``levels`` quantiles of the realised headroom of the origins
-    :func:`seasonal_lags` before ``t``; NaN with fewer than :data:`SEASONAL_MIN`.
+    ``y[p]`` plus the ``levels`` quantiles of the realised headroom of the origins
+    ``lags`` (:func:`seasonal_lags`) before ``p``; NaN with fewer than
+    :data:`SEASONAL_MIN`. Only ``y[: p + 1]`` is read.
     """
+    origins = p - lags
+    origins = origins[origins >= 0]
+    ahead = np.arange(1, lead + 1)
+    headroom = np.max(y[origins[:, None] + ahead[None, :]], axis=1) - y[origins]
+    headroom = headroom[np.isfinite(headroom)]
+    if len(headroom) < SEASONAL_MIN:
+        return np.full(len(levels), np.nan)
+    return np.asarray(float(y[p]) + np.quantile(headroom, levels), dtype=np.float64)
+
+
+def seasonal_reference(y: FloatArray, lead: int, day: int, levels: Sequence[float]) -> FloatArray:
+    """:func:`seasonal_bound` at every origin of ``y``, shape ``(origin, level)``."""
     values = np.asarray(y, dtype=np.float64)
-    headroom = lead_headroom(values, lead)
-    origins = np.arange(len(values))[:, None] - seasonal_lags(day, lead)[None, :]
-    seen = np.where(origins >= 0, headroom[np.clip(origins, 0, None)], np.nan)
-    enough = np.isfinite(seen).sum(axis=1) >= SEASONAL_MIN
-    out = np.full((len(values), len(levels)), np.nan)
-    if enough.any():
-        quantiles = np.nanquantile(seen[enough], np.asarray(levels, dtype=np.float64), axis=1)
-        out[enough] = values[enough, None] + quantiles.T
-    return out
+    lags = seasonal_lags(day, lead)
+    rows = [seasonal_bound(values, p, lags, lead, levels) for p in range(len(values))]
+    return np.array(rows).reshape(len(values), len(levels))
