@@ -7,6 +7,7 @@ the store's own, so no URL (and no password) passes through Alembic's config par
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Final
 
@@ -25,6 +26,11 @@ MIGRATIONS_DIR: Final = Path(__file__).resolve().parent / "migrations"
 MIGRATION_LOCK_KEY: Final = 0x466F_7265_0001
 """PostgreSQL advisory lock key held while migrating ("Fore" + 1), so that replicas
 starting together upgrade one after the other instead of racing on ``CREATE TABLE``."""
+_ALEMBIC: Final = threading.Lock()
+"""Held while Alembic runs: it installs ``alembic.context`` and ``alembic.op`` as module
+globals for the length of a command and removes them after, so two threads migrating
+at once (jobs of one scheduler each opening the store) pull them from under each other
+(``KeyError: 'config'``)."""
 
 
 def alembic_config() -> Config:
@@ -53,15 +59,19 @@ def current_revision(database: Database) -> str | None:
 def upgrade(database: Database, revision: str = "head") -> None:
     """Migrate the database to ``revision`` (default the newest) in one transaction.
 
-    Running it again is a no-op. On PostgreSQL an advisory lock serialises replicas
-    that start at the same time.
+    Running it again is a no-op. Threads of one process migrate one after the other;
+    on PostgreSQL an advisory lock also serialises replicas that start at the same time.
 
     Raises:
         StoreError: the database is unreachable, or its schema is at a revision this
             code does not know (a newer Foresight migrated it).
     """
     config = alembic_config()
-    with database.errors("migrate the schema"), database.engine.begin() as connection:
+    with (
+        _ALEMBIC,
+        database.errors("migrate the schema"),
+        database.engine.begin() as connection,
+    ):
         if database.dialect == "postgresql":
             connection.execute(select(func.pg_advisory_xact_lock(MIGRATION_LOCK_KEY)))
         config.attributes["connection"] = connection

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -130,3 +132,37 @@ def test_0003_classifies_existing_outbox_rows_by_the_old_dead_letter_rule(
         ("retrying", "pending", 1, 1),
         ("new", "pending", 1, 1),
     ]
+
+
+def test_threads_opening_stores_at_once_all_migrate(tmp_path: Path) -> None:
+    # The scheduler's jobs open the store from their own threads. Alembic's proxies
+    # are module globals, so unserialised upgrades fail (KeyError: 'config') or crash
+    # the interpreter: run the race in a child process so a crash is a failure here.
+    script = f"""
+import threading
+from pipelines.store import open_store
+errors = []
+def one(i):
+    try:
+        with open_store("sqlite:///{tmp_path}/store" + str(i) + ".db"):
+            pass
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(len(errors), errors[:1])
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "0 []"
