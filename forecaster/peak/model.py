@@ -6,6 +6,11 @@ series is measured in its own recent volatility (``scale.py``): the model learns
 quantiles of ``(max(y[t+1 .. t+L]) - y[t]) / s[t]`` from features in the same unit
 (``features.py``), so a small or new pool borrows what the big ones show, and the
 cost of a fit follows the number of rows (capped by ``max_rows``), not of series.
+Every row weighs the same in that unit. (Rows used to be weighted by their scale over
+the series' median scale; an idle pool's median scale sits at the epsilon floor, so
+its few active rows weighed up to 1e8 each and the fit of the whole fleet followed
+them: on the Earth VCs, two idle VCs out of 16 made the model worse than the
+trailing-day reference at 10 minutes.)
 
 Predictions are sorted across quantiles (they never cross), made non-decreasing
 across leads (the peak over a longer lead is at least the shorter one's), and
@@ -61,9 +66,6 @@ class PeakQuantileForecaster:
         max_bins: histogram bins per feature (at most 255).
         max_history_days: only origins this recent (per series) are trained on.
         max_rows: at most this many training rows per lead, sampled at random.
-        scale_weighted: weight each row by its scale over the series' median scale, so
-            the loss is each series' own-unit pinball loss, normalised per series
-            (rows of a momentarily quiet series do not dominate).
         clip_scaled: training targets are clipped to +-this many scale units, so an
             outage (a drop of the whole level) cannot dominate what a leaf learns.
         flat_features: add the point-mass features of ``features.FLAT_FEATURES``
@@ -92,7 +94,6 @@ class PeakQuantileForecaster:
         max_bins: int = 64,
         max_history_days: float = 28.0,
         max_rows: int = 40_000,
-        scale_weighted: bool = True,
         clip_scaled: float = 20.0,
         flat_features: bool = False,
         history_features: bool = False,
@@ -110,7 +111,6 @@ class PeakQuantileForecaster:
         self.max_bins = max_bins
         self.max_history_days = max_history_days
         self.max_rows = max_rows
-        self.scale_weighted = scale_weighted
         self.clip_scaled = clip_scaled
         self.flat_features = flat_features
         self.history_features = history_features
@@ -149,7 +149,6 @@ class PeakQuantileForecaster:
         x = x_all[:, columns]
         for j, lead in enumerate(leads):
             z = np.concatenate([r[1][:, j] for r in rows])
-            w = np.concatenate([r[2] for r in rows])
             keep = np.flatnonzero(np.isfinite(z))
             if len(keep) < 2 * self.min_samples_leaf:
                 raise InsufficientHistoryError(
@@ -162,7 +161,7 @@ class PeakQuantileForecaster:
             with threadpool_limits(limits=self.n_threads, user_api="openmp"):
                 for level in levels:
                     model = self._regressor(level)
-                    models[(lead, level)] = model.fit(x[keep], z[keep], sample_weight=w[keep])
+                    models[(lead, level)] = model.fit(x[keep], z[keep])
         self.models_ = models
         self.step_ = step
         self.day_ = day
@@ -175,13 +174,12 @@ class PeakQuantileForecaster:
 
     def _training_rows(
         self, item: SeriesInput, leads: Sequence[int], day: int, history: int
-    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    ) -> tuple[FloatArray, FloatArray]:
         x, s = series_features(item, leads, day, self.flat_features, self.history_features)
         z = np.column_stack([lead_headroom(item.y, lead) / s for lead in leads])
         z = np.clip(z, -self.clip_scaled, self.clip_scaled)  # NaN (unrealised) stays NaN
-        weight = s / np.median(s) if self.scale_weighted else np.ones(len(s))
         start = max(0, len(s) - history)
-        return x[start:], z[start:], weight[start:]
+        return x[start:], z[start:]
 
     def _regressor(self, level: float) -> HistGradientBoostingRegressor:
         return HistGradientBoostingRegressor(

@@ -139,3 +139,28 @@ def test_optional_features_reach_the_model(
     assert len(names) == len(fitted.feature_names_) + 3 + 2 * 7
     out = model.predict_peak(fleet)
     assert np.isfinite(out[["q0.5", "q0.9", "q0.95"]].to_numpy()).all()
+
+
+def _idle_pool(ds: pd.Series, jobs: bool) -> pd.DataFrame:
+    """A pool with no demand, or two short 8-GPU jobs: its scale sits at the floor."""
+    stamps = pd.DatetimeIndex(ds.unique()).sort_values()
+    demand = np.zeros(len(stamps))
+    if jobs:
+        demand[200:203] = 8.0
+        demand[500:502] = 8.0
+    return pd.DataFrame({"unique_id": "idle/demand_gpus", "ds": stamps, "y": demand})
+
+
+def test_an_idle_pool_does_not_steer_the_fleet(fleet: pd.DataFrame) -> None:
+    # Two short jobs on an idle pool are a few rows of tens of scale units (the target
+    # clip) and must count as a few rows, no more: weighted by scale over the pool's
+    # median scale they weighed ~1e9 each and the busy pools' bounds followed them.
+    cutoff = fleet["ds"].min() + pd.Timedelta(days=4)
+    buffers = []
+    for jobs in (False, True):
+        frame = pd.concat([fleet, _idle_pool(fleet["ds"], jobs)], ignore_index=True)
+        model = small_model(quantiles=(0.9,)).fit(frame[frame["ds"] < cutoff])
+        out = model.predict_peak(fleet, since=cutoff)
+        buffers.append((out["q0.9"] - out[LAST]).groupby(out["unique_id"]).mean())
+    change = (buffers[1] - buffers[0]).abs() / buffers[0].abs()
+    assert (change < 0.1).all(), change.to_dict()
