@@ -230,7 +230,16 @@ def with_references(
 
 
 def cell_scores(frame: pd.DataFrame, q: float, column: str) -> dict[str, float]:
-    """Pinball, mean buffer, mean shortfall and coverage of one bound column."""
+    """Pinball, mean buffer, mean shortfall and coverage of one bound column.
+
+    ``coverage`` is the share of peaks at or under the bound, ``coverage_strict`` the
+    share strictly under it. They differ where the peak often equals the bound: on a
+    pool whose demand is flat at most origins the peak equals current demand with
+    probability above ``q``, and a bound at demand (the right ``q`` quantile there)
+    covers more than ``q``. A bound is a calibrated ``q`` quantile when
+    ``coverage_strict <= q <= coverage`` (the definition of a quantile where the
+    distribution has an atom); see :func:`calibrated`.
+    """
     ok = np.isfinite(frame["peak"]) & np.isfinite(frame[column])
     peak, bound, last = (frame.loc[ok, c].to_numpy() for c in ("peak", column, LAST))
     diff = peak - bound
@@ -239,6 +248,7 @@ def cell_scores(frame: pd.DataFrame, q: float, column: str) -> dict[str, float]:
         "buffer": float(np.mean(bound - last)),
         "shortfall": float(np.mean(np.maximum(diff, 0.0))),
         "coverage": float(np.mean(diff <= 0.0)),
+        "coverage_strict": float(np.mean(diff < 0.0)),
         "n": int(ok.sum()),
     }
 
@@ -289,6 +299,21 @@ def score(
     return cells
 
 
+COVERAGE_TOLERANCE = 0.03
+"""Issue #12's calibration target: coverage within +-0.03 of nominal."""
+
+
+def calibrated(scores: dict[str, float], q: float, tie_aware: bool) -> bool:
+    """Whether a cell's coverage is within the tolerance of nominal.
+
+    Plain: ``|coverage - q| <= 0.03``. Tie-aware: ``q`` lies within 0.03 of the interval
+    ``[coverage_strict, coverage]``, so a bound exactly at an atom of the peak's
+    distribution counts as the quantile it is.
+    """
+    low = scores["coverage_strict"] if tie_aware else scores["coverage"]
+    return low - COVERAGE_TOLERANCE <= q <= scores["coverage"] + COVERAGE_TOLERANCE
+
+
 GPU_FLEETS = ("helios", "helios_total", "helios_vc", "alibaba_lora", "alibaba_openb")
 DEFAULT_FLEETS = ("helios_total", "helios_vc", "alibaba_lora", "alibaba_openb", "nab")
 
@@ -322,6 +347,15 @@ def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
             err = [abs(c[method]["coverage"] - c["q"]) for c in group]
             entry[f"mean_abs_coverage_error_{method}"] = float(np.mean(err))
             entry[f"max_abs_coverage_error_{method}"] = float(np.max(err))
+            for tie_aware, key in ((False, "calibrated"), (True, "calibrated_tie_aware")):
+                ok = [calibrated(c[method], c["q"], tie_aware) for c in group]
+                entry[f"cells_{key}_{method}"] = int(sum(ok))
+        for lead in sorted({c["lead"] for c in group}):
+            for q in QUANTILES:
+                sub = [c["ratio_combined"] for c in group if c["lead"] == lead and c["q"] == q]
+                sub = [v for v in sub if np.isfinite(v)]
+                if sub:
+                    entry[f"mean_ratio_combined_lead{lead}_q{q:g}"] = float(np.mean(sub))
         for key in ("ratio_model_aci", "ratio_combined"):
             for q in QUANTILES:
                 sub = [c[key] for c in group if c["q"] == q and np.isfinite(c[key])]
@@ -375,6 +409,17 @@ def print_table(cells: list[dict[str, Any]], summary: dict[str, Any], title: str
             f" (max {e['max_abs_coverage_error_combined']:.3f}); without the time-of-day"
             f" reference {e['mean_ratio_combined3']:.3f}, it alone"
             f" {e['mean_ratio_seasonal_reference']:.3f}"
+        )
+        by_cell = ", ".join(
+            f"{key.removeprefix('mean_ratio_combined_')} {value:.3f}"
+            for key, value in e.items()
+            if key.startswith("mean_ratio_combined_lead")
+        )
+        print(
+            f"{name}: combined by lead and quantile: {by_cell}; coverage within"
+            f" +-{COVERAGE_TOLERANCE:g} of nominal on {e['cells_calibrated_combined']} of"
+            f" {e['cells']} cells ({e['cells_calibrated_tie_aware_combined']} counting a"
+            " bound at an atom of the peak as the quantile it is)"
         )
 
 
