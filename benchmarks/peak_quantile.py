@@ -66,6 +66,7 @@ from forecaster.peak import (  # noqa: E402
     lead_peak,
     recent_scale,
 )
+from forecaster.peak.combine import TUNED_SNAP, snap_to_demand  # noqa: E402
 from forecaster.peak.reference import seasonal_reference  # noqa: E402
 from forecaster.types import DS, UID, Y, quantile_column  # noqa: E402
 
@@ -177,6 +178,7 @@ def with_references(
     gamma: float,
     eta: float = COMBINE_ETA,
     halflife: float = COMBINE_HALFLIFE,
+    snap: float = TUNED_SNAP,
 ) -> pd.DataFrame:
     """Add realised peaks, the references, ACI bounds and the experts' combinations."""
     rows = []
@@ -209,24 +211,18 @@ def with_references(
             # the raw model and the time-of-day reference (tune window, GPU traces:
             # 0.889 -> 0.877 with the raw model, 0.877 -> 0.860 with the time-of-day
             # reference); "combined3", without the last, stays beside it.
-            g[f"comb_{col}"] = combine_bounds(
-                [g[f"aci_{col}"].to_numpy(), ref, g[col].to_numpy(), sref],
-                args[0],
-                g[SCALE].to_numpy(),
-                q,
-                int(lead),
-                eta,
-                halflife,
-            )
-            g[f"comb3_{col}"] = combine_bounds(
-                [g[f"aci_{col}"].to_numpy(), ref, g[col].to_numpy()],
-                args[0],
-                g[SCALE].to_numpy(),
-                q,
-                int(lead),
-                eta,
-                halflife,
-            )
+            # A mix just above demand is set to demand where the reference is at demand,
+            # as served (snap_to_demand).
+            for name, experts in (
+                ("comb", [g[f"aci_{col}"].to_numpy(), ref, g[col].to_numpy(), sref]),
+                ("comb3", [g[f"aci_{col}"].to_numpy(), ref, g[col].to_numpy()]),
+            ):
+                mixed = combine_bounds(
+                    experts, args[0], g[SCALE].to_numpy(), q, int(lead), eta, halflife
+                )
+                g[f"{name}_{col}"] = snap_to_demand(
+                    mixed, g[LAST].to_numpy(), g[SCALE].to_numpy(), ref, snap
+                )
         rows.append(g)
     return pd.concat(rows, ignore_index=True)
 
@@ -446,6 +442,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--eta", type=float, default=COMBINE_ETA, help="combination sharpness")
     parser.add_argument("--halflife", type=float, default=COMBINE_HALFLIFE, help="steps")
     parser.add_argument(
+        "--snap", type=float, default=TUNED_SNAP, help="scale units a mix is set to demand within"
+    )
+    parser.add_argument(
         "--from-forecasts",
         type=Path,
         nargs="*",
@@ -488,7 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             fleet_of[str(uid)] = fleet.name
     payload: dict[str, Any] = {
         "params": params,
-        "combination": {"eta": args.eta, "halflife": args.halflife},
+        "combination": {"eta": args.eta, "halflife": args.halflife, "snap": args.snap},
         "windows": {},
     }
     if saved is None:
@@ -497,7 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         payload["forecasts_rescored"] = [str(p) for p in args.from_forecasts]
     for gamma in args.gamma:
         scored = pd.concat(
-            [with_references(f, p, gamma, args.eta, args.halflife) for f, p in preds],
+            [with_references(f, p, gamma, args.eta, args.halflife, args.snap) for f, p in preds],
             ignore_index=True,
         )
         windows = {"tune": TUNE} if args.until == "tune" else {"tune": TUNE, "holdout": HOLDOUT}

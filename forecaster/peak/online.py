@@ -40,7 +40,15 @@ import numpy as np
 import pandas as pd
 
 from forecaster.peak.calibration import AdaptiveConformal
-from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE, DiscountedExperts, mix, pinball
+from forecaster.peak.combine import (
+    TUNED_ETA,
+    TUNED_HALFLIFE,
+    TUNED_SNAP,
+    DiscountedExperts,
+    mix,
+    pinball,
+    snap_to_demand,
+)
 from forecaster.peak.reference import SEASON, seasonal_bound, seasonal_lags
 from forecaster.peak.types import LEAD, SCALE, FloatArray
 from forecaster.types import DS, UID, Y, quantile_column
@@ -76,6 +84,8 @@ class OnlinePeak:
             realised loss.
         eta: combination sharpness.
         halflife: combination loss half-life, in steps.
+        snap: scale units within which a mix above demand is set to demand where
+            the reference is at demand.
     """
 
     def __init__(
@@ -88,9 +98,10 @@ class OnlinePeak:
         combine: bool = True,
         eta: float = TUNED_ETA,
         halflife: float = TUNED_HALFLIFE,
+        snap: float = TUNED_SNAP,
     ) -> None:
-        if lead < 1 or day < 1:
-            raise ValueError(f"need lead >= 1 and day >= 1, got {lead} and {day}")
+        if lead < 1 or day < 1 or snap < 0.0:
+            raise ValueError(f"need lead >= 1, day >= 1 and snap >= 0; got {lead}, {day}, {snap}")
         self.levels = np.asarray(levels, dtype=np.float64)
         if len(self.levels) == 0 or np.any(np.diff(self.levels) <= 0):
             raise ValueError(f"levels must be given increasing, got {list(levels)}")
@@ -98,6 +109,7 @@ class OnlinePeak:
         self.day = day
         self.calibrate = calibrate
         self.combine = combine
+        self.snap = snap
         self._aci = [AdaptiveConformal(float(q), lead) for q in self.levels]
         self._experts = [DiscountedExperts(eta, halflife, EXPERTS) for _ in self.levels]
         self._headroom: deque[float] = deque(maxlen=day)
@@ -129,6 +141,10 @@ class OnlinePeak:
         experts = np.column_stack([calibrated, reference, raw, seasonal])
         if self.combine:
             bounds = np.array([mix(experts[k], e.weights()) for k, e in enumerate(self._experts)])
+            n = len(bounds)
+            bounds = snap_to_demand(
+                bounds, np.full(n, level), np.full(n, scale), reference, self.snap
+            )
         else:
             bounds = np.where(np.isfinite(calibrated), calibrated, reference)
         bounds = np.where(np.isfinite(bounds), bounds, level)  # nothing known: persistence

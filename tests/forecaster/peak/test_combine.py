@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from forecaster.peak import combine_bounds, expert_weights
-from forecaster.peak.combine import DiscountedExperts, mix, pinball
+from forecaster.peak.combine import DiscountedExperts, mix, pinball, snap_to_demand
 
 
 def test_pinball_is_asymmetric() -> None:
@@ -78,3 +78,23 @@ def test_a_missing_reference_leaves_the_model() -> None:
     reference = np.full(n, np.nan)
     out = combine_bounds([model, reference], model + 1.0, np.ones(n), 0.9, lead=1)
     np.testing.assert_array_equal(out, model)
+
+
+def test_a_mix_just_above_demand_is_set_to_demand_where_the_reference_is_there() -> None:
+    demand = np.full(7, 10.0)
+    bounds = np.array([10.0 + 1e-6, 10.5, 10.7, 9.0, np.nan, 10.0, 10.2])
+    scale = np.array([1.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0])
+    # The trailing-day reference sits at demand (an atom covering the level) but for the
+    # last origin, where it is above demand: no atom there, the bound is kept.
+    reference = np.array([10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.4])
+    out = snap_to_demand(bounds, demand, scale, reference, tolerance=0.3)
+    # Within 0.3 scale units above: demand. Beyond, at or below demand, NaN: as given.
+    np.testing.assert_array_equal(out, [10.0, 10.0, 10.7, 9.0, np.nan, 10.0, 10.2])
+    np.testing.assert_array_equal(snap_to_demand(bounds, demand, scale, reference, 0.0), bounds)
+    unknown = np.full(7, np.nan)
+    np.testing.assert_array_equal(snap_to_demand(bounds, demand, scale, unknown, 0.3), bounds)
+
+
+def test_a_negative_snap_tolerance_is_refused() -> None:
+    with pytest.raises(ValueError, match="tolerance >= 0"):
+        snap_to_demand(np.ones(2), np.ones(2), np.ones(2), np.ones(2), tolerance=-0.1)

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from forecaster.peak import calibrate, combine_bounds, lead_peak, seasonal_reference
+from forecaster.peak.combine import snap_to_demand
 from forecaster.peak.online import SEASON, OnlinePeak, anchor, serve_frame, served_bounds
 from forecaster.types import DS, UID, Y
 
@@ -160,7 +161,8 @@ def test_serve_frame_learns_from_the_raw_forecasts_stored_before() -> None:
 @pytest.mark.parametrize("level", [0.9, 0.95])
 def test_online_bound_is_the_benchmarks_four_expert_combination(level: float) -> None:
     # The benchmark scores combine_bounds over [model+ACI, reference, raw model, time-of-day
-    # reference] on a continuous run; OnlinePeak stepped over it must issue exactly that.
+    # reference], snapped to demand where the reference is at it, on a continuous run;
+    # OnlinePeak stepped over it must issue exactly that.
     _, y = series(days=10, seed=4)
     rng = np.random.default_rng(9)
     peak = lead_peak(y, LEAD)
@@ -174,9 +176,34 @@ def test_online_bound_is_the_benchmarks_four_expert_combination(level: float) ->
     reference = y + headroom.to_numpy()
     aci = calibrate(raw, peak, scale, level, LEAD)
     seasonal = seasonal_reference(y, LEAD, 144, (level,))[:, 0]
-    expected = combine_bounds([aci, reference, raw, seasonal], peak, scale, level, LEAD)
+    mixed = combine_bounds([aci, reference, raw, seasonal], peak, scale, level, LEAD)
+    expected = snap_to_demand(mixed, y, scale, reference)
     np.testing.assert_allclose(served, expected, rtol=1e-12)
     # Each of the last two is an expert of its own: dropping either changes the bound.
     for fewer in ([aci, reference, raw], [aci, reference, seasonal]):
-        other = combine_bounds(fewer, peak, scale, level, LEAD)
+        other = snap_to_demand(combine_bounds(fewer, peak, scale, level, LEAD), y, scale, reference)
         assert not np.allclose(served[200:], other[200:])
+
+
+def test_a_flat_pool_is_provisioned_at_demand_not_a_hair_above() -> None:
+    # Demand holds at 64 GPUs but for a rare one-step burst; the raw model keeps one scale
+    # unit of headroom. Calibration and both references settle at demand, the raw model's
+    # small weight would leave the mix a hair above it: an over-covering bound, not the
+    # q0.9 of a peak whose atom at demand covers 0.9.
+    n = 6 * 144
+    y = np.full(n, 64.0)
+    y[np.arange(100, n, 97)] += 8.0
+    raw = (y + 1.0)[:, None]
+    flat = np.flatnonzero(y == 64.0)
+    flat = flat[(flat > 3 * 144) & (flat < n - LEAD)]
+
+    def bounds(snap: float) -> np.ndarray:
+        state = OnlinePeak((0.9,), LEAD, 144, snap=snap)
+        return np.array([state.step(y, p, raw[p], 1.0)[0] for p in range(n)])
+
+    served, unsnapped = bounds(0.3), bounds(0.0)
+    assert (unsnapped[flat] > y[flat]).mean() > 0.5
+    np.testing.assert_array_equal(served[flat], y[flat])
+    peak = lead_peak(y, LEAD)
+    covered = peak[flat] <= served[flat]
+    assert covered.mean() >= 0.9 > (peak[flat] < served[flat]).mean()
