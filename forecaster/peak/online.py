@@ -9,12 +9,16 @@ at once, :class:`OnlinePeak`:
    combination (:class:`forecaster.peak.combine.DiscountedExperts`) from the
    pinball losses of its calibrated bound and of the reference, and the trailing-day
    record of realised headroom ``peak - y[s]``;
-2. issues ``p``'s bounds: ``raw + offset * scale`` (calibrated), the reference
-   ``y[p] + quantile(realised headroom of the trailing day)`` (what persistence +
-   k sd provisions), the raw bound and the time-of-day reference ``y[p] +
+2. issues ``p``'s bounds: ``raw + offset * scale`` (calibrated; the raw bound at a
+   level too extreme for ACI's window,
+   :func:`forecaster.peak.calibration.calibrates`), the reference ``y[p] +
+   quantile(realised headroom of the trailing day)`` (what persistence + k sd
+   provisions), the raw bound and the time-of-day reference ``y[p] +
    quantile(realised headroom of the origins within an hour of p's time of day over
-   the last week)`` (:mod:`forecaster.peak.reference`), mixed by the experts' weights;
-   persistence where none is known yet; never below 0, levels never crossing.
+   the last week)`` (:mod:`forecaster.peak.reference`), mixed by the experts' weights,
+   a mix at most a scale unit above demand set to demand where the reference is at
+   demand (:func:`forecaster.peak.combine.snap_to_demand`); persistence where none is
+   known yet; never below 0, levels never crossing.
 
 A raw bound may be missing (NaN) at an origin, where no forecast was made: that origin
 issues the reference and teaches the calibration nothing.
@@ -39,7 +43,7 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
-from forecaster.peak.calibration import AdaptiveConformal
+from forecaster.peak.calibration import AdaptiveConformal, calibrates
 from forecaster.peak.combine import (
     TUNED_ETA,
     TUNED_HALFLIFE,
@@ -79,7 +83,7 @@ class OnlinePeak:
         levels: the quantile levels, increasing.
         lead: steps between an origin and the end of its peak window.
         day: steps in a day (the reference's trailing window).
-        calibrate: adapt each level by ACI.
+        calibrate: adapt by ACI each level it can calibrate (``calibrates``).
         combine: mix the calibrated bound with the references and the raw bound by
             realised loss.
         eta: combination sharpness.
@@ -111,6 +115,10 @@ class OnlinePeak:
         self.combine = combine
         self.snap = snap
         self._aci = [AdaptiveConformal(float(q), lead) for q in self.levels]
+        # Extreme levels expect too few misses in ACI's window: their raw bound serves.
+        self._calibrates = [
+            calibrates(float(q), a.window) for q, a in zip(self.levels, self._aci, strict=True)
+        ]
         self._experts = [DiscountedExperts(eta, halflife, EXPERTS) for _ in self.levels]
         self._headroom: deque[float] = deque(maxlen=day)
         self._lags = seasonal_lags(day, lead)
@@ -134,7 +142,13 @@ class OnlinePeak:
         self._last = p
         self._learn(y, p)
         level = float(y[p])
-        offsets = np.array([a.offset() for a in self._aci]) if self.calibrate else None
+        offsets = (
+            np.array(
+                [a.offset() if c else 0.0 for a, c in zip(self._aci, self._calibrates, strict=True)]
+            )
+            if self.calibrate
+            else None
+        )
         calibrated = raw + offsets * scale if offsets is not None else raw.copy()
         reference = self._reference(level)
         seasonal = seasonal_bound(y, p, self._lags, self.lead, self.levels)

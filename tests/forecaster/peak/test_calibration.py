@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from forecaster.peak import AdaptiveConformal, aci_offsets, calibrate, lead_headroom, lead_peak
+from forecaster.peak.calibration import calibrates
 
 
 def test_lead_peak_is_the_max_of_the_next_steps() -> None:
@@ -63,3 +64,20 @@ def test_online_protocol_is_checked() -> None:
         aci.observe(1.0)
     with pytest.raises(ValueError, match="level"):
         AdaptiveConformal(1.0, lead=1)
+
+
+@pytest.mark.parametrize(
+    ("level", "window", "expected"),
+    [
+        (0.9, 288, True),
+        (0.98, 288, True),
+        (0.99, 288, False),
+        (0.999, 288, False),
+        (0.99, 600, True),
+    ],
+)
+def test_aci_calibrates_only_levels_that_expect_enough_misses(
+    level: float, window: int, expected: bool
+) -> None:
+    # At least 5 misses expected over the window: 0.98 of 288 expects 5.76, 0.99 2.88.
+    assert calibrates(level, window) is expected

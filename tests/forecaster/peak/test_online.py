@@ -207,3 +207,15 @@ def test_a_flat_pool_is_provisioned_at_demand_not_a_hair_above() -> None:
     peak = lead_peak(y, LEAD)
     covered = peak[flat] <= served[flat]
     assert covered.mean() >= 0.9 > (peak[flat] < served[flat]).mean()
+
+
+def test_a_level_too_extreme_for_aci_serves_the_raw_bound() -> None:
+    # A model far too low at both levels: ACI lifts q0.9, whose misses it can count,
+    # but at q0.995 the window of 288 expects under 2 misses and the raw bound serves.
+    _, y = series(days=6, seed=5)
+    raw = np.stack([y + 1.0, y + 3.0], axis=1)
+    state = OnlinePeak((0.9, 0.995), LEAD, 144, combine=False)
+    served = np.array([state.step(y, p, raw[p], 1.0) for p in range(len(y))])
+    late = slice(3 * 144, None)
+    assert (served[late, 0] > raw[late, 0] + 1.0).mean() > 0.9
+    np.testing.assert_array_equal(served[late, 1], np.maximum(raw[late, 1], served[late, 0]))
