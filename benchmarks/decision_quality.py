@@ -32,6 +32,9 @@ Accounting: the traces' 10-min step (5-min, each value held twice, for the 5-min
 unmet demand is carried to the next step (``--accounting no-carry`` drops it after one
 step); a node is paid from the step it is asked for, booting included. The first 7
 days of each trace are prehistory (learnt from, not replayed); the next 14 are replayed.
+``--prehistory-days 22`` replays the days after those instead (on the Earth traces,
+May 23-31): a window the benchmark's own figures never see, where a setting may be
+chosen before this replay scores it.
 
 Run: ``python benchmarks/decision_quality.py [--quick] [--data FILE] [--series ID]``.
 Prints tables, writes ``benchmarks/results/decision_quality.json`` and one frontier PNG
@@ -69,6 +72,7 @@ from forecaster.backtest import Estimator  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.loaders import load_trace  # noqa: E402
 from forecaster.loaders.traces import DEMAND  # noqa: E402
+from forecaster.peak.calibration import MIN_EXPECTED_MISSES  # noqa: E402
 from forecaster.plotting import save_png  # noqa: E402
 from forecaster.procedure import TrainedChampion  # noqa: E402
 from forecaster.types import DS, UID, Y  # noqa: E402
@@ -181,11 +185,13 @@ def run_case(
     fleet: CaseFleet | None = None,
     peak_models: ModelCache | None = None,
     scale_down: ScaleDownConfig | None = None,
+    prehistory: timedelta = PREHISTORY,
+    aci_min_misses: float = MIN_EXPECTED_MISSES,
 ) -> dict[str, Any]:
     """Replay every policy on one case at one lead time and return its figures."""
     series = on_step(series, lead)
     step = series.index[1] - series.index[0]
-    split = series.index[0] + PREHISTORY
+    split = series.index[0] + prehistory
     pre = series[series.index < split]
     replay = series[(series.index >= split) & (series.index < split + REPLAY_SPAN)]
     pool = pool_for(name, series, lead, scale_down)
@@ -211,6 +217,7 @@ def run_case(
             fleet.target,
             QUANTILES,
             params=fleet.params,
+            min_misses=aci_min_misses,
             models=peak_models,
         )
         forecaster, fit_log = peak, peak.fit_log
@@ -251,6 +258,8 @@ def run_case(
         "accounting": accounting(step, carry=carry),
         "replay_steps": len(replay),
         "replay_start": str(replay.index[0]),
+        "replay_end": str(replay.index[-1]),
+        "aci_min_misses": aci_min_misses if fleet is not None else None,
         "pool": {
             "max_nodes": pool.max_nodes,
             "gpus_per_node": GPUS_PER_NODE,
@@ -341,6 +350,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--rescore", action="store_true", help="recompute tables from the saved JSON, no replay"
     )
+    parser.add_argument(
+        "--prehistory-days",
+        type=float,
+        default=PREHISTORY.days,
+        help="days of each trace learnt from before the replay (default 7; 22 replays a "
+        "later window, for choosing settings outside the scored one)",
+    )
+    parser.add_argument(
+        "--aci-min-misses",
+        type=float,
+        default=MIN_EXPECTED_MISSES,
+        help="misses a level must expect over ACI's window to be calibrated (default 5: "
+        "not above 0.9826; 0 calibrates every level)",
+    )
     add_input_options(parser, "cases (default names such as earth_total, or series ids)")
     args = parser.parse_args(argv)
     console = Console(width=220)
@@ -379,6 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         window, _, step_nodes = str(args.scale_down).partition(",")
         scale_down = ScaleDownConfig(window=window, max_step_nodes=int(step_nodes or 1))
     carry = args.accounting == "carry"
+    if args.prehistory_days <= 0:
+        parser.error(f"--prehistory-days must be positive; got {args.prehistory_days}")
+    prehistory = timedelta(days=args.prehistory_days)
     started = time.perf_counter()
     results: list[dict[str, Any]] = []
     for name, series in cases_in.items():
@@ -402,6 +428,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         (fleets[name].name if name in fleets else "", step), {}
                     ),
                     scale_down=scale_down,
+                    prehistory=prehistory,
+                    aci_min_misses=args.aci_min_misses,
                 )
             )
             console.print(

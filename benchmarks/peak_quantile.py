@@ -66,6 +66,7 @@ from forecaster.peak import (  # noqa: E402
     lead_peak,
     recent_scale,
 )
+from forecaster.peak.calibration import calibrates  # noqa: E402
 from forecaster.peak.combine import TUNED_SNAP, snap_to_demand  # noqa: E402
 from forecaster.peak.reference import seasonal_reference  # noqa: E402
 from forecaster.types import DS, UID, Y, quantile_column  # noqa: E402
@@ -136,7 +137,9 @@ def window_bounds(ds: pd.Series, share: float) -> pd.Timestamp:
     return pd.Timestamp(first + (last - first) * share)
 
 
-def walk_forward(fleet: Fleet, params: dict[str, Any], until: float) -> pd.DataFrame:
+def walk_forward(
+    fleet: Fleet, params: dict[str, Any], until: float, quantiles: Sequence[float] = QUANTILES
+) -> pd.DataFrame:
     """Forecast every origin from 50 % of each span minus a day, refitting at midnight."""
     frame = fleet.frame
     spans = frame.groupby(UID)[DS]
@@ -150,7 +153,7 @@ def walk_forward(fleet: Fleet, params: dict[str, Any], until: float) -> pd.DataF
     for cutoff in sorted(cutoffs):
         model = PeakQuantileForecaster(
             lead_steps=fleet.leads,
-            quantiles=QUANTILES,
+            quantiles=tuple(quantiles),
             targets=fleet.targets,
             **params,
         )
@@ -179,8 +182,16 @@ def with_references(
     eta: float = COMBINE_ETA,
     halflife: float = COMBINE_HALFLIFE,
     snap: float = TUNED_SNAP,
+    quantiles: Sequence[float] = QUANTILES,
+    aci_every_level: bool = False,
 ) -> pd.DataFrame:
-    """Add realised peaks, the references, ACI bounds and the experts' combinations."""
+    """Add realised peaks, the references, ACI bounds and the experts' combinations.
+
+    As served, the combination's calibrated expert is the raw bound at a level ACI's
+    window cannot calibrate (``calibrates``: above 0.9826); ``aci_every_level`` puts
+    ACI there too, for the comparison that chose the rule.
+    """
+    levels = tuple(quantiles)
     rows = []
     for (uid, lead), group in pred.groupby([UID, LEAD], sort=True):
         series = fleet.frame[fleet.frame[UID] == uid].sort_values(DS)
@@ -194,18 +205,23 @@ def with_references(
         scale = pd.Series(recent_scale(y, day), index=series[DS])
         g = group.sort_values(DS).copy()
         seasonal = pd.DataFrame(
-            seasonal_reference(y, int(lead), day, QUANTILES), index=series[DS]
+            seasonal_reference(y, int(lead), day, levels), index=series[DS]
         ).reindex(g[DS])
         g["peak"] = peak.reindex(g[DS]).to_numpy()
         g["ref_scale"] = scale.reindex(g[DS]).to_numpy()
-        for q in QUANTILES:
+        for q in levels:
             col = quantile_column(q)
             ref = g[LAST].to_numpy() + trailing.quantile(q).reindex(g[DS]).to_numpy()
             g[f"ref_{col}"] = ref
             args = (g["peak"].to_numpy(), q, int(lead), gamma, ACI_WINDOW)
             g[f"aci_{col}"] = calibrate(g[col].to_numpy(), args[0], g[SCALE].to_numpy(), *args[1:])
             g[f"refaci_{col}"] = calibrate(ref, args[0], g["ref_scale"].to_numpy(), *args[1:])
-            sref = seasonal[QUANTILES.index(q)].to_numpy()
+            sref = seasonal[levels.index(q)].to_numpy()
+            served_aci = (
+                g[f"aci_{col}"].to_numpy()
+                if aci_every_level or calibrates(q, ACI_WINDOW)
+                else g[col].to_numpy()
+            )
             g[f"sref_{col}"] = sref
             # As OnlinePeak serves: the calibrated model mixed with the raw reference,
             # the raw model and the time-of-day reference (tune window, GPU traces:
@@ -214,8 +230,8 @@ def with_references(
             # A mix just above demand is set to demand where the reference is at demand,
             # as served (snap_to_demand).
             for name, experts in (
-                ("comb", [g[f"aci_{col}"].to_numpy(), ref, g[col].to_numpy(), sref]),
-                ("comb3", [g[f"aci_{col}"].to_numpy(), ref, g[col].to_numpy()]),
+                ("comb", [served_aci, ref, g[col].to_numpy(), sref]),
+                ("comb3", [served_aci, ref, g[col].to_numpy()]),
             ):
                 mixed = combine_bounds(
                     experts, args[0], g[SCALE].to_numpy(), q, int(lead), eta, halflife
@@ -267,6 +283,7 @@ def score(
     spans: dict[str, tuple[pd.Timestamp, pd.Timestamp]],
     fleet_of: dict[str, str],
     window: tuple[float, float],
+    quantiles: Sequence[float] = QUANTILES,
 ) -> list[dict[str, Any]]:
     """Per series x lead x quantile scores of every method on one window of each span."""
     cells = []
@@ -274,7 +291,7 @@ def score(
         first, last = spans[str(uid)]
         start, end = (first + (last - first) * share for share in window)
         sel = group[(group[DS] >= start) & ((group[DS] < end) | (window[1] >= 1.0))]
-        for q in QUANTILES:
+        for q in quantiles:
             col = quantile_column(q)
             cell: dict[str, Any] = {"fleet": fleet_of[str(uid)], "series": uid, "lead": int(lead)}
             cell["q"] = q
@@ -328,6 +345,7 @@ def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
         if not group:
             continue
         entry: dict[str, Any] = {"cells": len(group)}
+        levels = sorted({c["q"] for c in group})
         for key in (
             "ratio_model",
             "ratio_model_aci",
@@ -349,13 +367,13 @@ def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
                 ok = [calibrated(c[method], c["q"], tie_aware) for c in group]
                 entry[f"cells_{key}_{method}"] = int(sum(ok))
         for lead in sorted({c["lead"] for c in group}):
-            for q in QUANTILES:
+            for q in levels:
                 sub = [c["ratio_combined"] for c in group if c["lead"] == lead and c["q"] == q]
                 sub = [v for v in sub if np.isfinite(v)]
                 if sub:
                     entry[f"mean_ratio_combined_lead{lead}_q{q:g}"] = float(np.mean(sub))
         for key in ("ratio_model_aci", "ratio_combined"):
-            for q in QUANTILES:
+            for q in levels:
                 sub = [c[key] for c in group if c["q"] == q and np.isfinite(c[key])]
                 entry[f"mean_{key}_q{q:g}"] = float(np.mean(sub)) if sub else None
         out[name] = entry
@@ -387,11 +405,16 @@ def print_table(cells: list[dict[str, Any]], summary: dict[str, Any], title: str
             f"| {c['series']} | {c['lead']} | {c['q']:g} | {ref} | {mod} | {ratios} | {cov:.3f}"
             f" | {comb} | {c['ratio_combined']:.3f} |"
         )
+    levels = sorted({c["q"] for c in cells})
+
+    def by_level(e: dict[str, Any], key: str) -> str:
+        return ", ".join(f"q{q:g} {e[f'mean_{key}_q{q:g}']:.3f}" for q in levels)
+
     for name, e in summary.items():
         print(
             f"{name}: cells {e['cells']}, mean pinball ratio raw {e['mean_ratio_model']:.3f},"
-            f" with ACI {e['mean_ratio_model_aci']:.3f} (q0.9 {e['mean_ratio_model_aci_q0.9']:.3f},"
-            f" q0.95 {e['mean_ratio_model_aci_q0.95']:.3f}), ACI vs ref+ACI"
+            f" with ACI {e['mean_ratio_model_aci']:.3f} ({by_level(e, 'ratio_model_aci')}),"
+            " ACI vs ref+ACI"
             f" {e['mean_ratio_aci_vs_reference_aci']:.3f}; mean |coverage error| model+ACI"
             f" {e['mean_abs_coverage_error_model_aci']:.3f}"
             f" (max {e['max_abs_coverage_error_model_aci']:.3f}),"
@@ -401,8 +424,7 @@ def print_table(cells: list[dict[str, Any]], summary: dict[str, Any], title: str
         print(
             f"{name}: served combination (model+ACI, reference, raw model, time-of-day"
             f" reference), mean pinball ratio {e['mean_ratio_combined']:.3f}"
-            f" (q0.9 {e['mean_ratio_combined_q0.9']:.3f},"
-            f" q0.95 {e['mean_ratio_combined_q0.95']:.3f}); mean |coverage error|"
+            f" ({by_level(e, 'ratio_combined')}); mean |coverage error|"
             f" {e['mean_abs_coverage_error_combined']:.3f}"
             f" (max {e['max_abs_coverage_error_combined']:.3f}); without the time-of-day"
             f" reference {e['mean_ratio_combined3']:.3f}, it alone"
@@ -439,6 +461,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fleets", nargs="*", default=DEFAULT_FLEETS, help="fleets to run")
     parser.add_argument("--param", nargs="*", default=[], help="forecaster name=value")
     parser.add_argument("--gamma", type=float, nargs="*", default=[ACI_GAMMA])
+    parser.add_argument(
+        "--quantiles",
+        type=float,
+        nargs="+",
+        default=list(QUANTILES),
+        help="levels forecast and scored (e.g. 0.98 0.99 0.995 0.999 for the tail)",
+    )
+    parser.add_argument(
+        "--aci-every-level",
+        action="store_true",
+        help="calibrate the combination's expert by ACI at every level, the extreme ones too",
+    )
     parser.add_argument("--eta", type=float, default=COMBINE_ETA, help="combination sharpness")
     parser.add_argument("--halflife", type=float, default=COMBINE_HALFLIFE, help="steps")
     parser.add_argument(
@@ -464,6 +498,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("../shared/data not found: nothing to benchmark.")
         return 1
     params = parse_params(args.param)
+    levels = tuple(sorted(set(args.quantiles)))
+    if not all(0.0 < q < 1.0 for q in levels):
+        parser.error(f"--quantiles must lie in (0, 1); got {list(args.quantiles)}")
     fleets = [f for f in load_fleets(data_dir) if f.name in args.fleets]
     until = TUNE[1] if args.until == "tune" else HOLDOUT[1]
     preds, spans, fleet_of, seconds = [], {}, {}, {}
@@ -475,7 +512,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for fleet in fleets:
         t0 = time.perf_counter()
         if saved is None:
-            pred = walk_forward(fleet, params, until)
+            pred = walk_forward(fleet, params, until, levels)
         else:
             pred = saved[saved[UID].isin(fleet.scored)].drop(columns=["peak", "ref_scale"])
             pred = pred[[c for c in pred.columns if "_q" not in c]].reset_index(drop=True)
@@ -487,7 +524,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             fleet_of[str(uid)] = fleet.name
     payload: dict[str, Any] = {
         "params": params,
-        "combination": {"eta": args.eta, "halflife": args.halflife, "snap": args.snap},
+        "combination": {
+            "eta": args.eta,
+            "halflife": args.halflife,
+            "snap": args.snap,
+            "aci_every_level": args.aci_every_level,
+        },
+        "quantiles": list(levels),
         "windows": {},
     }
     if saved is None:
@@ -496,12 +539,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         payload["forecasts_rescored"] = [str(p) for p in args.from_forecasts]
     for gamma in args.gamma:
         scored = pd.concat(
-            [with_references(f, p, gamma, args.eta, args.halflife, args.snap) for f, p in preds],
+            [
+                with_references(
+                    f, p, gamma, args.eta, args.halflife, args.snap, levels, args.aci_every_level
+                )
+                for f, p in preds
+            ],
             ignore_index=True,
         )
         windows = {"tune": TUNE} if args.until == "tune" else {"tune": TUNE, "holdout": HOLDOUT}
         for name, window in windows.items():
-            cells = score(scored, spans, fleet_of, window)
+            cells = score(scored, spans, fleet_of, window, levels)
             summary = summarise(cells)
             print_table(cells, summary, f"{name} window {window}, ACI gamma {gamma}")
             payload["windows"][f"{name}_gamma{gamma:g}"] = {"summary": summary, "cells": cells}

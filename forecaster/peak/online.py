@@ -43,7 +43,7 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
-from forecaster.peak.calibration import AdaptiveConformal, calibrates
+from forecaster.peak.calibration import MIN_EXPECTED_MISSES, AdaptiveConformal, calibrates
 from forecaster.peak.combine import (
     TUNED_ETA,
     TUNED_HALFLIFE,
@@ -90,6 +90,8 @@ class OnlinePeak:
         halflife: combination loss half-life, in steps.
         snap: scale units within which a mix above demand is set to demand where
             the reference is at demand.
+        min_misses: misses a level must expect over ACI's window to be calibrated (0:
+            every level).
     """
 
     def __init__(
@@ -103,6 +105,7 @@ class OnlinePeak:
         eta: float = TUNED_ETA,
         halflife: float = TUNED_HALFLIFE,
         snap: float = TUNED_SNAP,
+        min_misses: float = MIN_EXPECTED_MISSES,
     ) -> None:
         if lead < 1 or day < 1 or snap < 0.0:
             raise ValueError(f"need lead >= 1, day >= 1 and snap >= 0; got {lead}, {day}, {snap}")
@@ -117,7 +120,8 @@ class OnlinePeak:
         self._aci = [AdaptiveConformal(float(q), lead) for q in self.levels]
         # Extreme levels expect too few misses in ACI's window: their raw bound serves.
         self._calibrates = [
-            calibrates(float(q), a.window) for q, a in zip(self.levels, self._aci, strict=True)
+            calibrates(float(q), a.window, min_misses)
+            for q, a in zip(self.levels, self._aci, strict=True)
         ]
         self._experts = [DiscountedExperts(eta, halflife, EXPERTS) for _ in self.levels]
         self._headroom: deque[float] = deque(maxlen=day)

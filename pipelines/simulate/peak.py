@@ -46,6 +46,7 @@ import pandas as pd
 
 from forecaster.exceptions import DataValidationError, InsufficientHistoryError
 from forecaster.peak import PeakQuantileForecaster
+from forecaster.peak.calibration import MIN_EXPECTED_MISSES
 from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE
 from forecaster.peak.online import WARMUP, OnlinePeak, anchor
 from forecaster.peak.types import SCALE
@@ -77,6 +78,8 @@ class PeakReplayForecaster:
         warmup: history before each day the online state learns on.
         eta: combination sharpness.
         halflife: combination loss half-life, in steps.
+        min_misses: misses a level must expect over ACI's window to be calibrated (0:
+            every level; see :func:`forecaster.peak.calibration.calibrates`).
         models: a cache of daily fits to share between forecasters of the same fleet
             (the pools of one fleet share one global model per day).
     """
@@ -93,6 +96,7 @@ class PeakReplayForecaster:
         warmup: timedelta = WARMUP,
         eta: float = TUNED_ETA,
         halflife: float = TUNED_HALFLIFE,
+        min_misses: float = MIN_EXPECTED_MISSES,
         models: ModelCache | None = None,
     ) -> None:
         missing = [c for c in (UID, DS, Y) if c not in fleet.columns]
@@ -114,6 +118,7 @@ class PeakReplayForecaster:
         self.warmup = pd.Timedelta(warmup)
         self.eta = eta
         self.halflife = halflife
+        self.min_misses = min_misses
         self._ds = pd.DatetimeIndex(rows[DS])
         self._y = rows[Y].to_numpy(dtype=np.float64)
         self._step = pd.Timedelta(self._ds[1] - self._ds[0])
@@ -170,6 +175,7 @@ class PeakReplayForecaster:
                 combine=self.combine,
                 eta=self.eta,
                 halflife=self.halflife,
+                min_misses=self.min_misses,
             )
             midnight = self._ds[position].floor("D")
             day_start = int(self._ds.searchsorted(midnight))

@@ -201,3 +201,22 @@ def test_the_replay_issues_the_bound_the_forecast_job_would_serve():
         scale = np.array([s for _, s in made])
         served = served_bounds(ds[: p + 1], y[: p + 1], raw, scale, LEVELS, lead, step=STEP)
         assert recorder.bounds[p - first][0.9] == pytest.approx(served[LEVELS.index(0.9)])
+
+
+def test_aci_leaves_the_levels_its_window_cannot_calibrate_unless_told():
+    # Default: ACI calibrates q0.9 but not q0.995 (under 5 misses expected in 288 scores);
+    # min_misses=0 calibrates both. Only the q0.995 bounds may differ.
+    frame = fleet()
+    models: ModelCache = {}
+    levels = (0.9, 0.995)
+    default = PeakReplayForecaster(frame, "p0/demand_gpus", levels, params=SMALL, models=models)
+    every = PeakReplayForecaster(
+        frame, "p0/demand_gpus", levels, params=SMALL, models=models, min_misses=0.0
+    )
+    series = frame[frame[UID] == "p0/demand_gpus"].sort_values(DS)
+    first = int(pd.DatetimeIndex(series[DS]).searchsorted(START + timedelta(days=3)))
+    positions = range(first + 100, first + 140)
+    a = np.array([default._bounds(p, 2) for p in positions])
+    b = np.array([every._bounds(p, 2) for p in positions])
+    np.testing.assert_array_equal(a[:, 0], b[:, 0])
+    assert not np.allclose(a[:, 1], b[:, 1])
