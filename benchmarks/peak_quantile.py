@@ -509,6 +509,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.from_forecasts
         else None
     )
+    if saved is not None:
+        missing = [quantile_column(q) for q in levels if quantile_column(q) not in saved.columns]
+        if missing:
+            parser.error(
+                f"the saved forecasts have no {missing}; pass the --quantiles they were saved with"
+            )
     for fleet in fleets:
         t0 = time.perf_counter()
         if saved is None:

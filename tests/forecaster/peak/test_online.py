@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from forecaster.peak import calibrate, combine_bounds, lead_peak, seasonal_reference
+from forecaster.peak.calibration import calibrates
 from forecaster.peak.combine import snap_to_demand
 from forecaster.peak.online import SEASON, OnlinePeak, anchor, serve_frame, served_bounds
 from forecaster.types import DS, UID, Y
@@ -158,11 +159,12 @@ def test_serve_frame_learns_from_the_raw_forecasts_stored_before() -> None:
     assert not np.allclose(alone[columns].to_numpy()[0], expected)
 
 
-@pytest.mark.parametrize("level", [0.9, 0.95])
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.995])
 def test_online_bound_is_the_benchmarks_four_expert_combination(level: float) -> None:
     # The benchmark scores combine_bounds over [model+ACI, reference, raw model, time-of-day
-    # reference], snapped to demand where the reference is at it, on a continuous run;
-    # OnlinePeak stepped over it must issue exactly that.
+    # reference], snapped to demand where the reference is at it, on a continuous run (at
+    # a level ACI cannot calibrate, the raw model in ACI's place); OnlinePeak stepped over
+    # it must issue exactly that.
     _, y = series(days=10, seed=4)
     rng = np.random.default_rng(9)
     peak = lead_peak(y, LEAD)
@@ -174,7 +176,7 @@ def test_online_bound_is_the_benchmarks_four_expert_combination(level: float) ->
     served = np.array([state.step(y, p, raw[p : p + 1], 2.0)[0] for p in range(len(y))])
     headroom = pd.Series(peak - y).shift(LEAD).rolling(144, min_periods=72).quantile(level)
     reference = y + headroom.to_numpy()
-    aci = calibrate(raw, peak, scale, level, LEAD)
+    aci = calibrate(raw, peak, scale, level, LEAD) if calibrates(level) else raw
     seasonal = seasonal_reference(y, LEAD, 144, (level,))[:, 0]
     mixed = combine_bounds([aci, reference, raw, seasonal], peak, scale, level, LEAD)
     expected = snap_to_demand(mixed, y, scale, reference)
