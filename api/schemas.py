@@ -265,6 +265,7 @@ class ScaleDownOut(_Out):
 
     window_seconds: float
     max_step_nodes: int
+    max_step_percent: float
 
 
 class PoolOut(_Out):

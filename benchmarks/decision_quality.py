@@ -265,6 +265,7 @@ def run_case(
             "gpus_per_node": GPUS_PER_NODE,
             "scale_down_window_minutes": minutes(pool.scale_down.window),
             "scale_down_max_step_nodes": pool.scale_down.max_step_nodes,
+            "scale_down_max_step_percent": pool.scale_down.max_step_percent,
         },
         "mean_demand_gpus": float(replay.mean()),
         "forecaster": model,
@@ -343,9 +344,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--scale-down",
         default=None,
-        metavar="WINDOW,MAX_STEP",
-        help="every policy's scale-down stabilisation, e.g. '0m,1000' for none; default the "
-        "pool default (10m, 1 node per step)",
+        metavar="WINDOW,MAX_STEP[,PERCENT]",
+        help="every policy's scale-down stabilisation, e.g. '0m,1000' for none, '10m,1,0' "
+        "for one node per step whatever the pool's size; default the pool default (10m, "
+        "1 node or 10 %% of the ready nodes per step, whichever is more)",
     )
     parser.add_argument(
         "--rescore", action="store_true", help="recompute tables from the saved JSON, no replay"
@@ -399,8 +401,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = load_settings(root=ROOT)
     scale_down = None
     if args.scale_down:
-        window, _, step_nodes = str(args.scale_down).partition(",")
-        scale_down = ScaleDownConfig(window=window, max_step_nodes=int(step_nodes or 1))
+        window, _, rest = str(args.scale_down).partition(",")
+        step_nodes, _, percent = rest.partition(",")
+        scale_down = ScaleDownConfig(
+            window=window,
+            max_step_nodes=int(step_nodes or 1),
+            max_step_percent=float(percent or ScaleDownConfig().max_step_percent),
+        )
     carry = args.accounting == "carry"
     if args.prehistory_days <= 0:
         parser.error(f"--prehistory-days must be positive; got {args.prehistory_days}")

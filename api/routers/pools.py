@@ -31,6 +31,7 @@ def pool_out(pool: PoolConfig, node_group_warning: str | None = None) -> PoolOut
         scale_down=ScaleDownOut(
             window_seconds=pool.scale_down.window.total_seconds(),
             max_step_nodes=pool.scale_down.max_step_nodes,
+            max_step_percent=pool.scale_down.max_step_percent,
         ),
         node_group_warning=node_group_warning,
     )

@@ -171,6 +171,19 @@ class ScaleDownConfig(_Strict):
     max_step_nodes: int = Field(
         default=1, ge=1, description="the most nodes removed in one step, an integer >= 1"
     )
+    max_step_percent: float = Field(
+        default=10.0,
+        ge=0,
+        le=100,
+        description="on a larger pool, the most removed in one step as a percentage of the "
+        "ready nodes (rounded down; a number in [0, 100], 0 to use max_step_nodes alone)",
+    )
+
+    def step_nodes(self, ready_nodes: int) -> int:
+        """Return the most nodes one decision may remove with ``ready_nodes`` ready:
+        ``max(max_step_nodes, floor(ready_nodes * max_step_percent / 100))``."""
+        share = math.floor(max(0, ready_nodes) * self.max_step_percent / 100 + 1e-9)
+        return max(self.max_step_nodes, share)
 
     @field_validator("window", mode="before")
     @classmethod
@@ -251,7 +264,8 @@ class PoolConfig(_Strict):
         default_factory=list, description="a list of {name, slo_p95_ms} with unique names"
     )
     scale_down: ScaleDownConfig = Field(
-        default_factory=ScaleDownConfig, description="a mapping {window, max_step_nodes}"
+        default_factory=ScaleDownConfig,
+        description="a mapping {window, max_step_nodes, max_step_percent}",
     )
     gpu_idle_below: float | None = Field(
         default=None,

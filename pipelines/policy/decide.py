@@ -52,6 +52,7 @@ def _settings(pool: PoolConfig) -> dict[str, float]:
         "lead_time_seconds": pool.lead_time.total_seconds(),
         "scale_down_window_seconds": pool.scale_down.window.total_seconds(),
         "max_step_nodes": pool.scale_down.max_step_nodes,
+        "max_step_percent": pool.scale_down.max_step_percent,
     }
 
 

@@ -10,10 +10,13 @@ shorter than the window never removes a node. Three more rules:
   decisions that would let a single low reading scale down.
 - Scale-down waits until the history is a whole window old (``warming_up``): a new
   replica or a lost state knows nothing about the last window.
-- One decision removes at most ``max_step_nodes`` below the *ready* nodes. Measuring
-  the step from ready nodes, not from the previous recommendation, makes the answer
-  idempotent: repeated queries and several replicas give the same number until the
-  nodes are actually gone.
+- One decision removes at most ``max(max_step_nodes, max_step_percent % of the ready
+  nodes)`` below the *ready* nodes (:meth:`ScaleDownConfig.step_nodes`): one node at a
+  time on a small pool, a tenth of the nodes at a time by default on a large one, so
+  a pool whose work collapses (an outage, a run that ends) does not keep most of its
+  nodes idle for hours. Measuring the step from ready nodes, not from the previous
+  recommendation, makes the answer idempotent: repeated queries and several replicas
+  give the same number until the nodes are actually gone.
 
 The state keeps only spans that can still be a window maximum: an earlier value no
 larger than a later one never can (the later one stays in the window longer), so the
@@ -136,7 +139,7 @@ def stabilise(
     elif updated.tracked_since is not None and now - updated.tracked_since < scale_down.window:
         nodes, limited_by = current_nodes, "warming_up"
     else:
-        lowest = current_nodes - scale_down.max_step_nodes
+        lowest = current_nodes - scale_down.step_nodes(current_nodes)
         nodes = max(window_max, lowest)
         if lowest > window_max:
             limited_by = "step"

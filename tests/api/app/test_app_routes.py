@@ -48,7 +48,11 @@ def test_pools_lists_the_config(client: TestClient) -> None:
     alpha = body["pools"][0]
     assert [p["name"] for p in body["pools"]] == ["alpha", "beta"]
     assert alpha["lead_time_seconds"] == 600.0
-    assert alpha["scale_down"] == {"window_seconds": 600.0, "max_step_nodes": 1}
+    assert alpha["scale_down"] == {
+        "window_seconds": 600.0,
+        "max_step_nodes": 1,
+        "max_step_percent": 10.0,
+    }
     assert 'label_foresight_io_pool="alpha"' in alpha["signals"]["nodes"]["promql"]
 
 

@@ -67,6 +67,7 @@ def test_minimal_pool_gets_every_documented_default() -> None:
     assert pool.services == []
     assert pool.scale_down.window == timedelta(minutes=10)
     assert pool.scale_down.max_step_nodes == 1
+    assert pool.scale_down.max_step_percent == 10.0
 
 
 def test_listing_one_signal_keeps_the_other_defaults() -> None:
@@ -164,6 +165,10 @@ ERROR_CASES = {
     "utilisation above one": (
         "pools:\n  - {name: a, node_group_id: g, target_utilisation: 1.5}\n",
         ["pool 'a' field target_utilisation:", "(got 1.5)", "in (0, 1]"],
+    ),
+    "step share above all": (
+        "pools:\n  - {name: a, node_group_id: g, scale_down: {max_step_percent: 150}}\n",
+        ["pool 'a' field scale_down.max_step_percent:", "(got 150)", "in [0, 100]"],
     ),
     "bad name": (
         "pools:\n  - {name: A100_Train, node_group_id: g}\n",

@@ -42,7 +42,9 @@ def pools(draw: st.DrawFn) -> PoolConfig:
         target_utilisation=draw(st.floats(0.3, 1.0)),
         quantile=0.9,
         scale_down=ScaleDownConfig(
-            window=draw(st.integers(0, 20)) * MIN, max_step_nodes=draw(st.integers(1, 4))
+            window=draw(st.integers(0, 20)) * MIN,
+            max_step_nodes=draw(st.integers(1, 4)),
+            max_step_percent=draw(st.sampled_from([0.0, 10.0, 25.0, 100.0])),
         ),
     )
 
@@ -179,7 +181,7 @@ def test_scale_down_never_faster_than_window_and_step_and_scale_up_at_once(
         if follow:
             nodes = rec.desired_nodes
 
-    window, step = pool.scale_down.window, pool.scale_down.max_step_nodes
+    window, limit = pool.scale_down.window, pool.scale_down
     first = history[0].at
     for i, s in enumerate(history):
         desired = s.rec.desired_nodes
@@ -189,8 +191,10 @@ def test_scale_down_never_faster_than_window_and_step_and_scale_up_at_once(
             assert s.rec.action == "scale_up"
         if desired >= s.current:
             continue
-        # A scale-down: the history spans a window, at most `step` below ready nodes ...
+        # A scale-down: the history spans a window, at most a step below ready nodes
+        # (max_step_nodes, or max_step_percent of them rounded down if that is more) ...
         assert s.at - first >= window
+        step = max(limit.max_step_nodes, s.current * limit.max_step_percent // 100)
         assert desired >= s.current - step
         # ... and no lower than any value in force during the window (values hold
         # from their decision until the next one replaced them).

@@ -241,6 +241,22 @@ def test_scale_down_by_at_most_the_step_below_ready_nodes() -> None:
     assert (result.nodes, result.limited_by) == (5, "window")
 
 
+def test_a_large_pool_steps_down_by_a_share_of_its_ready_nodes() -> None:
+    # 80 ready nodes whose work collapsed to 3: 10 % of them go per decision, not 1.
+    state = warmed((3, 30, 1))
+    result = stabilise(3, 80, state, CALM, NOW)
+    assert (result.nodes, result.limited_by) == (72, "step")
+    # Rounded down: 19 ready nodes is one node at a time, as on a small pool.
+    assert stabilise(3, 19, state, CALM, NOW).nodes == 18
+    assert stabilise(3, 20, state, CALM, NOW).nodes == 18
+    # 0 % is the node count alone.
+    nodes_only = ScaleDownConfig(window=10 * MIN, max_step_nodes=1, max_step_percent=0)
+    assert stabilise(3, 80, state, nodes_only, NOW).nodes == 79
+    # Whichever allows more wins.
+    many = ScaleDownConfig(window=10 * MIN, max_step_nodes=12, max_step_percent=10)
+    assert stabilise(3, 80, state, many, NOW).nodes == 68
+
+
 def test_repeated_decisions_do_not_cascade_the_step() -> None:
     state = warmed((5, 30, 1))
     first = stabilise(3, 9, state, CALM, NOW)
