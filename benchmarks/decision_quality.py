@@ -403,11 +403,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.scale_down:
         window, _, rest = str(args.scale_down).partition(",")
         step_nodes, _, percent = rest.partition(",")
-        scale_down = ScaleDownConfig(
-            window=window,
-            max_step_nodes=int(step_nodes or 1),
-            max_step_percent=float(percent or ScaleDownConfig().max_step_percent),
-        )
+        try:
+            scale_down = ScaleDownConfig(
+                window=window,
+                max_step_nodes=int(step_nodes or 1),
+                max_step_percent=float(percent or ScaleDownConfig().max_step_percent),
+            )
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            parser.error(
+                f"--scale-down {args.scale_down!r}: {exc}; give WINDOW,MAX_STEP[,PERCENT], "
+                "e.g. '10m,1,10'"
+            )
     carry = args.accounting == "carry"
     if args.prehistory_days <= 0:
         parser.error(f"--prehistory-days must be positive; got {args.prehistory_days}")

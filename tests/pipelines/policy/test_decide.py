@@ -179,6 +179,20 @@ def test_stabilisation_holds_then_steps_down() -> None:
     assert later.explanation.stabilisation_limit == "step"
 
 
+def test_a_large_pool_whose_work_collapsed_steps_down_by_its_share_and_says_so() -> None:
+    big = POOL.model_copy(update={"max_nodes": 100})
+    calm = StabilisationState(
+        spans=(DesiredSpan(2, NOW - 30 * MIN, NOW - 1 * MIN),),
+        tracked_since=NOW - 60 * MIN,
+        last_decision_at=NOW - 1 * MIN,
+    )
+    rec = run(big, forecast((5.0, 5.0, 5.0)), live(demand=5.0, nodes=80), state=calm)
+    assert (rec.desired_nodes, rec.action) == (72, "scale_down")
+    assert rec.explanation.stabilisation_limit == "step"
+    assert "limited to 8 node(s) below the 80 ready" in rec.explanation.summary
+    assert "at most 1 or 10 % of them per decision" in rec.explanation.summary
+
+
 def test_explanation_lists_every_input_with_value_and_age() -> None:
     rec = run(f=forecast())
     inputs = rec.explanation.inputs
