@@ -18,7 +18,12 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from pipelines.simulate.equal_cost import BUDGETS, at_least_as_good, compare_policies
+from pipelines.simulate.equal_cost import (
+    BUDGETS,
+    at_least_as_good,
+    compare_policies,
+    where_both_reach,
+)
 
 SUBJECT = "foresight"
 REFS = ("ref-persistence", "ref-seasonal_naive")
@@ -46,6 +51,10 @@ def score(case: dict[str, Any]) -> dict[str, Any]:
     case["equal_cost"] = comparison["against"]
     case["foresight_at_least_as_good_as"] = {
         name: at_least_as_good(comparison, name) for name in comparison["against"]
+    }
+    every = points(case)
+    case["where_both_reach"] = {
+        ref: where_both_reach(every[SUBJECT], every[ref]) for ref in REFS if ref in every
     }
     return case
 
@@ -78,6 +87,16 @@ def verdict(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
         out[f"mean_best_gap_difference_vs_{ref}"] = (
             float(sum(diffs) / len(diffs)) if diffs else math.nan
         )
+        # Issue #12's wording: at equal cost wherever both reach it (no best-above-range).
+        reach = {
+            f"{c['case']} lead {c['lead_minutes']}": c["where_both_reach"][ref]
+            for c in cases
+            if ref in c.get("where_both_reach", {}) and c["where_both_reach"][ref]["costs"]
+        }
+        out[f"foresight_not_below_{ref}_where_both_reach"] = {
+            "cases_leads": [sum(r["worst"] >= -1e-12 for r in reach.values()), len(reach)],
+            "worst_margin": {k: r["worst"] for k, r in reach.items()},
+        }
     return out
 
 

@@ -127,3 +127,24 @@ def test_a_policy_without_a_cheap_setting_cannot_win_at_equal_cost():
     assert not at_least_as_good(judged, "cheap")
     flipped = compare_policies("cheap", {"costly": costly, "cheap": cheap})
     assert flipped["against"]["costly"]["wins_at_budgets"] == [0, 0]  # costly reaches none
+
+
+def test_where_both_reach_compares_only_inside_both_ranges():
+    from pipelines.simulate.equal_cost import where_both_reach
+
+    subject = [(1.0, 0.2), (1.2, 0.6)]
+    # The other's 0.9 at 1.5 lies above the subject's range: not compared (the beaten
+    # count would call it lost); its 0.1 at 0.9 lies below: not compared either.
+    other = [(0.9, 0.1), (1.0, 0.3), (1.2, 0.5), (1.5, 0.9)]
+    margin = where_both_reach(subject, other)
+    assert margin["costs"] == 2  # 1.0 and 1.2
+    assert margin["worst"] == pytest.approx(-0.1)
+    assert margin["at_cost"] == pytest.approx(1.0)
+    assert margin["mean"] == pytest.approx(0.0)
+    # Both interpolated inside the overlap: 0.3 against 0.3 at 1.05, 0.4 against 0.5 at 1.1.
+    inside = where_both_reach(subject, [(1.05, 0.3), (1.1, 0.5)])
+    assert inside["costs"] == 2
+    assert inside["worst"] == pytest.approx(-0.1)  # at 1.1: 0.4 against 0.5
+    apart = where_both_reach(subject, [(1.3, 0.9)])
+    assert apart["costs"] == 0
+    assert math.isnan(apart["worst"])
