@@ -66,6 +66,7 @@ from forecaster.peak import (  # noqa: E402
     lead_peak,
     recent_scale,
 )
+from forecaster.peak.calibration import WINDOW as ACI_WINDOW  # noqa: E402
 from forecaster.peak.calibration import calibrates  # noqa: E402
 from forecaster.peak.combine import TUNED_SNAP, snap_to_demand  # noqa: E402
 from forecaster.peak.reference import seasonal_reference  # noqa: E402
@@ -78,7 +79,6 @@ TUNE, HOLDOUT = (0.5, 0.75), (0.75, 1.0)
 ACI_GAMMA = 0.002
 """Chosen on the tune window: lowest mean pinball ratio among 0.002, 0.005, 0.01, 0.02 with the
 first configuration and among 0.002, 0.005 with the final one (see docs/forecasting.md)."""
-ACI_WINDOW = 288
 COMBINE_ETA = 100.0
 COMBINE_HALFLIFE = 144.0
 """Chosen on the tune window (from the saved forecasts of the final model): lowest mean GPU

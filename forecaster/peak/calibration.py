@@ -22,6 +22,9 @@ import numpy as np
 
 from forecaster.peak.types import FloatArray
 
+WINDOW = 288
+"""Realised scores ACI's offset is the quantile of (two days at 10-min steps)."""
+
 
 class AdaptiveConformal:
     """ACI for one series, lead and quantile, fed one step at a time.
@@ -37,7 +40,7 @@ class AdaptiveConformal:
         window: most recent scores the offset is the quantile of.
     """
 
-    def __init__(self, level: float, lead: int, gamma: float = 0.002, window: int = 288) -> None:
+    def __init__(self, level: float, lead: int, gamma: float = 0.002, window: int = WINDOW) -> None:
         if not 0.0 < level < 1.0:
             raise ValueError(f"level must be in (0, 1), got {level}")
         if lead < 1 or window < 1 or gamma < 0.0:
@@ -100,7 +103,7 @@ MIN_EXPECTED_MISSES = 5.0
 """Fewest misses a level must expect over the offset's window for ACI to calibrate it."""
 
 
-def calibrates(level: float, window: int = 288, min_misses: float = MIN_EXPECTED_MISSES) -> bool:
+def calibrates(level: float, window: int = WINDOW, min_misses: float = MIN_EXPECTED_MISSES) -> bool:
     """Whether ACI can calibrate ``level`` from ``window`` realised scores.
 
     The offset is the empirical ``1 - alpha`` quantile of the window's scores: at a level
@@ -123,7 +126,7 @@ def calibrates(level: float, window: int = 288, min_misses: float = MIN_EXPECTED
 
 
 def aci_offsets(
-    scores: FloatArray, level: float, lead: int, gamma: float = 0.002, window: int = 288
+    scores: FloatArray, level: float, lead: int, gamma: float = 0.002, window: int = WINDOW
 ) -> FloatArray:
     """Return the ACI offset issued at every step of a series of consecutive forecasts.
 
@@ -148,7 +151,7 @@ def calibrate(
     level: float,
     lead: int,
     gamma: float = 0.002,
-    window: int = 288,
+    window: int = WINDOW,
 ) -> FloatArray:
     """Return ACI-calibrated bounds of consecutive forecasts of one series.
 

@@ -266,7 +266,7 @@ def summarise(
         parts.append(
             f"scale-down limited to {current_nodes - stages.stabilised} node(s) below the "
             f"{current_nodes} ready (at most {settings['max_step_nodes']:g} or "
-            f"{settings.get('max_step_percent', 0.0):g} % of them per decision)"
+            f"{settings['max_step_percent']:g} % of them per decision)"
         )
     elif limit == "warming_up":
         parts.append(
