@@ -18,7 +18,9 @@ at once, :class:`OnlinePeak`:
    the last week)`` (:mod:`forecaster.peak.reference`), mixed by the experts' weights,
    a mix at most a scale unit above demand set to demand where the reference is at
    demand (:func:`forecaster.peak.combine.snap_to_demand`); persistence where none is
-   known yet; never below 0, levels never crossing.
+   known yet; from the median up, raised to the level demand had before an idle
+   spell it has just come back from (:func:`forecaster.peak.recovery.return_level`);
+   never below 0, levels never crossing.
 
 A raw bound may be missing (NaN) at an origin, where no forecast was made: that origin
 issues the reference and teaches the calibration nothing.
@@ -38,7 +40,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -53,6 +55,7 @@ from forecaster.peak.combine import (
     pinball,
     snap_to_demand,
 )
+from forecaster.peak.recovery import MIN_LEVEL, ReturnRule, return_level
 from forecaster.peak.reference import SEASON, seasonal_bound, seasonal_lags
 from forecaster.peak.types import LEAD, SCALE, FloatArray
 from forecaster.types import DS, UID, Y, quantile_column
@@ -65,6 +68,8 @@ time-of-day reference (on the benchmark's tune window, GPU traces, adding the la
 took the combined pinball ratio from 0.877 to 0.860 of the reference)."""
 RAW_PREFIX: Final = "raw_"
 """Prefix of a served frame's columns of the model's own quantiles (``raw_q0.9``)."""
+RETURN_LEVEL: Final = "return_level"
+"""Column of a served frame: the level the bounds were held at after an idle spell."""
 
 
 def anchor(origin: pd.Timestamp, warmup: pd.Timedelta = WARMUP) -> pd.Timestamp:
@@ -92,6 +97,12 @@ class OnlinePeak:
             the reference is at demand.
         min_misses: misses a level must expect over ACI's window to be calibrated (0:
             every level).
+        recover: raise the bounds to the level demand had before an idle spell it
+            has just come back from (:mod:`forecaster.peak.recovery`).
+
+    Attributes:
+        returning: the level the last bounds were held at or above by ``recover``;
+            NaN when the rule was silent (or off).
     """
 
     def __init__(
@@ -106,6 +117,7 @@ class OnlinePeak:
         halflife: float = TUNED_HALFLIFE,
         snap: float = TUNED_SNAP,
         min_misses: float = MIN_EXPECTED_MISSES,
+        recover: bool = True,
     ) -> None:
         if lead < 1 or day < 1 or snap < 0.0:
             raise ValueError(f"need lead >= 1, day >= 1 and snap >= 0; got {lead}, {day}, {snap}")
@@ -128,6 +140,8 @@ class OnlinePeak:
         self._lags = seasonal_lags(day, lead)
         self._issued: deque[tuple[int, FloatArray, FloatArray | None, FloatArray, float]] = deque()
         self._last: int | None = None
+        self._rule = ReturnRule.on_step(pd.Timedelta(days=1) / day) if recover else None
+        self.returning = math.nan
 
     def step(self, y: FloatArray, p: int, raw: FloatArray, scale: float) -> FloatArray:
         """Learn from the origin realised at ``p``, then return ``p``'s bounds.
@@ -166,6 +180,10 @@ class OnlinePeak:
         else:
             bounds = np.where(np.isfinite(calibrated), calibrated, reference)
         bounds = np.where(np.isfinite(bounds), bounds, level)  # nothing known: persistence
+        self.returning = math.nan if self._rule is None else return_level(y, p, self._rule)
+        if math.isfinite(self.returning):
+            held = self.levels >= MIN_LEVEL
+            bounds = np.where(held, np.maximum(bounds, self.returning), bounds)
         bounds = np.maximum.accumulate(np.maximum(bounds, 0.0))
         self._issued.append((p, raw, offsets, experts, scale))
         return np.asarray(bounds, dtype=np.float64)
@@ -217,6 +235,25 @@ def served_bounds(
     Raises:
         ValueError: the arrays disagree in length, or the grid is empty.
     """
+    return _issue(ds, y, raw, scale, levels, lead, step=step, warmup=warmup).bounds
+
+
+class _Issued(NamedTuple):
+    bounds: FloatArray
+    returning: float
+
+
+def _issue(
+    ds: pd.DatetimeIndex,
+    y: FloatArray,
+    raw: FloatArray,
+    scale: FloatArray,
+    levels: Sequence[float],
+    lead: int,
+    *,
+    step: pd.Timedelta,
+    warmup: pd.Timedelta,
+) -> _Issued:
     n = len(ds)
     if n < 1 or not len(y) == len(raw) == len(scale) == n:
         raise ValueError(
@@ -230,7 +267,7 @@ def served_bounds(
     for p in range(start, n):
         s = float(scale[p])
         bounds = state.step(y, p, raw[p], s if math.isfinite(s) and s > 0 else 1.0)
-    return bounds
+    return _Issued(bounds, state.returning)
 
 
 def serve_frame(
@@ -254,13 +291,17 @@ def serve_frame(
         warmup: as :func:`anchor`.
 
     Returns:
-        ``fresh`` with ``q<level>`` the served bounds and ``raw_q<level>`` the model's.
+        ``fresh`` with ``q<level>`` the served bounds, ``raw_q<level>`` the model's and
+        ``return_level`` the level demand had before an idle spell it has just come
+        back from, which the bounds are held at or above (NaN where the rule is
+        silent: :mod:`forecaster.peak.recovery`).
     """
     levels = sorted(float(str(c)[1:]) for c in fresh.columns if _is_level(c))
     columns = [quantile_column(q) for q in levels]
     out = fresh.copy()
     for column in columns:
         out[f"{RAW_PREFIX}{column}"] = fresh[column]
+    out[RETURN_LEVEL] = math.nan
     targets = history.set_index([UID, DS])[Y]
     for i, row in fresh.iterrows():
         uid, origin, lead = str(row[UID]), pd.Timestamp(row[DS]), int(row[LEAD])
@@ -273,8 +314,9 @@ def serve_frame(
         scale = past.reindex(columns=[SCALE]).to_numpy(dtype=np.float64)[:, 0]
         raw[-1] = row[columns].to_numpy(dtype=np.float64)
         scale[-1] = float(row[SCALE])
-        bounds = served_bounds(grid, y, raw, scale, levels, lead, step=step, warmup=warmup)
-        out.loc[i, columns] = bounds
+        issued = _issue(grid, y, raw, scale, levels, lead, step=step, warmup=warmup)
+        out.loc[i, columns] = issued.bounds
+        out.loc[i, RETURN_LEVEL] = issued.returning
     return out
 
 

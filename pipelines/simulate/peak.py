@@ -82,6 +82,9 @@ class PeakReplayForecaster:
             every level; see :func:`forecaster.peak.calibration.calibrates`).
         models: a cache of daily fits to share between forecasters of the same fleet
             (the pools of one fleet share one global model per day).
+        recover: hold the bounds at the level demand had before an idle spell it has
+            just come back from (:mod:`forecaster.peak.recovery`), as the forecast job
+            does.
     """
 
     def __init__(
@@ -98,6 +101,7 @@ class PeakReplayForecaster:
         halflife: float = TUNED_HALFLIFE,
         min_misses: float = MIN_EXPECTED_MISSES,
         models: ModelCache | None = None,
+        recover: bool = True,
     ) -> None:
         missing = [c for c in (UID, DS, Y) if c not in fleet.columns]
         if missing:
@@ -119,6 +123,7 @@ class PeakReplayForecaster:
         self.eta = eta
         self.halflife = halflife
         self.min_misses = min_misses
+        self.recover = recover
         self._ds = pd.DatetimeIndex(rows[DS])
         self._y = rows[Y].to_numpy(dtype=np.float64)
         self._step = pd.Timedelta(self._ds[1] - self._ds[0])
@@ -176,6 +181,7 @@ class PeakReplayForecaster:
                 eta=self.eta,
                 halflife=self.halflife,
                 min_misses=self.min_misses,
+                recover=self.recover,
             )
             midnight = self._ds[position].floor("D")
             day_start = int(self._ds.searchsorted(midnight))

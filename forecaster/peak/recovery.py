@@ -1,0 +1,108 @@
+"""Demand coming back after an idle spell: expect the level it had before.
+
+A training pool whose demand drops to zero and comes back has mostly been interrupted,
+not emptied: jobs are resubmitted or restarted from their checkpoints. On the Helios
+Earth virtual clusters, outside the days the decision benchmark scores (May 1-7 and
+22-31), 48 returns after at least 30 minutes at zero: in 34 (71 %) demand reached
+its maximum of the hour before the idle spell within the hour after the return (88 %
+its median). A model of the lead-time peak cannot learn this from the few returns
+its history holds, and at the return its features say "a jump from zero", which it
+has seldom seen; its bound then follows demand up one lead at a time while the work
+queues.
+
+:func:`return_level` gives, at an origin, the level to provision at least: the maximum
+of the hour before the idle spell, when demand came back from at least
+``ReturnRule.idle`` at zero no more than ``ReturnRule.hold`` ago and is still below
+that level (NaN otherwise). The served bound (:mod:`forecaster.peak.online`) is
+raised to it at the levels from :data:`MIN_LEVEL` up: the level came back in most
+returns, so it is a statement about the median and above, not about the low
+quantiles. Only the series' own past is read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import pandas as pd
+
+from forecaster.peak.types import FloatArray
+
+IDLE: Final = pd.Timedelta(minutes=30)
+"""The shortest spell at zero that counts as idle (shorter ones are gaps between jobs)."""
+HOLD: Final = pd.Timedelta(hours=1)
+"""How long after the return the level is held (the window the 71 % above was measured on)."""
+BEFORE: Final = pd.Timedelta(hours=1)
+"""The window before the idle spell whose maximum is the level expected back."""
+MIN_LEVEL: Final = 0.5
+"""The lowest quantile level the served bound is raised at."""
+
+
+@dataclass(frozen=True)
+class ReturnRule:
+    """The return-from-idle rule on one series' grid, in steps.
+
+    Attributes:
+        idle: the fewest steps at zero that make an idle spell, >= 1.
+        hold: the most steps after the return that the level is held, >= 1.
+        before: the steps before the idle spell whose maximum is the level, >= 1.
+    """
+
+    idle: int
+    hold: int
+    before: int
+
+    def __post_init__(self) -> None:
+        if min(self.idle, self.hold, self.before) < 1:
+            raise ValueError(
+                f"idle, hold and before must be >= 1 step, got {self.idle}, {self.hold}, "
+                f"{self.before}"
+            )
+
+    @classmethod
+    def on_step(
+        cls,
+        step: pd.Timedelta,
+        *,
+        idle: pd.Timedelta = IDLE,
+        hold: pd.Timedelta = HOLD,
+        before: pd.Timedelta = BEFORE,
+    ) -> ReturnRule:
+        """The rule's durations in steps of ``step`` (at least one step each)."""
+        if step <= pd.Timedelta(0):
+            raise ValueError(f"step must be positive, got {step}")
+
+        def steps(duration: pd.Timedelta) -> int:
+            return max(1, math.ceil(duration / step))
+
+        return cls(idle=steps(idle), hold=steps(hold), before=steps(before))
+
+
+def return_level(y: FloatArray, p: int, rule: ReturnRule) -> float:
+    """The level demand is expected back at, at origin ``p``; NaN where the rule is silent.
+
+    Reads ``y[: p + 1]`` only. Silent unless: ``y[p] > 0``; demand has been above zero
+    for at most ``rule.hold`` steps (``y[p]`` included); before that it was exactly 0
+    for at least ``rule.idle`` steps; and the maximum of the ``rule.before`` steps
+    before those zeros is known and above ``y[p]``. A missing value (NaN) breaks a run:
+    a gap in the data is not idleness.
+    """
+    if not 0 <= p < len(y) or not y[p] > 0.0:
+        return math.nan
+    start = p
+    while start > 0 and y[start - 1] > 0.0:
+        start -= 1
+        if p - start + 1 > rule.hold:
+            return math.nan
+    zeros = start
+    while zeros > 0 and y[zeros - 1] == 0.0:
+        zeros -= 1
+    if start - zeros < rule.idle or zeros == 0:
+        return math.nan
+    window = y[max(0, zeros - rule.before) : zeros]
+    if not np.all(np.isfinite(window)):
+        return math.nan
+    level = float(np.max(window))
+    return level if level > float(y[p]) else math.nan

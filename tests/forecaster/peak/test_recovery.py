@@ -1,0 +1,106 @@
+"""The return-from-idle rule: the level demand had before an idle spell, held after it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecaster.peak.online import RETURN_LEVEL, OnlinePeak, serve_frame
+from forecaster.peak.recovery import ReturnRule, return_level
+from forecaster.types import DS, UID, Y
+
+RULE = ReturnRule(idle=3, hold=6, before=6)
+STEP = pd.Timedelta(minutes=10)
+
+
+def interrupted(busy: float = 600.0, back: float = 200.0, zeros: int = 12) -> np.ndarray:
+    """A busy pool, an outage at zero, and the first step of its work coming back."""
+    before = busy + np.arange(12) % 3  # the hour before the outage peaks at busy + 2
+    return np.concatenate([before, np.zeros(zeros), [back]])
+
+
+def test_the_level_before_the_idle_spell_is_expected_back() -> None:
+    y = interrupted()
+    assert return_level(y, len(y) - 1, RULE) == 602.0
+
+
+def test_the_level_is_held_for_the_hold_then_dropped() -> None:
+    y = np.concatenate([interrupted(), [300.0, 350.0, 400.0, 450.0, 500.0, 550.0]])
+    first = len(y) - 6
+    levels = [return_level(y, p, RULE) for p in range(first - 1, len(y))]
+    assert levels[:6] == [602.0] * 6  # the return and the five steps after it
+    assert math.isnan(levels[6])  # the seventh step above zero: the hold is over
+
+
+@pytest.mark.parametrize(
+    ("y", "why"),
+    [
+        (interrupted(zeros=2), "two steps at zero are a gap between jobs, not idleness"),
+        (interrupted(back=700.0), "demand already above the level before"),
+        (np.concatenate([[np.nan] * 3, np.zeros(5), [10.0]]), "nothing known before"),
+        (np.concatenate([np.zeros(5), [10.0]]), "the series starts idle"),
+        (np.concatenate([interrupted()[:-1], [0.0]]), "still idle"),
+        (np.concatenate([[600.0] * 6, [np.nan], np.zeros(4), [10.0]]), "a gap before"),
+        (np.concatenate([[600.0] * 6, np.zeros(2), [np.nan], np.zeros(2), [10.0]]), "gap"),
+    ],
+)
+def test_the_rule_is_silent_where_it_has_no_case(y: np.ndarray, why: str) -> None:
+    assert math.isnan(return_level(y, len(y) - 1, RULE)), why
+
+
+def test_only_the_past_is_read() -> None:
+    y = interrupted()
+    p = len(y) - 1
+    later = np.concatenate([y, [1e6, 0.0, 0.0]])
+    assert return_level(later, p, RULE) == return_level(y, p, RULE)
+
+
+def test_the_rule_in_steps_of_the_series() -> None:
+    assert ReturnRule.on_step(STEP) == ReturnRule(idle=3, hold=6, before=6)
+    assert ReturnRule.on_step(pd.Timedelta(minutes=5)) == ReturnRule(idle=6, hold=12, before=12)
+    assert ReturnRule.on_step(pd.Timedelta(hours=2)) == ReturnRule(idle=1, hold=1, before=1)
+    with pytest.raises(ValueError, match="positive"):
+        ReturnRule.on_step(pd.Timedelta(0))
+    with pytest.raises(ValueError, match=">= 1 step"):
+        ReturnRule(idle=0, hold=6, before=6)
+
+
+def bounds_at_return(recover: bool) -> tuple[np.ndarray, float]:
+    y = np.concatenate([np.full(300, 500.0), interrupted()])
+    levels = (0.1, 0.5, 0.9)
+    state = OnlinePeak(levels, 1, 144, recover=recover)
+    raw = np.array([0.0, 5.0, 10.0])
+    for p in range(len(y)):
+        bounds = state.step(y, p, y[p] + raw, 1.0)
+    return bounds, state.returning
+
+
+def test_the_served_bound_holds_the_level_from_the_median_up() -> None:
+    held, returning = bounds_at_return(recover=True)
+    plain, silent = bounds_at_return(recover=False)
+    assert returning == 602.0
+    assert math.isnan(silent)
+    assert plain[1] < 602.0
+    assert plain[2] < 602.0
+    np.testing.assert_allclose(held[1:], [602.0, max(602.0, plain[2])])
+    assert held[0] == plain[0]  # a low quantile is not raised
+
+
+def test_the_served_frame_says_which_level_it_held() -> None:
+    y = np.concatenate([np.full(300, 500.0), interrupted()])
+    ds = pd.date_range("2024-05-01", periods=len(y), freq=STEP, tz="UTC")
+    history = pd.DataFrame({UID: "p/demand_gpus", DS: ds, Y: y})
+    fresh = pd.DataFrame(
+        {UID: ["p/demand_gpus"], DS: [ds[-1]], "lead": [1], "last": [y[-1]], "scale": [1.0]}
+        | {"q0.5": [y[-1] + 5.0], "q0.9": [y[-1] + 10.0]}
+    )
+    served = serve_frame(fresh, history, fresh.iloc[:0], STEP)
+    assert served[RETURN_LEVEL].iloc[0] == 602.0
+    assert served["q0.5"].iloc[0] == 602.0
+    assert served["q0.9"].iloc[0] == 602.0
+    assert served["raw_q0.9"].iloc[0] == y[-1] + 10.0
+    calm = serve_frame(fresh.assign(**{DS: [ds[-2]]}), history, fresh.iloc[:0], STEP)
+    assert math.isnan(calm[RETURN_LEVEL].iloc[0])
