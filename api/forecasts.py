@@ -43,7 +43,7 @@ from pipelines.policy import DemandForecast
 from pipelines.policy.peak import PeakForecast
 from pipelines.store import Store
 from pipelines.store.forecasts import GENERATED_AT
-from pipelines.store.peak_forecasts import LAST, LEAD, ORIGIN, RAW
+from pipelines.store.peak_forecasts import LAST, LEAD, ORIGIN, RAW, RETURN
 
 logger = logging.getLogger(__name__)
 
@@ -243,5 +243,6 @@ def _peak_of(
         last=float(row[LAST]),
         lead=int(row[LEAD]) * step,
         raw=raw or None,
+        returning=None if RETURN not in row.index or pd.isna(row[RETURN]) else float(row[RETURN]),
     )
     return peak, ""

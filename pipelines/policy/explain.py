@@ -222,6 +222,12 @@ def summarise(
                 f"{calibration.live_coverage:.0%} of the last {calibration.forecasts} "
                 "realised forecasts),"
             )
+        if from_peak and peak is not None and peak.returning is not None:
+            rule += (
+                f" held at {peak.returning:.4g} GPUs, the most demand reached in the hour "
+                "before the idle spell it has just come back from (work that returns after "
+                "an outage mostly comes back whole),"
+            )
         if from_peak and peak is not None and peak.lead is not None:
             parts.append(
                 f"q{level:g} of the demand peak over the next {_duration(peak.lead)}"

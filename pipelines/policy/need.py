@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Final, Literal
 
+from pipelines.policy.peak import PeakForecast
 from pipelines.policy.types import DemandForecast, LatencyAdjustment, Sample
 
 PeakSource = Literal["peak", "horizon_max"]
@@ -69,6 +70,9 @@ class PeakDemand:
         missing: why the fallback was used (no peak forecast); empty for a peak.
         raw: the peak model's own quantile at ``level`` when ``value`` is the bound
             calibrated and combined online; None otherwise.
+        returning: the level demand had before an idle spell it has just come back
+            from, when ``value`` is held there (:mod:`forecaster.peak.recovery`); None
+            otherwise.
     """
 
     level: float
@@ -81,6 +85,7 @@ class PeakDemand:
     rebased_from: datetime | None = None
     missing: str = ""
     raw: float | None = None
+    returning: float | None = None
 
     @property
     def utilisation_applies(self) -> bool:
@@ -128,6 +133,7 @@ def peak_demand(
             lead=moved.lead,
             rebased_from=moved.made_at,
             raw=None if moved.raw is None else moved.raw.get(forecast.level),
+            returning=_held(moved, forecast.level),
         )
     end = window_end(now, lead_time, forecast.step)
     inside = [i for i, ts in enumerate(forecast.timestamps) if now <= ts <= end]
@@ -176,3 +182,10 @@ def add_latency(nodes: int, latency: LatencyAdjustment) -> tuple[int, int]:
     """
     applied = 0 if latency.not_gpu_bound else latency.extra_nodes
     return nodes + applied, applied
+
+
+def _held(peak: PeakForecast, level: float) -> float | None:
+    """The level the stored quantile at ``level`` was held at after an idle spell."""
+    if peak.returning is None or peak.quantiles[level] != peak.returning:
+        return None
+    return peak.returning

@@ -38,6 +38,9 @@ class PeakForecast:
         raw: the model's own quantiles when ``quantiles`` are the served bounds the
             forecast job calibrated and combined online (:mod:`forecaster.peak.online`);
             None for a forecast stored as the model made it.
+        returning: the level demand had before an idle spell it had just come back
+            from at the origin, which the quantiles from the median up were held at or
+            above (:mod:`forecaster.peak.recovery`); None when they were not.
     """
 
     quantiles: Mapping[float, float]
@@ -47,6 +50,7 @@ class PeakForecast:
     made_at: datetime | None = None
     calibration: Calibration | None = None
     raw: Mapping[float, float] | None = None
+    returning: float | None = None
 
     def __post_init__(self) -> None:
         require_aware(self.origin, "PeakForecast.origin")
@@ -62,6 +66,13 @@ class PeakForecast:
         if self.raw is not None:
             raw = {float(q): float(v) for q, v in self.raw.items() if math.isfinite(v)}
             object.__setattr__(self, "raw", MappingProxyType(raw) if raw else None)
+        if self.returning is not None and not (
+            math.isfinite(self.returning) and self.returning >= 0
+        ):
+            raise DataValidationError(
+                f"a peak forecast's returning level must be finite and >= 0 (or None), got "
+                f"{self.returning}"
+            )
 
     @property
     def end(self) -> datetime:
@@ -76,15 +87,21 @@ class PeakForecast:
         """The same headroom on ``demand`` when it is newer than the origin, else self.
 
         Values stay at or above 0 (demand is). The window keeps its length and starts
-        at the newer observation.
+        at the newer observation. A quantile held at the level demand had before an
+        idle spell (``returning``) is a level, not a headroom: it stays there, or at
+        the newer demand when that is higher.
         """
         if demand.at <= self.origin:
             return self
+
+        def moved(v: float) -> float:
+            if v == self.returning:  # held at the level: not a headroom over `last`
+                return max(v, demand.value)
+            return max(0.0, demand.value + (v - self.last))
+
         return replace(
             self,
-            quantiles={
-                q: max(0.0, demand.value + (v - self.last)) for q, v in self.quantiles.items()
-            },
+            quantiles={q: moved(v) for q, v in self.quantiles.items()},
             raw=None
             if self.raw is None
             else {q: max(0.0, demand.value + (v - self.last)) for q, v in self.raw.items()},

@@ -3,12 +3,14 @@
 The forecast job writes one row per series, generation time and lead (in steps); the
 recommendation service reads the newest of the version it serves. A frame read back
 is ``unique_id, origin, ds, lead, last, q<level>..., raw_q<level>..., scale,
-model_version, generated_at``: ``origin`` is the last observation the forecast was
-made from, ``ds`` the end of the window ``origin + lead * step``, ``last`` the demand
+return_level, model_version, generated_at``: ``origin`` is the last observation the
+forecast was made from, ``ds`` the end of the window ``origin + lead * step``, ``last`` the demand
 at ``origin`` (so ``q - last`` is the headroom), ``q<level>`` the served quantile of
 ``max(y[origin+1 .. ds])`` (the model's, calibrated and combined online:
 :mod:`forecaster.peak.online`), ``raw_q<level>`` the model's own and ``scale`` the
-series' scale the model worked in (NaN where not stored).
+series' scale the model worked in and ``return_level`` the level the served quantiles
+were held at after an idle spell (:mod:`forecaster.peak.recovery`; NaN where none was
+or it was not stored).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pandas as pd
 from sqlalchemy import Select, func, select
 
 from forecaster.exceptions import DataValidationError
-from forecaster.peak.online import RAW_PREFIX
+from forecaster.peak.online import RAW_PREFIX, RETURN_LEVEL
 from forecaster.peak.types import SCALE
 from forecaster.types import DS, UID
 from pipelines.store.engine import Database
@@ -36,6 +38,8 @@ LEAD: Final = "lead"
 LAST: Final = "last"
 RAW: Final = RAW_PREFIX
 """Prefix of the columns of the model's raw quantiles (``raw_q0.9``)."""
+RETURN: Final = RETURN_LEVEL
+"""Column of the level the served quantiles were held at after an idle spell."""
 MODEL_VERSION: Final = "model_version"
 GENERATED_AT: Final = "generated_at"
 
@@ -67,7 +71,7 @@ class PeakForecastRepository:
 
         Args:
             frame: ``unique_id, ds, lead, last, q<level>...`` with ``ds`` the origin,
-                and optionally ``raw_q<level>...`` and ``scale``.
+                and optionally ``raw_q<level>...``, ``scale`` and ``return_level``.
             model_version: the registered model version whose peak model made it.
             generated_at: when it was made (tz-aware).
             step: the series step (``ds`` of a row is ``origin + lead * step``).
@@ -89,7 +93,16 @@ class PeakForecastRepository:
                     PeakForecastRow,
                     rows,
                     keys=("series_id", "generated_at", "lead"),
-                    update=("origin", "ds", "model_version", "last", "quantiles", "raw", "scale"),
+                    update=(
+                        "origin",
+                        "ds",
+                        "model_version",
+                        "last",
+                        "quantiles",
+                        "raw",
+                        "scale",
+                        "return_level",
+                    ),
                 )
         return len(rows)
 
@@ -148,10 +161,11 @@ def _rows(
     raw = [c for c in columns if f"{RAW}{c}" in frame.columns]
     values = frame[[LAST, *columns]].to_numpy(dtype=np.float64)
     raw_values = frame[[f"{RAW}{c}" for c in raw]].to_numpy(dtype=np.float64)
-    scales = (
-        frame[SCALE].to_numpy(dtype=np.float64)
-        if SCALE in frame.columns
+    scales, returns = (
+        frame[column].to_numpy(dtype=np.float64)
+        if column in frame.columns
         else np.full(len(frame), np.nan)
+        for column in (SCALE, RETURN_LEVEL)
     )
     if not np.isfinite(values).all():
         bad = sorted(frame.loc[~np.isfinite(values).all(axis=1), UID].astype(str).unique())
@@ -173,6 +187,7 @@ def _rows(
                 "quantiles": {c: float(values[i, k + 1]) for k, c in enumerate(columns)},
                 "raw": {c: float(raw_values[i, k]) for k, c in enumerate(raw)} or None,
                 "scale": float(scales[i]) if math.isfinite(scales[i]) else None,
+                "return_level": float(returns[i]) if math.isfinite(returns[i]) else None,
             }
         )
     return rows
@@ -197,6 +212,10 @@ def _to_frame(rows: Sequence[PeakForecastRow]) -> pd.DataFrame:
         )
     data[SCALE] = np.array(
         [math.nan if row.scale is None else row.scale for row in rows], dtype=np.float64
+    )
+    data[RETURN_LEVEL] = np.array(
+        [math.nan if row.return_level is None else row.return_level for row in rows],
+        dtype=np.float64,
     )
     data[MODEL_VERSION] = pd.Series([row.model_version for row in rows], dtype=object)
     data[GENERATED_AT] = pd.to_datetime([row.generated_at for row in rows], utc=True).as_unit("ns")

@@ -124,7 +124,9 @@ class PeakForecastRow(Base):
     """One lead of a stored peak forecast: quantiles of ``max(y[origin+1 .. ds])``.
 
     ``quantiles`` are served (calibrated and combined online), ``raw`` the model's own
-    and ``scale`` the series' scale at the origin (NULL in rows from before 0007).
+    and ``scale`` the series' scale at the origin (NULL in rows from before 0007);
+    ``return_level`` the level the served quantiles were held at after an idle spell
+    (NULL where none was, and in rows from before 0008).
     """
 
     __tablename__ = "peak_forecasts"
@@ -140,6 +142,7 @@ class PeakForecastRow(Base):
     quantiles: Mapped[dict[str, Any]] = mapped_column(JsonDocument, nullable=False)
     raw: Mapped[dict[str, Any] | None] = mapped_column(JsonDocument, nullable=True)
     scale: Mapped[float | None] = mapped_column(Double(), nullable=True)
+    return_level: Mapped[float | None] = mapped_column(Double(), nullable=True)
 
 
 class RecommendationRow(Base):

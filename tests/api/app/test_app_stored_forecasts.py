@@ -151,3 +151,33 @@ def test_the_stored_peak_quantile_is_what_the_pool_is_provisioned_for(
     assert forecast["peak"]["lead_seconds"] == 600.0
     assert forecast["peak"]["quantiles"]["q0.9"] == pytest.approx(q90)
     assert forecast["peak_missing"] == ""
+
+
+def test_a_pool_whose_work_returns_after_an_idle_spell_gets_its_level_before_back(
+    make_services: Callable[..., Services],
+    make_app: Callable[[Services], FastAPI],
+    champion: LoadedModel,
+    settings: Settings,
+    store: Store,
+    clock: FakeClock,
+) -> None:
+    history = store.samples.read()
+    demand = history[history["unique_id"] == "alpha/demand_gpus"].sort_values("ds")
+    # The last 40 minutes: 35 at zero (an outage), then 8 GPUs of work back.
+    tail = demand.tail(8).assign(y=[0.0] * 7 + [8.0])
+    store.samples.upsert(tail)
+    before = float(demand["y"].iloc[-20:-8].max())  # the hour before the outage
+    peak_model = PeakQuantileForecaster(
+        lead_steps=(2, 3), quantiles=(0.5, 0.8, 0.9), max_iter=20, min_samples_leaf=20
+    ).fit(history)
+    with_peak = replace(champion, version="8", peak=peak_model)
+    run_forecast_job(settings, store, with_peak)
+    stored = store.peak_forecasts.latest("alpha/demand_gpus", "8")
+
+    with TestClient(make_app(make_services(model=with_peak, clock=clock))) as client:
+        alpha = client.get("/recommendation/alpha").json()
+
+    assert stored["return_level"].tolist() == [before, before]
+    assert alpha["forecast_quantiles"]["q0.9"] >= before
+    assert alpha["explanation"]["stages"]["forecast_nodes"] >= -(-before // 8)
+    assert f"held at {before:.4g} GPUs" in alpha["explanation"]["summary"]

@@ -168,3 +168,39 @@ def test_the_peak_input_is_dated_by_the_forecast_and_a_peak_adding_no_node_is_sa
         "live demand already needs 5 nodes and the forecast peak (+2 GPUs over live demand) "
         "adds none" in rec.explanation.summary
     )
+
+
+def returned(last: float = 20.0) -> PeakForecast:
+    """Demand back at 20 GPUs after an idle spell; 120 GPUs before it, held from q0.5 up."""
+    return PeakForecast(
+        quantiles={0.1: last, 0.5: 120.0, 0.9: 120.0},
+        origin=ORIGIN,
+        last=last,
+        lead=10 * MIN,
+        returning=120.0,
+    )
+
+
+def test_a_pool_back_from_an_idle_spell_is_provisioned_its_level_before_and_said_so() -> None:
+    rec = run(forecast(returned()))
+
+    assert rec.desired_nodes == 15  # 120 / 8
+    summary = rec.explanation.summary
+    assert "held at 120 GPUs, the most demand reached in the hour before the idle" in summary
+
+
+def test_a_held_level_is_a_level_not_a_headroom_when_newer_demand_comes() -> None:
+    higher = run(forecast(returned()), live(demand=60.0, at=NOW - MIN))
+    # The held 120 stays 120 (not 120 - 20 + 60 = 160); q0.1 carries its headroom (0).
+    assert higher.forecast_quantiles == {0.1: 60.0, 0.5: 120.0, 0.9: 120.0}
+    assert "held at 120 GPUs" in higher.explanation.summary
+    above = run(forecast(returned()), live(demand=130.0, at=NOW - MIN))
+    assert above.forecast_quantiles[0.9] == 130.0
+    assert "held at" not in above.explanation.summary
+
+
+def test_a_returning_level_must_be_a_number_of_gpus() -> None:
+    with pytest.raises(DataValidationError, match="returning level"):
+        replace(returned(), returning=float("nan"))
+    with pytest.raises(DataValidationError, match="returning level"):
+        replace(returned(), returning=-1.0)

@@ -137,3 +137,18 @@ def test_the_models_raw_quantiles_and_scale_are_kept_beside_the_served(store: St
     np.testing.assert_allclose(second["scale"], [1.0, 1.0])
     newer = store.peak_forecasts.read(["a/demand_gpus"], since=ORIGIN + STEP)
     assert set(newer["generated_at"]) == {pd.Timestamp(ORIGIN + STEP)}
+
+
+def test_the_level_held_after_an_idle_spell_is_kept_where_there_was_one(store: Store) -> None:
+    held = peak_frame().assign(return_level=[30.0, np.nan])
+    store.peak_forecasts.save(held, model_version="3", generated_at=ORIGIN, step=STEP)
+    store.peak_forecasts.save(
+        peak_frame(ORIGIN + STEP), model_version="3", generated_at=ORIGIN + STEP, step=STEP
+    )
+
+    rows = store.peak_forecasts.read(["a/demand_gpus"])
+    first = rows[rows["generated_at"] == pd.Timestamp(ORIGIN)]
+    assert first["return_level"].iloc[0] == 30.0
+    assert np.isnan(first["return_level"].iloc[1])
+    second = rows[rows["generated_at"] == pd.Timestamp(ORIGIN + STEP)]
+    assert second["return_level"].isna().all()  # stored without the column
