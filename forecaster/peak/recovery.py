@@ -106,3 +106,8 @@ def return_level(y: FloatArray, p: int, rule: ReturnRule) -> float:
         return math.nan
     level = float(np.max(window))
     return level if level > float(y[p]) else math.nan
+
+
+def return_levels(y: FloatArray, rule: ReturnRule) -> FloatArray:
+    """:func:`return_level` at every position of ``y`` (NaN where the rule is silent)."""
+    return np.array([return_level(y, p, rule) for p in range(len(y))], dtype=np.float64)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from forecaster.peak.online import RETURN_LEVEL, OnlinePeak, serve_frame
-from forecaster.peak.recovery import ReturnRule, return_level
+from forecaster.peak.recovery import ReturnRule, return_level, return_levels
 from forecaster.types import DS, UID, Y
 
 RULE = ReturnRule(idle=3, hold=6, before=6)
@@ -104,3 +104,11 @@ def test_the_served_frame_says_which_level_it_held() -> None:
     assert served["raw_q0.9"].iloc[0] == y[-1] + 10.0
     calm = serve_frame(fresh.assign(**{DS: [ds[-2]]}), history, fresh.iloc[:0], STEP)
     assert math.isnan(calm[RETURN_LEVEL].iloc[0])
+
+
+def test_every_positions_level_at_once() -> None:
+    y = np.concatenate([interrupted(), [300.0, 700.0, 0.0]])
+    levels = return_levels(y, RULE)
+    expected = [return_level(y, p, RULE) for p in range(len(y))]
+    np.testing.assert_array_equal(levels, expected)
+    assert np.isfinite(levels).sum() == 2  # the return and the step after; 700 is above
