@@ -253,17 +253,25 @@ def forecast_command(
     steps: Annotated[
         int | None, typer.Option("--steps", min=1, help="Steps ahead; default the horizon.")
     ] = None,
+    workers: WorkersOption = 2,
+    dask_address: DaskOption = None,
     output: Annotated[
         Path | None, typer.Option("--output", help="Write the forecast frame (.csv or .json).")
     ] = None,
 ) -> None:
-    """Forecast every series with the @champion model refitted on the latest data."""
-    from forecaster.champion import ChampionForecaster
+    """Forecast every series with the @champion refitted on its latest data, as the
+    forecast job does (the same code, here printed instead of stored)."""
+    import pandas as pd
+
+    from forecaster.exceptions import DataValidationError
     from forecaster.registry import load_champion
     from forecaster.training import recent_history
+    from forecaster.types import UID
     from pipelines.config.tracking import tracking_config
     from pipelines.dataset import load_dataset
-    from pipelines.reporting import forecast_table, write_frame
+    from pipelines.executors import make_executor
+    from pipelines.jobs.forecast import forecast_series
+    from pipelines.reporting import forecast_table, progress_bar, write_frame
 
     with cli_errors():
         settings = cli_settings(config)
@@ -276,12 +284,25 @@ def forecast_command(
         if loaded.source != "registry":
             console.print(f"[yellow]Using the last-known-good champion:[/] {loaded.reason}")
         plan = _plan(settings, dataset)
-        model = loaded.model
-        if isinstance(model, ChampionForecaster):
-            # Refit the chosen families on the latest data: the registered state is as
-            # old as the training, the hyperparameters and selection are what it chose.
-            model = model.unfitted().fit(recent_history(dataset.frame, plan.max_train))
-        frame = model.predict(steps or plan.horizon, plan.levels)
+        recent = recent_history(dataset.frame, plan.max_train)
+        groups = [(str(uid), part) for uid, part in recent.groupby(UID, sort=True)]
+        with (
+            progress_bar(console) as report,
+            make_executor(workers, dask_address or settings.scheduler.dask_address) as executor,
+        ):
+            made = forecast_series(
+                loaded, groups, steps or plan.horizon, plan.levels, executor, report
+            )
+        failed = {uid: why for uid, why in made.items() if isinstance(why, str)}
+        for uid, why in failed.items():
+            console.print(f"[yellow]{uid} not forecast:[/] {why}")
+        kept = [frame for frame in made.values() if not isinstance(frame, str)]
+        if not kept:
+            raise DataValidationError(
+                f"none of the {len(groups)} series could be forecast (above); check the data "
+                "against the series contract (docs/forecasting.md) or retrain"
+            )
+        frame = pd.concat(kept, ignore_index=True)
         console.print(forecast_table(frame, plan.horizons, plan.levels))
         console.print(f"Champion version {loaded.version} ({loaded.source}).")
         if output is not None:

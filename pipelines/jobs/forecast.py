@@ -91,7 +91,7 @@ def run_forecast(
             ) as executor:
                 # The pools' own quantiles too: the service reads what is stored, fits nothing.
                 levels = tuple(sorted({*plan.levels, *plan.peak_levels}))
-                frames = _forecast_all(loaded, groups, plan.horizon, levels, executor, report)
+                frames = forecast_series(loaded, groups, plan.horizon, levels, executor, report)
                 peaks = _peak_forecasts(loaded, recent, executor)
             for uid, made in frames.items():
                 if isinstance(made, str):
@@ -143,19 +143,22 @@ def run_forecast(
     return finish(JOB, started, outcome, summary, problems=problems, details=details)
 
 
-def _forecast_all(
+def forecast_series(
     loaded: LoadedModel,
     groups: list[tuple[str, pd.DataFrame]],
     horizon: int,
     levels: Levels,
     executor: Executor | None,
-    report: Progress,
+    report: Progress = no_progress,
 ) -> dict[str, pd.DataFrame | str]:
     """Forecast each series: its frame, or why it could not be forecast.
 
-    A champion is refitted per series through ``executor`` (the training's: a process
-    pool or Dask), sending only its unfitted choices; a model that cannot be refitted
-    forecasts in this process what it was trained on.
+    The one place forecasts are made: this job stores them for the service, and
+    ``foresight forecast`` prints them. A champion is refitted per series on its
+    recent history (``groups``: ``(series id, its frame)``) through ``executor`` (the
+    training's: a process pool or Dask; None runs here), sending only its unfitted
+    choices; a model that cannot be refitted forecasts in this process what it was
+    trained on. ``report`` is told ``("forecast", series done, series total)``.
     """
     model = loaded.model
     out: dict[str, pd.DataFrame | str] = {}

@@ -61,6 +61,12 @@ def test_train_then_forecast(workdir: Path) -> None:
     assert (frame["q0.95"] >= frame["q0.5"]).all()
     first = pd.to_datetime(frame["ds"]).min()
     assert first == pd.Timestamp("2025-02-13 00:00", tz="UTC")
+    # The forecast job's code: refitted series by series, in worker processes or here.
+    here = workdir / "here.csv"
+    args = ["forecast", "--data", "metrics.csv", "--steps", "4", "--workers", "1"]
+    alone = runner.invoke(app, [*args, "--output", str(here)])
+    assert alone.exit_code == 0, alone.output
+    pd.testing.assert_frame_equal(pd.read_csv(here), frame)
 
 
 def test_backtest_writes_scores(workdir: Path) -> None:
