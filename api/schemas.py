@@ -226,6 +226,12 @@ class PeakOut(_Out):
     lead_seconds: float = Field(description="the window's length (the lead time in steps)")
     last: float = Field(description="demand at the origin, GPUs (quantile - last = headroom)")
     quantiles: dict[str, float] = Field(description="q<level> to the peak's quantile, GPUs")
+    return_level: float | None = Field(
+        default=None,
+        description="the most demand reached in the hour before an idle spell the pool has "
+        "just come back from, which the quantiles from q0.5 up are held at or above; null "
+        "when they are not",
+    )
 
 
 class ForecastOut(_Out):

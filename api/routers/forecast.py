@@ -73,6 +73,7 @@ def get_forecast(service: ServiceDep, pool: PoolName) -> ForecastOut:
             lead_seconds=peak.lead.total_seconds(),
             last=peak.last,
             quantiles={quantile_column(q): v for q, v in sorted(peak.quantiles.items())},
+            return_level=peak.returning,
         ),
         peak_missing=made.forecast.peak_missing,
     )

@@ -176,8 +176,10 @@ def test_a_pool_whose_work_returns_after_an_idle_spell_gets_its_level_before_bac
 
     with TestClient(make_app(make_services(model=with_peak, clock=clock))) as client:
         alpha = client.get("/recommendation/alpha").json()
+        peak = client.get("/forecast/alpha").json()["peak"]
 
     assert stored["return_level"].tolist() == [before, before]
+    assert peak["return_level"] == before
     assert alpha["forecast_quantiles"]["q0.9"] >= before
     assert alpha["explanation"]["stages"]["forecast_nodes"] >= -(-before // 8)
     assert f"held at {before:.4g} GPUs" in alpha["explanation"]["summary"]
