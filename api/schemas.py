@@ -229,7 +229,7 @@ class PeakOut(_Out):
     return_level: float | None = Field(
         default=None,
         description="the most demand reached in the hour before an idle spell the pool has "
-        "just come back from, which the quantiles from q0.75 up are held at or above; null "
+        "just come back from, which the quantiles from q0.5 up are held at or above; null "
         "when they are not",
     )
 

@@ -230,7 +230,7 @@ def with_references(
             # 0.889 -> 0.877 with the raw model, 0.877 -> 0.860 with the time-of-day
             # reference); "combined3", without the last, stays beside it.
             # A mix just above demand is set to demand where the reference is at demand,
-            # as served (snap_to_demand); from q0.75 up, held at the level demand
+            # as served (snap_to_demand); from the median up, held at the level demand
             # had before an idle spell it has just come back from (forecaster.peak.recovery).
             for name, experts in (
                 ("comb", [served_aci, ref, g[col].to_numpy(), sref]),

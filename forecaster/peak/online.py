@@ -18,7 +18,7 @@ at once, :class:`OnlinePeak`:
    the last week)`` (:mod:`forecaster.peak.reference`), mixed by the experts' weights,
    a mix at most a scale unit above demand set to demand where the reference is at
    demand (:func:`forecaster.peak.combine.snap_to_demand`); persistence where none is
-   known yet; from q0.75 up, raised to the level demand had before an idle
+   known yet; from the median up, raised to the level demand had before an idle
    spell it has just come back from (:func:`forecaster.peak.recovery.return_level`);
    never below 0, levels never crossing.
 

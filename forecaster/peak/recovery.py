@@ -14,8 +14,9 @@ queues.
 of the hour before the idle spell, when demand came back from at least
 ``ReturnRule.idle`` at zero no more than ``ReturnRule.hold`` ago and is still below
 that level (NaN otherwise). The served bound (:mod:`forecaster.peak.online`) is
-raised to it at the levels from :data:`MIN_LEVEL` up. Only the series' own past is
-read.
+raised to it at the levels from :data:`MIN_LEVEL` up: the level came back in most
+returns, so it is a statement about the median and above, not about the low
+quantiles. Only the series' own past is read.
 """
 
 from __future__ import annotations
@@ -35,13 +36,8 @@ HOLD: Final = pd.Timedelta(hours=1)
 """How long after the return the level is held (the window the 71 % above was measured on)."""
 BEFORE: Final = pd.Timedelta(hours=1)
 """The window before the idle spell whose maximum is the level expected back."""
-MIN_LEVEL: Final = 0.75
-"""The lowest quantile level the served bound is raised at. The level comes back within
-the hour in most returns, but the bound is for the peak over the lead time: at the
-origins where the rule holds the level (Earth VCs and total, outside the scored days),
-the peak over the next 10 minutes reached it at 27 % of them (29 of 107), over the next
-20 minutes at 36 %. So the level is about the 0.73 quantile of the 10-minute peak (0.64
-of the 20-minute one): a bound for the levels from 0.75 up, an overestimate below."""
+MIN_LEVEL: Final = 0.5
+"""The lowest quantile level the served bound is raised at."""
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ class PeakForecast:
             forecast job calibrated and combined online (:mod:`forecaster.peak.online`);
             None for a forecast stored as the model made it.
         returning: the level demand had before an idle spell it had just come back
-            from at the origin, which the quantiles from q0.75 up were held at or
+            from at the origin, which the quantiles from the median up were held at or
             above (:mod:`forecaster.peak.recovery`); None when they were not.
     """
 

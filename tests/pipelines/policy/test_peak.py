@@ -171,9 +171,9 @@ def test_the_peak_input_is_dated_by_the_forecast_and_a_peak_adding_no_node_is_sa
 
 
 def returned(last: float = 20.0) -> PeakForecast:
-    """Demand back at 20 GPUs after an idle spell; 120 GPUs before it, held from q0.75 up."""
+    """Demand back at 20 GPUs after an idle spell; 120 GPUs before it, held from q0.5 up."""
     return PeakForecast(
-        quantiles={0.1: last, 0.5: last + 5.0, 0.9: 120.0},
+        quantiles={0.1: last, 0.5: 120.0, 0.9: 120.0},
         origin=ORIGIN,
         last=last,
         lead=10 * MIN,
@@ -191,8 +191,8 @@ def test_a_pool_back_from_an_idle_spell_is_provisioned_its_level_before_and_said
 
 def test_a_held_level_is_a_level_not_a_headroom_when_newer_demand_comes() -> None:
     higher = run(forecast(returned()), live(demand=60.0, at=NOW - MIN))
-    # The held 120 stays 120 (not 120 - 20 + 60 = 160); the others carry their headroom.
-    assert higher.forecast_quantiles == {0.1: 60.0, 0.5: 65.0, 0.9: 120.0}
+    # The held 120 stays 120 (not 120 - 20 + 60 = 160); q0.1 carries its headroom (0).
+    assert higher.forecast_quantiles == {0.1: 60.0, 0.5: 120.0, 0.9: 120.0}
     assert "held at 120 GPUs" in higher.explanation.summary
     above = run(forecast(returned()), live(demand=130.0, at=NOW - MIN))
     assert above.forecast_quantiles[0.9] == 130.0

@@ -1,7 +1,7 @@
 """Peak forecasts say the level they were held at after an idle spell.
 
 ``return_level``: the level demand had before an idle spell it has just come back
-from, which the served quantiles from q0.75 up are held at or above
+from, which the served quantiles from the median up are held at or above
 (:mod:`forecaster.peak.recovery`); NULL where the rule was silent and in rows stored
 before.
 
