@@ -158,7 +158,8 @@ def forecast_series(
     recent history (``groups``: ``(series id, its frame)``) through ``executor`` (the
     training's: a process pool or Dask; None runs here), sending only its unfitted
     choices; a model that cannot be refitted forecasts in this process what it was
-    trained on. ``report`` is told ``("forecast", series done, series total)``.
+    trained on. ``report`` is told ``("forecast", series done, series total)``. The
+    answer is keyed in the order of ``groups``.
     """
     model = loaded.model
     out: dict[str, pd.DataFrame | str] = {}
@@ -189,7 +190,7 @@ def forecast_series(
     for done, future in enumerate(as_completed(futures), start=1):
         out[futures[future]] = future.result()
         report("forecast", done, len(groups))
-    return out
+    return {uid: out[uid] for uid, _ in groups}  # in the series' order, however they finished
 
 
 def _refit_predict(
