@@ -243,6 +243,6 @@ def _peak_of(
         last=float(row[LAST]),
         lead=int(row[LEAD]) * step,
         raw=raw or None,
-        returning=None if RETURN not in row.index or pd.isna(row[RETURN]) else float(row[RETURN]),
+        returning=None if pd.isna(row[RETURN]) else float(row[RETURN]),
     )
     return peak, ""

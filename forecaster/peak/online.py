@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Sequence
-from typing import Final, NamedTuple
+from typing import Final
 
 import numpy as np
 import pandas as pd
@@ -99,10 +99,6 @@ class OnlinePeak:
             every level).
         recover: raise the bounds to the level demand had before an idle spell it
             has just come back from (:mod:`forecaster.peak.recovery`).
-
-    Attributes:
-        returning: the level the last bounds were held at or above by ``recover``;
-            NaN when the rule was silent (or off).
     """
 
     def __init__(
@@ -141,7 +137,6 @@ class OnlinePeak:
         self._issued: deque[tuple[int, FloatArray, FloatArray | None, FloatArray, float]] = deque()
         self._last: int | None = None
         self._rule = ReturnRule.on_step(pd.Timedelta(days=1) / day) if recover else None
-        self.returning = math.nan
 
     def step(self, y: FloatArray, p: int, raw: FloatArray, scale: float) -> FloatArray:
         """Learn from the origin realised at ``p``, then return ``p``'s bounds.
@@ -180,10 +175,10 @@ class OnlinePeak:
         else:
             bounds = np.where(np.isfinite(calibrated), calibrated, reference)
         bounds = np.where(np.isfinite(bounds), bounds, level)  # nothing known: persistence
-        self.returning = math.nan if self._rule is None else return_level(y, p, self._rule)
-        if math.isfinite(self.returning):
+        returning = math.nan if self._rule is None else return_level(y, p, self._rule)
+        if math.isfinite(returning):
             held = self.levels >= MIN_LEVEL
-            bounds = np.where(held, np.maximum(bounds, self.returning), bounds)
+            bounds = np.where(held, np.maximum(bounds, returning), bounds)
         bounds = np.maximum.accumulate(np.maximum(bounds, 0.0))
         self._issued.append((p, raw, offsets, experts, scale))
         return np.asarray(bounds, dtype=np.float64)
@@ -235,25 +230,6 @@ def served_bounds(
     Raises:
         ValueError: the arrays disagree in length, or the grid is empty.
     """
-    return _issue(ds, y, raw, scale, levels, lead, step=step, warmup=warmup).bounds
-
-
-class _Issued(NamedTuple):
-    bounds: FloatArray
-    returning: float
-
-
-def _issue(
-    ds: pd.DatetimeIndex,
-    y: FloatArray,
-    raw: FloatArray,
-    scale: FloatArray,
-    levels: Sequence[float],
-    lead: int,
-    *,
-    step: pd.Timedelta,
-    warmup: pd.Timedelta,
-) -> _Issued:
     n = len(ds)
     if n < 1 or not len(y) == len(raw) == len(scale) == n:
         raise ValueError(
@@ -267,7 +243,7 @@ def _issue(
     for p in range(start, n):
         s = float(scale[p])
         bounds = state.step(y, p, raw[p], s if math.isfinite(s) and s > 0 else 1.0)
-    return _Issued(bounds, state.returning)
+    return bounds
 
 
 def serve_frame(
@@ -302,6 +278,7 @@ def serve_frame(
     for column in columns:
         out[f"{RAW_PREFIX}{column}"] = fresh[column]
     out[RETURN_LEVEL] = math.nan
+    rule = ReturnRule.on_step(step)
     targets = history.set_index([UID, DS])[Y]
     for i, row in fresh.iterrows():
         uid, origin, lead = str(row[UID]), pd.Timestamp(row[DS]), int(row[LEAD])
@@ -314,9 +291,9 @@ def serve_frame(
         scale = past.reindex(columns=[SCALE]).to_numpy(dtype=np.float64)[:, 0]
         raw[-1] = row[columns].to_numpy(dtype=np.float64)
         scale[-1] = float(row[SCALE])
-        issued = _issue(grid, y, raw, scale, levels, lead, step=step, warmup=warmup)
-        out.loc[i, columns] = issued.bounds
-        out.loc[i, RETURN_LEVEL] = issued.returning
+        bounds = served_bounds(grid, y, raw, scale, levels, lead, step=step, warmup=warmup)
+        out.loc[i, columns] = bounds
+        out.loc[i, RETURN_LEVEL] = return_level(y, len(y) - 1, rule)
     return out
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, NoReturn
 
+import pandas as pd
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -120,6 +121,19 @@ def test_a_forecast_older_than_a_few_steps_goes_reactive_and_says_so(
     assert fresh["mode"] == "predictive"
 
 
+def stored_with_peak(
+    champion: LoadedModel, history: pd.DataFrame, settings: Settings, store: Store
+) -> LoadedModel:
+    """Version 8: the champion with a small peak model fitted on ``history``, its
+    forecasts stored by the forecast job."""
+    peak_model = PeakQuantileForecaster(
+        lead_steps=(2, 3), quantiles=(0.5, 0.8, 0.9), max_iter=20, min_samples_leaf=20
+    ).fit(history)
+    with_peak = replace(champion, version="8", peak=peak_model)
+    run_forecast_job(settings, store, with_peak)
+    return with_peak
+
+
 def test_the_stored_peak_quantile_is_what_the_pool_is_provisioned_for(
     make_services: Callable[..., Services],
     make_app: Callable[[Services], FastAPI],
@@ -129,11 +143,7 @@ def test_the_stored_peak_quantile_is_what_the_pool_is_provisioned_for(
     clock: FakeClock,
 ) -> None:
     history = store.samples.read()
-    peak_model = PeakQuantileForecaster(
-        lead_steps=(2, 3), quantiles=(0.5, 0.8, 0.9), max_iter=20, min_samples_leaf=20
-    ).fit(history)
-    with_peak = replace(champion, version="8", peak=peak_model)
-    run_forecast_job(settings, store, with_peak)
+    with_peak = stored_with_peak(champion, history, settings, store)
     stored = store.peak_forecasts.latest("alpha/demand_gpus", "8")
 
     with TestClient(make_app(make_services(model=with_peak, clock=clock))) as client:
@@ -167,11 +177,7 @@ def test_a_pool_whose_work_returns_after_an_idle_spell_gets_its_level_before_bac
     tail = demand.tail(8).assign(y=[0.0] * 7 + [8.0])
     store.samples.upsert(tail)
     before = float(demand["y"].iloc[-20:-8].max())  # the hour before the outage
-    peak_model = PeakQuantileForecaster(
-        lead_steps=(2, 3), quantiles=(0.5, 0.8, 0.9), max_iter=20, min_samples_leaf=20
-    ).fit(history)
-    with_peak = replace(champion, version="8", peak=peak_model)
-    run_forecast_job(settings, store, with_peak)
+    with_peak = stored_with_peak(champion, history, settings, store)
     stored = store.peak_forecasts.latest("alpha/demand_gpus", "8")
 
     with TestClient(make_app(make_services(model=with_peak, clock=clock))) as client:
