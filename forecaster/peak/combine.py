@@ -100,7 +100,7 @@ def mix(bounds: FloatArray, weights: FloatArray) -> float:
 
 TUNED_SNAP = 1.0
 """Scale units within which a mixed bound above demand is set to demand where the
-trailing-day reference is at demand (see :func:`snap_to_demand`). Chosen on the tune
+trailing-day reference is at or below demand (see :func:`snap_to_demand`). Chosen on the tune
 window of ``benchmarks/peak_quantile.py``, combined mean pinball ratio of the GPU
 traces: 0.7461 without; gated by the reference, 0.7460 / 0.7460 / 0.7458 / 0.7460 at
 0.3 / 0.5 / 1 / 2 units; ungated, 0.7455 / 0.7452 / 0.7451 at 0.2 / 0.3 / 0.5 units,
@@ -124,9 +124,12 @@ def snap_to_demand(
     up the tie (a bound at demand is the quantile; one above it over-covers). A mix of
     experts at demand with one above it lands there: the mean of bounds is not a
     quantile of an atom. The trailing-day reference (demand plus the level's quantile
-    of the realised headroom) tells where the atom covers the level: it is then exactly
-    demand. There, a bound at most ``tolerance`` scale units above demand is set to
-    demand. Everywhere else, and for a bound that is NaN, at or below demand or
+    of the realised headroom) tells where demand covers the level: it is then at or
+    below demand (at least ``q`` of the trailing day's headroom was at most 0; below
+    demand when more than ``1 - q`` of it was negative, as at the low levels of a pool
+    that sometimes shrinks). There, a bound at most ``tolerance`` scale units above
+    demand is set to demand: it would buy a node for the level above the one demand
+    already covers. Everywhere else, and for a bound that is NaN, at or below demand or
     further above it, the bound is returned as it is: on a series without an atom
     (CPU utilisation, say) a bound a little above demand is the quantile.
 
@@ -143,7 +146,7 @@ def snap_to_demand(
     d = np.asarray(demand, dtype=np.float64)
     above = b - d
     near = (above > 0.0) & (above <= tolerance * np.asarray(scale, dtype=np.float64))
-    atom = np.asarray(reference, dtype=np.float64) == d
+    atom = np.asarray(reference, dtype=np.float64) <= d
     return np.asarray(np.where(near & atom, d, b), dtype=np.float64)
 
 

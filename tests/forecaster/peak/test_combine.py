@@ -91,6 +91,11 @@ def test_a_mix_just_above_demand_is_set_to_demand_where_the_reference_is_there()
     # Within 0.3 scale units above: demand. Beyond, at or below demand, NaN: as given.
     np.testing.assert_array_equal(out, [10.0, 10.0, 10.7, 9.0, np.nan, 10.0, 10.2])
     np.testing.assert_array_equal(snap_to_demand(bounds, demand, scale, reference, 0.0), bounds)
+    # A reference below demand (more than 1 - q of the headroom negative): demand covers
+    # the level too, so a bound just above it is set to demand as well.
+    below = np.where(reference == 10.0, 8.0, reference)
+    out = snap_to_demand(bounds, demand, scale, below, tolerance=0.3)
+    np.testing.assert_array_equal(out, [10.0, 10.0, 10.7, 9.0, np.nan, 10.0, 10.2])
     unknown = np.full(7, np.nan)
     np.testing.assert_array_equal(snap_to_demand(bounds, demand, scale, unknown, 0.3), bounds)
 
