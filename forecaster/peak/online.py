@@ -19,7 +19,8 @@ at once, :class:`OnlinePeak`:
    a mix at most a scale unit above demand set to demand where the reference is at
    demand (:func:`forecaster.peak.combine.snap_to_demand`); persistence where none is
    known yet; from the median up, raised to the level demand had before an idle
-   spell it has just come back from (:func:`forecaster.peak.recovery.return_level`);
+   spell it has just come back from, where its returns mostly do
+   (:func:`forecaster.peak.recovery.held_level`);
    never below 0, levels never crossing.
 
 A raw bound may be missing (NaN) at an origin, where no forecast was made: that origin
@@ -55,7 +56,7 @@ from forecaster.peak.combine import (
     pinball,
     snap_to_demand,
 )
-from forecaster.peak.recovery import MIN_LEVEL, ReturnRule, return_level
+from forecaster.peak.recovery import MIN_LEVEL, ReturnRule, held_level
 from forecaster.peak.reference import SEASON, seasonal_bound, seasonal_lags
 from forecaster.peak.types import LEAD, SCALE, FloatArray
 from forecaster.types import DS, UID, Y, quantile_column
@@ -175,7 +176,7 @@ class OnlinePeak:
         else:
             bounds = np.where(np.isfinite(calibrated), calibrated, reference)
         bounds = np.where(np.isfinite(bounds), bounds, level)  # nothing known: persistence
-        returning = math.nan if self._rule is None else return_level(y, p, self._rule)
+        returning = math.nan if self._rule is None else held_level(y, p, self._rule)
         if math.isfinite(returning):
             held = self.levels >= MIN_LEVEL
             bounds = np.where(held, np.maximum(bounds, returning), bounds)
@@ -293,7 +294,7 @@ def serve_frame(
         scale[-1] = float(row[SCALE])
         bounds = served_bounds(grid, y, raw, scale, levels, lead, step=step, warmup=warmup)
         out.loc[i, columns] = bounds
-        out.loc[i, RETURN_LEVEL] = return_level(y, len(y) - 1, rule)
+        out.loc[i, RETURN_LEVEL] = held_level(y, len(y) - 1, rule)
     return out
 
 

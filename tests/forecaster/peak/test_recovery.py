@@ -9,7 +9,14 @@ import pandas as pd
 import pytest
 
 from forecaster.peak.online import RETURN_LEVEL, OnlinePeak, serve_frame
-from forecaster.peak.recovery import ReturnRule, return_level, return_levels
+from forecaster.peak.recovery import (
+    MIN_RETURNS,
+    ReturnRule,
+    comes_back,
+    held_level,
+    return_level,
+    return_levels,
+)
 from forecaster.types import DS, UID, Y
 
 RULE = ReturnRule(idle=3, hold=6, before=6)
@@ -59,13 +66,19 @@ def test_only_the_past_is_read() -> None:
 
 
 def test_the_rule_in_steps_of_the_series() -> None:
-    assert ReturnRule.on_step(STEP) == ReturnRule(idle=3, hold=6, before=6)
-    assert ReturnRule.on_step(pd.Timedelta(minutes=5)) == ReturnRule(idle=6, hold=12, before=12)
-    assert ReturnRule.on_step(pd.Timedelta(hours=2)) == ReturnRule(idle=1, hold=1, before=1)
+    assert ReturnRule.on_step(STEP) == ReturnRule(idle=3, hold=6, before=6, evidence=1008)
+    assert ReturnRule.on_step(pd.Timedelta(minutes=5)) == ReturnRule(
+        idle=6, hold=12, before=12, evidence=2016
+    )
+    assert ReturnRule.on_step(pd.Timedelta(hours=2)) == ReturnRule(
+        idle=1, hold=1, before=1, evidence=84
+    )
     with pytest.raises(ValueError, match="positive"):
         ReturnRule.on_step(pd.Timedelta(0))
     with pytest.raises(ValueError, match=">= 1 step"):
         ReturnRule(idle=0, hold=6, before=6)
+    with pytest.raises(ValueError, match=">= 1 step"):
+        ReturnRule(idle=3, hold=6, before=6, evidence=0)
 
 
 def bounds_at_return(recover: bool) -> np.ndarray:
@@ -110,3 +123,54 @@ def test_every_positions_level_at_once() -> None:
     expected = [return_level(y, p, RULE) for p in range(len(y))]
     np.testing.assert_array_equal(levels, expected)
     assert np.isfinite(levels).sum() == 2  # the return and the step after; 700 is above
+
+
+JUDGED = ReturnRule(idle=3, hold=6, before=6, evidence=500)
+
+
+def returns(reached: int, missed: int) -> np.ndarray:
+    """Idle spells, each followed by a return that reaches the level before it or not."""
+    busy = np.full(6, 100.0)
+    came_back = np.concatenate([np.zeros(4), [50.0, 100.0], np.full(4, 100.0)])
+    flickered = np.concatenate([np.zeros(4), [30.0, 20.0, 40.0, 30.0, 20.0, 10.0, 20.0]])
+    spells = [came_back] * reached + [flickered] * missed
+    return np.concatenate([busy, *[np.concatenate([s, busy]) for s in spells]])
+
+
+def test_a_series_whose_returns_mostly_fall_short_is_not_held() -> None:
+    y = np.concatenate([returns(reached=2, missed=4), interrupted(busy=100.0, back=20.0)])
+    p = len(y) - 1
+    assert return_level(y, p, JUDGED) == 102.0
+    assert not comes_back(y, p, JUDGED)
+    assert math.isnan(held_level(y, p, JUDGED))
+
+
+def test_a_series_whose_returns_mostly_come_back_is_held() -> None:
+    y = np.concatenate([returns(reached=4, missed=2), interrupted(busy=100.0, back=20.0)])
+    p = len(y) - 1
+    assert comes_back(y, p, JUDGED)
+    assert held_level(y, p, JUDGED) == 102.0
+
+
+def test_too_few_returns_to_judge_keep_the_rule() -> None:
+    y = np.concatenate([returns(reached=0, missed=MIN_RETURNS - 1), interrupted(busy=100.0)])
+    assert comes_back(y, len(y) - 1, JUDGED)
+
+
+def test_returns_older_than_the_evidence_window_are_not_counted() -> None:
+    short = ReturnRule(idle=3, hold=6, before=6, evidence=30)
+    y = np.concatenate([returns(reached=0, missed=6), np.full(40, 100.0), interrupted(100.0, 20.0)])
+    p = len(y) - 1
+    assert not comes_back(y, p, JUDGED)
+    assert comes_back(y, p, short)
+    assert held_level(y, p, short) == 102.0
+
+
+def test_the_judgement_reads_only_the_window_before_the_origin() -> None:
+    y = np.concatenate([returns(reached=2, missed=4), interrupted(busy=100.0, back=20.0)])
+    p = len(y) - 1
+    later = np.concatenate([y, returns(reached=9, missed=0)])
+    assert comes_back(later, p, JUDGED) == comes_back(y, p, JUDGED)
+    head = len(y) - JUDGED.evidence - 1
+    earlier = np.concatenate([np.full(max(0, -head), np.nan), y])
+    assert comes_back(earlier, len(earlier) - 1, JUDGED) == comes_back(y, p, JUDGED)
