@@ -53,6 +53,8 @@ class GBMState:
 def _shift(y: FloatArray, lag: int) -> FloatArray:
     """``out[t] = y[t - lag]`` (NaN where that is before the start); lag may be <= 0."""
     out = np.full(len(y), np.nan)
+    if abs(lag) >= len(y):
+        return out  # the whole series is shorter than the lag (a week lag on days)
     if lag >= 0:
         out[lag:] = y[: len(y) - lag] if lag else y
     else:
@@ -222,6 +224,9 @@ class GradientBoosting(Forecaster):
             scored = fold_origins[fold_origins + k < n]
             if len(train) < 2 * self.min_samples_leaf or len(scored) == 0:
                 continue  # too little to learn or judge: weight 0 = persistence
+            # A feature with no value in the training rows (the week lags of a history
+            # shorter than a week) is left out: scikit-learn cannot bin it.
+            x = x[:, np.isfinite(x[train]).any(axis=0)]
             fold_model = self._regressor().fit(x[train], target[train])
             pred = np.asarray(fold_model.predict(x[fold_origins]), dtype=np.float64)
             weights[j] = best_weight(pred[: len(scored)], target[scored], self.min_improvement)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from sklearn.ensemble import HistGradientBoostingRegressor
 
-from forecaster.models.gbm import DEFAULT_ANCHORS, GBMState, GradientBoosting
+from forecaster.models.gbm import DEFAULT_ANCHORS, GBMState, GradientBoosting, _shift
 
 DAY = 48  # steps per day at the 30-min step of the conftest frames
 
@@ -82,3 +82,26 @@ def test_refit_changes_only_the_final_forecast(make_frame: Callable[..., pd.Data
     np.testing.assert_array_equal(once.residuals, twice.residuals)
     np.testing.assert_array_equal(once.state.weights, twice.state.weights)
     assert not np.array_equal(once.state.changes, twice.state.changes)
+
+
+def test_a_history_shorter_than_a_week_still_fits() -> None:
+    """Five days at 5 min: the week lags have no value, so they are left out of the fit."""
+    n = 288 * 5
+    t = np.arange(n)
+    y = 50.0 + 10.0 * np.sin(2 * np.pi * t / 288) + np.random.default_rng(0).normal(0, 1, n)
+    ds = pd.date_range("2024-01-01", periods=n, freq="5min", tz="UTC")
+    frame = pd.DataFrame({"unique_id": "a", "ds": ds, "y": y})
+    model = GradientBoosting(horizon=36).fit(frame)
+    forecast = model.predict(36)
+    assert np.isfinite(forecast["mean"]).all()
+    # The day lags carry the cycle: some anchor beats persistence on the held-out tail.
+    state = model.fits_["a"].state
+    assert isinstance(state, GBMState)
+    assert np.any(state.weights > 0)
+
+
+def test_shift_by_more_than_the_series_is_all_missing() -> None:
+    y = np.arange(5, dtype=np.float64)
+    assert np.isnan(_shift(y, 7)).all()
+    assert np.isnan(_shift(y, -5)).all()
+    np.testing.assert_array_equal(_shift(y, 2), [np.nan, np.nan, 0.0, 1.0, 2.0])
