@@ -69,7 +69,7 @@ from forecaster.peak import (  # noqa: E402
 from forecaster.peak.calibration import WINDOW as ACI_WINDOW  # noqa: E402
 from forecaster.peak.calibration import calibrates  # noqa: E402
 from forecaster.peak.combine import TUNED_SNAP, snap_to_demand  # noqa: E402
-from forecaster.peak.recovery import MIN_LEVEL, ReturnRule, return_levels  # noqa: E402
+from forecaster.peak.recovery import MIN_LEVEL, ReturnRule, held_levels  # noqa: E402
 from forecaster.peak.reference import seasonal_reference  # noqa: E402
 from forecaster.types import DS, UID, Y, quantile_column  # noqa: E402
 
@@ -208,7 +208,7 @@ def with_references(
         seasonal = pd.DataFrame(
             seasonal_reference(y, int(lead), day, levels), index=series[DS]
         ).reindex(g[DS])
-        returning = pd.Series(return_levels(y, ReturnRule.on_step(step)), index=series[DS])
+        returning = pd.Series(held_levels(y, ReturnRule.on_step(step)), index=series[DS])
         g["peak"] = peak.reindex(g[DS]).to_numpy()
         g["ref_scale"] = scale.reindex(g[DS]).to_numpy()
         for q in levels:
@@ -229,9 +229,10 @@ def with_references(
             # the raw model and the time-of-day reference (tune window, GPU traces:
             # 0.889 -> 0.877 with the raw model, 0.877 -> 0.860 with the time-of-day
             # reference); "combined3", without the last, stays beside it.
-            # A mix just above demand is set to demand where the reference is at demand,
-            # as served (snap_to_demand); from the median up, held at the level demand
-            # had before an idle spell it has just come back from (forecaster.peak.recovery).
+            # A mix just above demand is set to demand where the reference is at or below
+            # demand, as served (snap_to_demand); from the median up, held at the level
+            # demand had before an idle spell it has just come back from, where the
+            # series' own returns mostly come back (forecaster.peak.recovery.held_level).
             for name, experts in (
                 ("comb", [served_aci, ref, g[col].to_numpy(), sref]),
                 ("comb3", [served_aci, ref, g[col].to_numpy()]),

@@ -14,6 +14,7 @@ from forecaster.peak.recovery import (
     ReturnRule,
     comes_back,
     held_level,
+    held_levels,
     return_level,
     return_levels,
 )
@@ -174,3 +175,12 @@ def test_the_judgement_reads_only_the_window_before_the_origin() -> None:
     head = len(y) - JUDGED.evidence - 1
     earlier = np.concatenate([np.full(max(0, -head), np.nan), y])
     assert comes_back(earlier, len(earlier) - 1, JUDGED) == comes_back(y, p, JUDGED)
+
+
+def test_every_positions_held_level_at_once() -> None:
+    y = np.concatenate([returns(reached=2, missed=4), interrupted(busy=100.0, back=20.0)])
+    y = np.concatenate([returns(reached=0, missed=0), y, [30.0, 0.0]])
+    expected = [held_level(y, p, JUDGED) for p in range(len(y))]
+    np.testing.assert_array_equal(held_levels(y, JUDGED), expected)
+    assert np.isfinite(return_levels(y, JUDGED)[len(y) - 3])  # the rule speaks there
+    assert math.isnan(held_levels(y, JUDGED)[len(y) - 3])  # but this series is not held
