@@ -184,3 +184,20 @@ def test_every_positions_held_level_at_once() -> None:
     np.testing.assert_array_equal(held_levels(y, JUDGED), expected)
     assert np.isfinite(return_levels(y, JUDGED)[len(y) - 3])  # the rule speaks there
     assert math.isnan(held_levels(y, JUDGED)[len(y) - 3])  # but this series is not held
+
+
+def served_after(history: np.ndarray, recover: bool) -> np.ndarray:
+    y = np.concatenate([np.full(300, 100.0), history, interrupted(busy=100.0, back=20.0)])
+    state = OnlinePeak((0.1, 0.5, 0.9), 1, 144, recover=recover)
+    raw = np.array([0.0, 5.0, 10.0])
+    for p in range(len(y)):
+        bounds = state.step(y, p, y[p] + raw, 1.0)
+    return bounds
+
+
+def test_the_served_bound_is_held_only_where_returns_mostly_come_back() -> None:
+    flickering = returns(reached=1, missed=5)
+    np.testing.assert_array_equal(served_after(flickering, True), served_after(flickering, False))
+    whole = returns(reached=5, missed=1)
+    assert served_after(whole, True)[1] == 102.0
+    assert served_after(whole, False)[1] < 102.0
