@@ -17,7 +17,7 @@ at once, :class:`OnlinePeak`:
    quantile(realised headroom of the origins within an hour of p's time of day over
    the last week)`` (:mod:`forecaster.peak.reference`), mixed by the experts' weights,
    a mix at most a scale unit above demand set to demand where the reference is at
-   demand (:func:`forecaster.peak.combine.snap_to_demand`); persistence where none is
+   or below demand (:func:`forecaster.peak.combine.snap_to_demand`); persistence where none is
    known yet; from the median up, raised to the level demand had before an idle
    spell it has just come back from, where its returns mostly do
    (:func:`forecaster.peak.recovery.held_level`);

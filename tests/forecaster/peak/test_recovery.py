@@ -172,9 +172,12 @@ def test_the_judgement_reads_only_the_window_before_the_origin() -> None:
     p = len(y) - 1
     later = np.concatenate([y, returns(reached=9, missed=0)])
     assert comes_back(later, p, JUDGED) == comes_back(y, p, JUDGED)
-    head = len(y) - JUDGED.evidence - 1
-    earlier = np.concatenate([np.full(max(0, -head), np.nan), y])
-    assert comes_back(earlier, len(earlier) - 1, JUDGED) == comes_back(y, p, JUDGED)
+    assert not comes_back(y, p, JUDGED)
+    # Returns that all came back, placed just before the window, change nothing.
+    gap = np.full(JUDGED.evidence + 1 - len(y), 100.0)
+    earlier = np.concatenate([returns(reached=9, missed=0), gap, y])
+    assert not comes_back(earlier, len(earlier) - 1, JUDGED)
+    assert comes_back(earlier, len(earlier) - 1, ReturnRule(3, 6, 6, evidence=700))
 
 
 def test_every_positions_held_level_at_once() -> None:
