@@ -137,7 +137,7 @@ class OnlinePeak:
         self._lags = seasonal_lags(day, lead)
         self._issued: deque[tuple[int, FloatArray, FloatArray | None, FloatArray, float]] = deque()
         self._last: int | None = None
-        self._rule = ReturnRule.on_step(pd.Timedelta(days=1) / day) if recover else None
+        self._rule = day_rule(day) if recover else None
 
     def step(self, y: FloatArray, p: int, raw: FloatArray, scale: float) -> FloatArray:
         """Learn from the origin realised at ``p``, then return ``p``'s bounds.
@@ -204,6 +204,20 @@ class OnlinePeak:
         return np.asarray(level + np.quantile(seen, self.levels), dtype=np.float64)
 
 
+def steps_per_day(step: pd.Timedelta) -> int:
+    """The grid's steps in a day (at least 1): the ``day`` :class:`OnlinePeak` takes."""
+    return max(1, int(pd.Timedelta(days=1) / step))
+
+
+def day_rule(day: int) -> ReturnRule:
+    """The return-from-idle rule on a grid of ``day`` steps a day.
+
+    The one place the rule is derived: :class:`OnlinePeak` holds its bound with it and
+    :func:`serve_frame` reports the level it held, so the two cannot disagree.
+    """
+    return ReturnRule.on_step(pd.Timedelta(days=1) / day)
+
+
 def served_bounds(
     ds: pd.DatetimeIndex,
     y: FloatArray,
@@ -237,7 +251,7 @@ def served_bounds(
             f"need a grid of 1 or more with y, raw and scale as long; got {n}, {len(y)}, "
             f"{len(raw)}, {len(scale)}"
         )
-    day = max(1, int(pd.Timedelta(days=1) / step))
+    day = steps_per_day(step)
     start = int(ds.searchsorted(anchor(ds[-1], warmup)))
     state = OnlinePeak(levels, lead, day)
     bounds = np.full(len(levels), np.nan)
@@ -279,7 +293,7 @@ def serve_frame(
     for column in columns:
         out[f"{RAW_PREFIX}{column}"] = fresh[column]
     out[RETURN_LEVEL] = math.nan
-    rule = ReturnRule.on_step(step)
+    rule = day_rule(steps_per_day(step))
     targets = history.set_index([UID, DS])[Y]
     for i, row in fresh.iterrows():
         uid, origin, lead = str(row[UID]), pd.Timestamp(row[DS]), int(row[LEAD])

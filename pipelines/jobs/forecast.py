@@ -4,7 +4,8 @@ As ``foresight forecast`` does: the registered champion fixes each series' famil
 and hyperparameters; its state is as old as the training, so each series is refitted
 on its recent history before predicting. Each series is fitted alone, through the
 training's executor (``scheduler.workers`` processes or Dask), so one that fails is
-reported while the others are stored.
+reported while the others are stored. A joint family's pooled part (``global_gbm``) is
+learnt once per run, from every series' recent history, before those refits.
 
 When the champion's version carries a peak-quantile model (fitted by the same
 training, see :mod:`forecaster.peak.fitting`), the job also predicts, from the same

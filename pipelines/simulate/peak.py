@@ -48,7 +48,7 @@ from forecaster.exceptions import DataValidationError, InsufficientHistoryError
 from forecaster.peak import PeakQuantileForecaster
 from forecaster.peak.calibration import MIN_EXPECTED_MISSES
 from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE
-from forecaster.peak.online import WARMUP, OnlinePeak, anchor
+from forecaster.peak.online import WARMUP, OnlinePeak, anchor, steps_per_day
 from forecaster.peak.types import SCALE
 from forecaster.types import DS, UID, Y, quantile_column
 from pipelines.simulate.replay_forecast import PointForecast
@@ -127,7 +127,7 @@ class PeakReplayForecaster:
         self._ds = pd.DatetimeIndex(rows[DS])
         self._y = rows[Y].to_numpy(dtype=np.float64)
         self._step = pd.Timedelta(self._ds[1] - self._ds[0])
-        self._day = max(1, int(DAY / self._step))
+        self._day = steps_per_day(self._step)
         self._raw: dict[tuple[int, pd.Timestamp], tuple[FloatArray, FloatArray]] = {}
         self._models: ModelCache = {} if models is None else models
         self._issued: dict[tuple[int, int], FloatArray] = {}

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.peak.online import RETURN_LEVEL, OnlinePeak, serve_frame
+from forecaster.peak.online import RETURN_LEVEL, OnlinePeak, day_rule, serve_frame, steps_per_day
 from forecaster.peak.recovery import (
     MIN_RETURNS,
     ReturnRule,
@@ -28,6 +28,14 @@ def interrupted(busy: float = 600.0, back: float = 200.0, zeros: int = 12) -> np
     """A busy pool, an outage at zero, and the first step of its work coming back."""
     before = busy + np.arange(12) % 3  # the hour before the outage peaks at busy + 2
     return np.concatenate([before, np.zeros(zeros), [back]])
+
+
+@pytest.mark.parametrize("minutes", [1, 5, 10, 15, 60])
+def test_the_served_rule_is_the_rule_of_the_series_step(minutes: int) -> None:
+    step = pd.Timedelta(minutes=minutes)
+    rule = day_rule(steps_per_day(step))
+    assert rule == ReturnRule.on_step(step)
+    assert (rule.idle, rule.hold) == (-(-30 // minutes), -(-60 // minutes))
 
 
 def test_the_level_before_the_idle_spell_is_expected_back() -> None:
