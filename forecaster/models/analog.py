@@ -3,26 +3,24 @@
 The last ``pattern`` values, taken relative to the last one and divided by their mean
 absolute step (so a quiet hour matches a quiet hour at any level), are compared with
 every earlier stretch of the same length. The ``neighbours`` closest stretches (least
-mean squared distance) each say how the series moved over the following steps; the
-forecast at step ``k`` is the last value plus the median of their moves at ``k``,
-rescaled to the present's step size. The median, because the benchmark scores
-absolute error and moves are heavy-tailed; relative, so "no change" stays the answer
-where the neighbours disagree on the direction.
+squared distance; every stretch as close as the ``neighbours``-th counts, so equally
+close ones are never picked by the sort's whim) each say how the series moved over
+the following steps; the forecast at step ``k`` is the last value plus the median of
+their moves at ``k``. The median, because the benchmark scores absolute error and
+moves are heavy-tailed; moves from the last value, so "no change" stays the answer
+where the neighbours disagree on the direction. Moves are kept in the series' units:
+rescaled by the ratio of step sizes, a flat stretch (an outage at zero, then the
+return) turned a near-flat present into a forecast of thousands of GPUs.
 
 It catches shapes a trailing feature set misses: a daily ramp seen from its first
-hour, a burst that usually decays. On the tune windows of
-``benchmarks/forecast_accuracy.py`` (50-75 % of each series, the only windows design
-choices are made on) the Alibaba LoRA and NAB series scored 0.70-0.73x persistence's
-summed MASE against gbm's 0.82x, almost all of it LoRA at 1 h and 3 h and the RDS CPU
-series (``docs/forecasting.md``, "The analog family").
+hour, a pool at its quota whose dips refill, a burst that usually decays.
 
 Calibration residuals are exact and out of sample: from each of the last
 ``calibration`` origins (``stride`` steps apart) the same search runs over the
 stretches whose following steps were all observed by that origin. The guarded choice
 (:mod:`forecaster.models.guarded`) reads them, so how many there are decides how often
-the family forecasts: 168 origins 6 steps apart (a week at 10 min, as persistence's
-residual window) scored 0.932x persistence's mean MASE on the tune windows, against
-0.953x with 96 and 0.951x with 336 (cells up to 1.22x there).
+the family forecasts. Measured on the tune windows: ``docs/forecasting.md``, "The
+analog family".
 """
 
 from __future__ import annotations
@@ -36,9 +34,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from forecaster.models.base import FloatArray, Forecaster
 
-SCALE_FLOOR = 0.1
-"""A stretch's step size is at least this share of the history's mean absolute step,
-so a flat stretch does not turn into an arbitrarily stretched pattern."""
+TIES = 1e-9
+"""Distances within this share of their terms' size of the k-th nearest count as equal
+to it (rounding, not a real difference)."""
 
 
 @dataclass(frozen=True)
@@ -58,8 +56,9 @@ class _Library:
     shapes: FloatArray
     """Each stretch relative to its last value, divided by its scale: ``(stretches, pattern)``."""
     moves: FloatArray
-    """Moves over the following steps divided by the stretch's scale: ``(stretches, horizon)``."""
-    floor: float
+    """Moves over the following steps, in the series' units: ``(stretches, horizon)``."""
+    norms: FloatArray
+    """Each shape's squared norm."""
 
 
 class Analog(Forecaster):
@@ -109,9 +108,7 @@ class Analog(Forecaster):
         n = len(y)
         origins = n - 2 - self.stride * np.arange(self.calibration)[::-1]
         origins = origins[origins >= self.pattern - 1]
-        # The scale floor is read before the first calibration origin, so nothing a
-        # calibration forecast uses comes after its origin.
-        library = self._library(y, y[: origins[0] + 1] if len(origins) else y)
+        library = self._library(y)
         # Stretches usable from an origin: their following steps end at or before it
         # (from the last origin, every stretch of the library).
         everything = np.r_[origins, n - 1]
@@ -137,26 +134,24 @@ class Analog(Forecaster):
 
     # -- search -------------------------------------------------------------------
 
-    def _library(self, y: FloatArray, before: FloatArray) -> _Library:
-        steps = np.abs(np.diff(before))
-        typical = float(np.nanmean(steps)) if np.isfinite(steps).any() else 0.0
-        floor = SCALE_FLOOR * max(typical, 1e-9)
+    def _library(self, y: FloatArray) -> _Library:
         ends = np.arange(self.pattern - 1, len(y) - self.horizon)
         windows = sliding_window_view(y, self.pattern)[: len(ends)]
-        scale = self._scale(windows, floor)
-        shapes = (windows - y[ends, None]) / scale[:, None]
+        shapes = (windows - y[ends, None]) / self._scale(windows)[:, None]
         following = y[ends[:, None] + np.arange(1, self.horizon + 1)[None, :]]
-        moves = (following - y[ends, None]) / scale[:, None]
+        moves = following - y[ends, None]
         # A stretch with a gap in it, or in what followed, is never a neighbour.
         complete = np.isfinite(shapes).all(axis=1) & np.isfinite(moves).all(axis=1)
-        return _Library(ends[complete], shapes[complete], moves[complete], floor)
+        ends, shapes = ends[complete], shapes[complete]
+        return _Library(ends, shapes, moves[complete], np.sum(shapes**2, axis=1))
 
-    def _scale(self, windows: FloatArray, floor: float) -> FloatArray:
+    def _scale(self, windows: FloatArray) -> FloatArray:
+        """Each stretch's mean absolute step; 1 for a flat one (its shape is 0 anyway)."""
         if self.pattern < 2:
-            return np.full(len(windows), floor)
+            return np.ones(len(windows))
         with np.errstate(invalid="ignore"):
             steps = np.mean(np.abs(np.diff(windows, axis=1)), axis=1)
-        return np.asarray(np.maximum(steps, floor), dtype=np.float64)
+        return np.asarray(np.where(steps > 0.0, steps, 1.0), dtype=np.float64)
 
     def _changes(
         self, y: FloatArray, library: _Library, origins: np.ndarray, usable: np.ndarray
@@ -170,28 +165,40 @@ class Analog(Forecaster):
         if len(library.ends) == 0:
             return out
         queries = sliding_window_view(y, self.pattern)[origins - self.pattern + 1]
-        scale = self._scale(queries, library.floor)
-        shapes = (queries - y[origins, None]) / scale[:, None]
+        shapes = (queries - y[origins, None]) / self._scale(queries)[:, None]
         known = np.isfinite(shapes).all(axis=1)
         shapes = np.where(known[:, None], shapes, 0.0)
-        # Squared distances without the (origins x stretches x pattern) array.
-        dist = (
-            np.sum(library.shapes**2, axis=1)[None, :]
-            - 2.0 * shapes @ library.shapes.T
-            + np.sum(shapes**2, axis=1)[:, None]
-        )
+        # Squared distances less each query's own norm (which ranks nothing), without
+        # the (origins x stretches x pattern) array.
+        dist = library.norms[None, :] - 2.0 * (shapes @ library.shapes.T)
         dist = np.where(usable, dist, np.inf)
         available = usable.sum(axis=1)
         k = min(self.neighbours, int(available.max()))
         if k < 1:
             return out
         nearest = np.argpartition(dist, k - 1, axis=1)[:, :k]
-        moves = library.moves[nearest]  # (origins, k, horizon)
-        # Origins with fewer usable stretches than k drew some from the excluded ones.
-        taken = np.take_along_axis(dist, nearest, axis=1)
-        moves = np.where(np.isfinite(taken)[:, :, None], moves, np.nan)
+        kth = np.take_along_axis(dist, nearest, axis=1).max(axis=1)
+        # Every stretch as close as the k-th is a neighbour, so which of several equally
+        # close stretches count does not depend on how a sort breaks ties (flat stretches
+        # are exact ties: hundreds of them on a Helios queue).
+        margin = TIES * (1.0 + np.abs(kth) + np.sum(shapes**2, axis=1))
+        within = usable & (dist <= np.where(np.isfinite(kth), kth + margin, np.inf)[:, None])
+        counts = within.sum(axis=1)
         ok = known & (available > 0)
-        with np.errstate(invalid="ignore"):
-            median = np.nanmedian(moves[ok], axis=1) if ok.any() else moves[:0, 0]
-        out[ok] = median * scale[ok, None]
+        plain = ok & (counts == k)
+        out[plain] = _middle(library.moves[nearest[plain]])
+        for i in np.flatnonzero(ok & ~plain):
+            out[i] = np.median(library.moves[within[i]], axis=0)
         return out
+
+
+def _middle(moves: FloatArray) -> FloatArray:
+    """The median over axis 1 of ``(origins, neighbours, steps)``, as ``np.median``.
+
+    Sorting the short neighbour axis is about 5x faster than ``np.median`` here.
+    """
+    ordered = np.sort(moves, axis=1)
+    half = ordered.shape[1] // 2
+    if ordered.shape[1] % 2:
+        return np.asarray(ordered[:, half], dtype=np.float64)
+    return np.asarray((ordered[:, half - 1] + ordered[:, half]) / 2.0, dtype=np.float64)

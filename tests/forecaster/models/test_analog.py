@@ -98,3 +98,15 @@ def test_past_the_horizon_the_last_move_is_held(
 def test_bad_hyperparameters_are_refused() -> None:
     with pytest.raises(ValueError, match="pattern, neighbours"):
         Analog(pattern=0)
+
+
+def test_of_equally_close_stretches_the_most_recent_are_the_neighbours(
+    make_frame: Callable[[dict[str, np.ndarray]], pd.DataFrame],
+) -> None:
+    # Early on, four steps at 0 then four at 5, again and again: every flat stretch of
+    # four was followed by a jump (+5 or -5). Lately, flat for good. Every flat stretch
+    # is at distance 0 from the flat present; the recent ones say "no change".
+    early = np.tile(np.r_[np.zeros(4), np.full(4, 5.0)], 40)
+    y = np.r_[early, np.zeros(60)]
+    out = Analog(pattern=4, neighbours=5, horizon=2).fit(make_frame({"s": y})).predict(2)
+    np.testing.assert_array_equal(out["mean"].to_numpy(), 0.0)
