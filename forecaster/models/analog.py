@@ -110,9 +110,12 @@ class Analog(Forecaster):
         origins = origins[origins >= self.pattern - 1]
         library = self._library(y)
         # Stretches usable from an origin: their following steps end at or before it
-        # (from the last origin, every stretch of the library).
+        # (from the last origin, every stretch of the library). The library is in time
+        # order, so they are its first ``usable`` stretches.
         everything = np.r_[origins, n - 1]
-        usable = library.ends[None, :] + self.horizon <= everything[:, None]
+        usable = np.asarray(
+            np.searchsorted(library.ends + self.horizon, everything, side="right"), dtype=np.intp
+        )
         changes = self._changes(y, library, everything, usable)
         state = AnalogState(last=float(y[-1]), changes=changes[-1])
         idx = origins[:, None] + np.arange(1, self.horizon + 1)[None, :]
@@ -138,7 +141,7 @@ class Analog(Forecaster):
         ends = np.arange(self.pattern - 1, len(y) - self.horizon)
         windows = sliding_window_view(y, self.pattern)[: len(ends)]
         shapes = (windows - y[ends, None]) / self._scale(windows)[:, None]
-        following = y[ends[:, None] + np.arange(1, self.horizon + 1)[None, :]]
+        following = sliding_window_view(y[self.pattern :], self.horizon)[: len(ends)]
         moves = following - y[ends, None]
         # A stretch with a gap in it, or in what followed, is never a neighbour.
         complete = np.isfinite(shapes).all(axis=1) & np.isfinite(moves).all(axis=1)
@@ -156,39 +159,40 @@ class Analog(Forecaster):
     def _changes(
         self, y: FloatArray, library: _Library, origins: np.ndarray, usable: np.ndarray
     ) -> FloatArray:
-        """Median neighbour move, rescaled, from each origin: ``(origins, horizon)``.
+        """Median neighbour move from each origin: ``(origins, horizon)``.
 
+        ``usable[i]``: how many of the library's first stretches origin ``i`` may use.
         An origin whose stretch has a gap, or that has no usable stretch, gets no
         change (persistence).
         """
         out = np.zeros((len(origins), self.horizon))
-        if len(library.ends) == 0:
+        k = min(self.neighbours, int(usable.max(initial=0)))
+        if k < 1:
             return out
         queries = sliding_window_view(y, self.pattern)[origins - self.pattern + 1]
         shapes = (queries - y[origins, None]) / self._scale(queries)[:, None]
         known = np.isfinite(shapes).all(axis=1)
         shapes = np.where(known[:, None], shapes, 0.0)
         # Squared distances less each query's own norm (which ranks nothing), without
-        # the (origins x stretches x pattern) array.
-        dist = library.norms[None, :] - 2.0 * (shapes @ library.shapes.T)
-        dist = np.where(usable, dist, np.inf)
-        available = usable.sum(axis=1)
-        k = min(self.neighbours, int(available.max()))
-        if k < 1:
-            return out
+        # the (origins x stretches x pattern) array; in place, on one array.
+        dist = shapes @ library.shapes.T
+        dist *= -2.0
+        dist += library.norms[None, :]
+        for i, count in enumerate(usable.tolist()):
+            dist[i, count:] = np.inf
         nearest = np.argpartition(dist, k - 1, axis=1)[:, :k]
         kth = np.take_along_axis(dist, nearest, axis=1).max(axis=1)
         # Every stretch as close as the k-th is a neighbour, so which of several equally
         # close stretches count does not depend on how a sort breaks ties (flat stretches
         # are exact ties: hundreds of them on a Helios queue).
-        margin = TIES * (1.0 + np.abs(kth) + np.sum(shapes**2, axis=1))
-        within = usable & (dist <= np.where(np.isfinite(kth), kth + margin, np.inf)[:, None])
-        counts = within.sum(axis=1)
-        ok = known & (available > 0)
-        plain = ok & (counts == k)
+        bound = kth + TIES * (1.0 + np.abs(kth) + np.sum(shapes**2, axis=1))
+        ok = known & (usable > 0)
+        plain = ok & np.isfinite(kth) & (np.count_nonzero(dist <= bound[:, None], axis=1) == k)
         out[plain] = _middle(library.moves[nearest[plain]])
-        for i in np.flatnonzero(ok & ~plain):
-            out[i] = np.median(library.moves[within[i]], axis=0)
+        for i in np.flatnonzero(ok & ~plain).tolist():
+            row = dist[i, : usable[i]]
+            within = row <= bound[i] if np.isfinite(kth[i]) else np.ones(len(row), dtype=bool)
+            out[i] = np.median(library.moves[: usable[i]][within], axis=0)
         return out
 
 
