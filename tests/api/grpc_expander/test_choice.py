@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,5 +78,20 @@ def test_the_committed_generated_modules_match_the_proto(tmp_path: Path) -> None
         check=True,
     )
     for name in ("expander_pb2.py", "expander_pb2.pyi", "expander_pb2_grpc.py"):
-        generated = (tmp_path / relative.parent / name).read_text()
-        assert generated == (PROTOS / name).read_text(), f"{name}: regenerate (see the .proto)"
+        generated = _unstamped((tmp_path / relative.parent / name).read_text())
+        committed = _unstamped((PROTOS / name).read_text())
+        assert generated == committed, f"{name}: regenerate (see the .proto)"
+
+
+def _unstamped(module: str) -> str:
+    """A generated module without the versions of the tools that generated it.
+
+    grpcio-tools writes its own version (and protobuf's) into the modules; a newer
+    patch release of the tools (1.85.1 -> 1.85.4 broke CI) changes nothing the .proto
+    says. The generated code still requires a runtime at least as new as the stamp.
+    """
+    module = re.sub(r"GRPC_GENERATED_VERSION = '[^']*'", "GRPC_GENERATED_VERSION = ''", module)
+    module = re.sub(r"# Protobuf Python Version: \S+", "# Protobuf Python Version:", module)
+    return re.sub(
+        r"ValidateProtobufRuntimeVersion\([^)]*\)", "ValidateProtobufRuntimeVersion()", module
+    )
