@@ -8,7 +8,6 @@ from typing import Any
 import pandas as pd
 
 from forecaster.exceptions import ConfigError
-from forecaster.models.analog import Analog
 from forecaster.models.base import Forecaster
 from forecaster.models.ets import ExponentialSmoothing
 from forecaster.models.gbm import GradientBoosting
@@ -26,7 +25,6 @@ MODELS: dict[str, Callable[..., Forecaster]] = {
     "mstl": MSTL,
     "gbm": GradientBoosting,
     "global_gbm": GlobalGradientBoosting,
-    "analog": Analog,
 }
 """Constructors by model name (the ``name`` attribute of each family)."""
 
@@ -46,9 +44,9 @@ def default_models(step: pd.Timedelta, horizon: int, fast: bool = False) -> list
     """Return the candidate models for series with this step.
 
     Season lengths are a day and a week expressed in steps; about four weeks of
-    history are used by the fitted families. ``fast`` drops MSTL, the gradient
-    boosting families (the slowest fits) and the analog family, and shortens the
-    history, for smoke runs and tests.
+    history are used by the fitted families. ``fast`` drops MSTL and the gradient
+    boosting families (the slowest fits) and shortens the history, for smoke runs and
+    tests.
 
     Args:
         step: the series' regular sampling step.
@@ -83,7 +81,6 @@ def default_models(step: pd.Timedelta, horizon: int, fast: bool = False) -> list
             ),
             # Learnt across the series of the frame it is fitted on (forecaster.fleet).
             GlobalGradientBoosting(season_length=day, horizon=horizon, max_history=history),
-            Analog(horizon=horizon, max_history=history),
         ]
     return models
 

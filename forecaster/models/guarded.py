@@ -50,7 +50,7 @@ Chosen on the tune windows of ``benchmarks/forecast_accuracy.py`` (cutoffs over 
 of each series; ``docs/forecasting.md``): 0.10 and 0.15 scored alike, 0 and 0.05 let
 noise pick (worse cells), 0.2-0.3 gave most of the gains back."""
 
-MEMBERS: Final = ("persistence", "gbm", "global_gbm", "analog")
+MEMBERS: Final = ("persistence", "gbm", "global_gbm")
 """The families the guarded choice chooses among (those of them that are candidates).
 
 ETS and MSTL are left out: the recent origins that give their calibration residuals

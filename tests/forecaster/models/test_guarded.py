@@ -159,4 +159,4 @@ def test_the_rule_gives_every_series_the_guarded_choice() -> None:
     full = with_combinations(default_models(pd.Timedelta(minutes=10), 18))
     guarded = full[GUARDED]
     assert isinstance(guarded, GuardedChoice)
-    assert [m.model_name for m in guarded.members] == ["persistence", "gbm", "global_gbm", "analog"]
+    assert [m.model_name for m in guarded.members] == ["persistence", "gbm", "global_gbm"]

@@ -18,7 +18,6 @@ H = 6
 LEVELS = (0.1, 0.5, 0.9)
 
 FAMILIES: dict[str, Callable[[], Forecaster]] = {
-    "analog": lambda: make_model("analog", pattern=12, neighbours=10, horizon=H),
     "persistence": lambda: make_model("persistence", horizon=H),
     "seasonal_naive": lambda: make_model("seasonal_naive", season_length=DAY, horizon=H),
     "ets": lambda: make_model("ets", season_length=DAY, horizon=H, calibration_window=48),

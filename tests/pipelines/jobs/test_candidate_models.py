@@ -11,7 +11,7 @@ from pipelines.config.settings import Settings
 from pipelines.jobs.history import candidate_models
 
 STEP = pd.Timedelta(minutes=5)
-FULL = ["persistence", "seasonal_naive", "ets", "mstl", "gbm", "global_gbm", "analog"]
+FULL = ["persistence", "seasonal_naive", "ets", "mstl", "gbm", "global_gbm"]
 FAST = ["persistence", "seasonal_naive", "ets"]
 
 
