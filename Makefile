@@ -47,6 +47,7 @@ test-setup:
 bench: $(STAMP)
 	$(BIN)/python benchmarks/cli_startup.py
 	$(BIN)/python benchmarks/forecast_accuracy.py
+	$(BIN)/python benchmarks/forecast_headroom.py
 	$(BIN)/python benchmarks/decision_quality.py
 	$(BIN)/python benchmarks/peak_quantile.py
 	$(BIN)/python benchmarks/api_load.py
