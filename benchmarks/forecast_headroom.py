@@ -25,7 +25,8 @@ tenth of windows carries. Persistence's cells are checked against the result fil
 (they must agree: same windows, same scales), else it stops with an error.
 
 Run: ``python benchmarks/forecast_headroom.py [--region test|tune] [--families
-FILE ...]``; writes ``benchmarks/results/forecast_headroom.json`` (``--output``).
+FILE ...] [--plot PNG]``; writes ``benchmarks/results/forecast_headroom.json``
+(``--output``); the figure in docs/forecasting.md is ``--plot docs/img/forecast_headroom.png``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.forecast_accuracy import HORIZONS, REGIONS, TEST_WINDOWS, load_series  # noqa: E402
+from benchmarks.headroom_plot import draw  # noqa: E402
 from benchmarks.inputs import data_dir  # noqa: E402
 from benchmarks.simple_pool import Member, pool  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
@@ -89,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--data-dir", type=Path, default=None, help="the shared traces")
     parser.add_argument("--output", type=Path, default=RESULTS / "forecast_headroom.json")
+    parser.add_argument("--plot", type=Path, default=None, help="also draw the table as a PNG")
     args = parser.parse_args(argv)
     shared = data_dir(args, ROOT)
     if shared is None:
@@ -136,6 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(payload, indent=1))
     print(f"wrote {args.output} ({payload['wall_seconds']:.0f} s)")
+    if args.plot is not None:
+        draw(summary, args.plot)
+        print(f"drew {args.plot}")
     return 0
 
 

@@ -93,3 +93,15 @@ def test_the_pools_persistence_is_forecast_accuracys() -> None:
     assert persistence_gap(table, measured) < 1e-9
     assert per_window.groupby(UID)["window"].nunique().tolist() == [12, 12]
     assert np.isfinite(table["persistence"]).all()
+
+
+def test_the_figure_is_drawn(tmp_path: Path) -> None:
+    from benchmarks.headroom_plot import draw
+
+    group = {
+        "cells": 3,
+        "over_persistence": {"champion": 0.98, "best_pool": 0.93, "fair_half": 1.2},
+    }
+    out = tmp_path / "fig" / "headroom.png"
+    draw({"groups": {"helios": group, "all": group}, "target": 0.95}, out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
