@@ -25,8 +25,10 @@ tenth of windows carries. Persistence's cells are checked against the result fil
 (they must agree: same windows, same scales), else it stops with an error.
 
 Run: ``python benchmarks/forecast_headroom.py [--region test|tune] [--families
-FILE ...] [--plot PNG]``; writes ``benchmarks/results/forecast_headroom.json``
-(``--output``); the figure in docs/forecasting.md is ``--plot docs/img/forecast_headroom.png``.
+FILE ...] [--plot PNG]`` (the files' region and window count are used, e.g.
+``--region tune --families benchmarks/results/forecast_accuracy_tune36.json``);
+writes ``benchmarks/results/forecast_headroom.json`` (``--output``); the figure in
+docs/forecasting.md is ``--plot docs/img/forecast_headroom.png``.
 """
 
 from __future__ import annotations
@@ -99,19 +101,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     family_files = args.families or [p for p in FAMILIES if p.is_file()]
     try:
-        measured = read_families(family_files, args.region)
+        measured, n_windows = read_families(family_files, args.region)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     started = time.perf_counter()
     df, _ = validate_series(load_series(shared))
-    pooled, per_window = score_pool(windows(df, args.region))
+    pooled, per_window = score_pool(windows(df, args.region, n_windows))
     halves = half_choices(per_window)
     # On the reported region, the fair counterpart: each choice made on the tune
     # region's windows (all before the test region), then scored here.
     fair = None
     if args.region == "test":
-        fair = fair_choices(score_pool(windows(df, "tune"))[0], pooled)
+        fair = fair_choices(score_pool(windows(df, "tune", n_windows))[0], pooled)
     agree = persistence_gap(pooled, measured)
     if agree > 1e-9:
         print(
@@ -127,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "protocol": {
             "region": args.region,
             "cutoffs_between": REGIONS[args.region],
-            "windows": TEST_WINDOWS,
+            "windows": n_windows,
             "horizons": HORIZONS,
             "pool_size": len(pooled.columns),
             "families_from": [p.name for p in family_files],
@@ -145,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def windows(df: pd.DataFrame, region: str) -> list[Window]:
+def windows(df: pd.DataFrame, region: str, n_windows: int = TEST_WINDOWS) -> list[Window]:
     """forecast_accuracy's windows: same cutoffs, 28-day training, naive scales."""
     steps = df.groupby(UID)[DS].apply(lambda s: s.diff().median())
     out: list[Window] = []
@@ -156,7 +158,7 @@ def windows(df: pd.DataFrame, region: str) -> list[Window]:
         horizon = max(n for _, n in labels)
         max_train = steps_in(pd.Timedelta(days=28), delta)
         day = steps_in(pd.Timedelta(days=1), delta)
-        cutoffs = default_cutoffs(part, horizon=horizon, n_windows=TEST_WINDOWS, **REGIONS[region])
+        cutoffs = default_cutoffs(part, horizon=horizon, n_windows=n_windows, **REGIONS[region])
         for uid, group in part.groupby(UID, sort=True):
             ds = pd.DatetimeIndex(group[DS])
             y = group[Y].to_numpy(dtype=np.float64)
@@ -220,28 +222,35 @@ def half_choices(frame: pd.DataFrame) -> pd.Series:
     return pd.Series(out, dtype=np.float64).rename_axis([UID, "horizon"])
 
 
-def read_families(paths: list[Path], region: str) -> pd.DataFrame:
-    """The MASE of every model of forecast_accuracy result files, per (series, horizon).
+def read_families(paths: list[Path], region: str) -> tuple[pd.DataFrame, int]:
+    """The MASE of every model of forecast_accuracy result files, per (series, horizon),
+    and the files' number of windows per series.
 
     A model name already taken by an earlier file gets ``@<file stem>``.
 
     Raises:
-        ValueError: a file is missing, or was measured on another region or window count.
+        ValueError: a file is missing, was measured on another region, or the files
+            differ in their number of windows.
     """
     wide: pd.DataFrame | None = None
+    n_windows: int | None = None
     for path in paths:
         if not path.is_file():
             raise ValueError(f"--families {path} does not exist; give a forecast_accuracy JSON")
         result = json.loads(path.read_text())
         protocol = result.get("protocol", {})
-        if protocol.get("region", "test") != region or protocol.get("test_windows") != (
-            TEST_WINDOWS
-        ):
+        if protocol.get("region", "test") != region:
             raise ValueError(
-                f"{path} was measured on region {protocol.get('region', 'test')!r} with "
-                f"{protocol.get('test_windows')} windows; this run needs {region!r} with "
-                f"{TEST_WINDOWS} (pass --region to match, or a file of this region)"
+                f"{path} was measured on region {protocol.get('region', 'test')!r}; this run "
+                f"needs {region!r} (pass --region to match, or a file of this region)"
             )
+        count = int(protocol.get("test_windows", TEST_WINDOWS))
+        if n_windows is not None and count != n_windows:
+            raise ValueError(
+                f"{path} has {count} windows per series, an earlier file {n_windows}; "
+                "pass files of one forecast_accuracy protocol"
+            )
+        n_windows = count
         cells = pd.DataFrame(result["cells"])[[UID, "model", "horizon", "mase"]]
         table = cells.pivot_table(index=[UID, "horizon"], columns="model", values="mase")
         if wide is not None:
@@ -249,9 +258,9 @@ def read_families(paths: list[Path], region: str) -> pd.DataFrame:
                 columns={m: f"{m}@{path.stem}" for m in table.columns if m in wide.columns}
             )
         wide = table if wide is None else wide.join(table, how="outer")
-    if wide is None:
+    if wide is None or n_windows is None:
         raise ValueError("no forecast_accuracy result file to read (pass --families FILE)")
-    return wide
+    return wide, n_windows
 
 
 def fair_choices(tune: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:

@@ -80,6 +80,23 @@ def test_a_result_file_of_another_region_is_refused(tmp_path: Path) -> None:
         read_families([tmp_path / "missing.json"], "test")
 
 
+def test_result_files_give_their_window_count_and_must_agree(tmp_path: Path) -> None:
+    def write(name: str, windows: int, model: str) -> Path:
+        cell = {UID: "s", "model": model, "horizon": "1h", "mase": 1.0}
+        protocol = {"region": "tune", "test_windows": windows}
+        path = tmp_path / name
+        path.write_text(json.dumps({"protocol": protocol, "cells": [cell]}))
+        return path
+
+    wide, n_windows = read_families([write("a.json", 36, "gbm")], "tune")
+    assert n_windows == 36
+    assert list(wide.columns) == ["gbm"]
+    both, _ = read_families([write("a.json", 36, "gbm"), write("b.json", 36, "gbm")], "tune")
+    assert list(both.columns) == ["gbm", "gbm@b"]
+    with pytest.raises(ValueError, match="12 windows per series, an earlier file 36"):
+        read_families([write("a.json", 36, "gbm"), write("c.json", 12, "ets")], "tune")
+
+
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"needs the shared traces in {SHARED}")
 def test_the_pools_persistence_is_forecast_accuracys() -> None:
     # Same windows and scales as the committed forecast_accuracy result, or the
@@ -88,7 +105,9 @@ def test_the_pools_persistence_is_forecast_accuracys() -> None:
     keep = raw[raw[UID].isin(["earth_total/demand_gpus", "nab/rds_cpu_utilization_e47b3b"])]
     df, _ = validate_series(keep.reset_index(drop=True))
     table, per_window = score_pool(windows(df, "test"))
-    measured = read_families([ROOT / "benchmarks" / "results" / "forecast_accuracy.json"], "test")
+    files = [ROOT / "benchmarks" / "results" / "forecast_accuracy.json"]
+    measured, n_windows = read_families(files, "test")
+    assert n_windows == 12
     assert set(table.index) <= set(measured.index)
     assert persistence_gap(table, measured) < 1e-9
     assert per_window.groupby(UID)["window"].nunique().tolist() == [12, 12]
