@@ -17,6 +17,7 @@ from benchmarks.forecast_headroom import (
     read_families,
     score_pool,
     windows,
+    worst_share,
 )
 from forecaster.contract import validate_series
 from forecaster.types import UID
@@ -124,3 +125,18 @@ def test_the_figure_is_drawn(tmp_path: Path) -> None:
     out = tmp_path / "fig" / "headroom.png"
     draw({"groups": {"helios": group, "all": group}, "target": 0.95}, out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_worst_tenth_share_counts_persistences_scores_only() -> None:
+    scores = {"persistence": [10.0] + [1.0] * 9, "a": [100.0] * 10}
+    # One score in ten is the worst tenth: 10 of persistence's 19.
+    assert worst_share(window_frame(scores)) == pytest.approx(10.0 / 19.0)
+
+
+def test_fair_choices_fall_back_to_persistence_where_no_member_is_eligible() -> None:
+    index = pd.MultiIndex.from_tuples([("nab/z", "1h")], names=[UID, "horizon"])
+    tune = pd.DataFrame({"persistence": [1.0], "a": [np.nan]}, index=index)
+    test = pd.DataFrame({"persistence": [0.9], "a": [0.1]}, index=index)
+    fair = fair_choices(tune, test)
+    assert fair["fair_cell_member"].tolist() == ["persistence"]
+    assert fair["fair_cell"].tolist() == [0.9]
