@@ -98,6 +98,7 @@ class ForecastCache:
         self._model = model
         self._missing = missing_model_reason
         self._forecasts: dict[str, PoolForecast] = {}
+        self._run: datetime | None = None
         self._lock = threading.Lock()
 
     def step(self, pool: str) -> timedelta:
@@ -121,8 +122,10 @@ class ForecastCache:
     def reload(self, pools: Iterable[PoolConfig]) -> set[str]:
         """Re-read the pools whose newest stored forecast is not the one held.
 
-        One query finds the newest generation of every pool's demand forecast; only the
-        pools where it moved are read again.
+        Only complete forecast runs are seen (a run's per-horizon and peak rows are
+        committed together): nothing is read while the newest run of the served
+        version is the one last seen; otherwise one query finds the newest run of every
+        pool's demand forecast, and only the pools where it moved are read again.
 
         Returns:
             The pools whose forecast changed.
@@ -131,6 +134,9 @@ class ForecastCache:
             StoreError: the store could not be read.
         """
         if self._model is None:
+            return set()
+        run = self._store.forecast_runs.newest(self._model.version)
+        if run is not None and run == self._run:
             return set()
         wanted = list(pools)
         newest = self._store.forecasts.newest(
@@ -146,6 +152,7 @@ class ForecastCache:
             with self._lock:
                 self._forecasts[pool.name] = made
             changed.add(pool.name)
+        self._run = run
         return changed
 
     def _read(self, pool: PoolConfig) -> PoolForecast:
@@ -164,8 +171,8 @@ class ForecastCache:
             )
             return PoolForecast(pool.name, None, None, version, None, DEFAULT_STEP, None, reason)
         generated = pd.Timestamp(rows[GENERATED_AT].iloc[0]).to_pydatetime()
-        peaks = self._store.peak_forecasts.latest(sid, version)
-        peaks = peaks[peaks[GENERATED_AT] == pd.Timestamp(generated)]
+        # The peak of the same run, whatever run was committed since the rows were read.
+        peaks = self._store.peak_forecasts.at(sid, version, generated)
         step = _step_of(rows, peaks)
         origin = pd.Timestamp(rows[DS].iloc[0]).to_pydatetime() - int(rows[STEP].iloc[0]) * step
         peak, missing = _peak_of(pool, peaks, step)

@@ -17,6 +17,10 @@ stored and the actuals) and stores served and raw quantiles in ``peak_forecasts`
 beside the per-horizon rows. The peak model is global and
 fitted at training time: predicting is one pass over the fleet, no refit. The API
 reads both and fits nothing (see :mod:`api.forecasts`).
+
+A run is one unit: its per-horizon rows, its peak rows and the run's record are
+committed in one transaction (:mod:`pipelines.store.forecast_runs`), and the service
+reads only recorded runs, so it never serves a run's forecasts without its peaks.
 """
 
 from __future__ import annotations
@@ -99,23 +103,20 @@ def run_forecast(
                     problems[uid] = f"not forecast: {made}"
             kept = [made for made in frames.values() if not isinstance(made, str)]
             frame = pd.concat(kept, ignore_index=True) if kept else None
-            rows = (
-                opened.forecasts.save(
-                    frame, model_version=loaded.version, generated_at=generated_at
-                )
-                if frame is not None
-                else 0
-            )
-            peak_rows = 0
+            served = None
             if isinstance(peaks, str):
                 problems[PEAK_PROBLEM] = peaks
             elif peaks is not None:
-                peak_rows = opened.peak_forecasts.save(
-                    _served(opened, peaks, recent, history.step),
-                    model_version=loaded.version,
-                    generated_at=generated_at,
-                    step=history.step.to_pytimedelta(),
-                )
+                served = _served(opened, peaks, recent, history.step)
+            # One transaction: the service never reads this run's rows without its peaks.
+            stored = opened.forecast_runs.commit(
+                frame,
+                served,
+                model_version=loaded.version,
+                generated_at=generated_at,
+                step=history.step.to_pytimedelta(),
+            )
+            rows, peak_rows = stored.rows, stored.peak_rows
     except ForesightError as exc:
         return finish(JOB, started, "failed", str(exc))
     done_series = 0 if frame is None else int(frame[UID].nunique())

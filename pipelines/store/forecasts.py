@@ -10,7 +10,7 @@ import math
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVarTuple
 
 import numpy as np
 import pandas as pd
@@ -19,8 +19,8 @@ from sqlalchemy import Select, func, select
 from forecaster.exceptions import DataValidationError
 from forecaster.types import DS, MEAN, MODEL, STEP, UID
 from pipelines.store.engine import Database
-from pipelines.store.schema import ForecastRow, as_utc
-from pipelines.store.upsert import upsert
+from pipelines.store.run_writes import commit_run
+from pipelines.store.schema import ForecastRow, ForecastRunRow, as_utc
 
 MODEL_VERSION: Final = "model_version"
 GENERATED_AT: Final = "generated_at"
@@ -35,7 +35,9 @@ class ForecastRepository:
     """Forecast frames keyed by ``(series_id, generated_at, step)``.
 
     Saving the same forecast again (same generation time) overwrites it, so a retried
-    forecast job stores each step once.
+    forecast job stores each step once. A save is a forecast run of its own (see
+    :mod:`pipelines.store.forecast_runs`); :meth:`latest` and :meth:`newest` read only
+    rows of recorded runs, so they never see a run half written.
 
     Args:
         database: the store's database.
@@ -60,28 +62,23 @@ class ForecastRepository:
             DataValidationError: a column is missing or a mean is not finite.
             StoreError: the database failed; nothing was stored.
         """
-        rows = _forecast_rows(frame, model_version, as_utc(generated_at))
-        if rows:
-            with self._db.transaction("write forecasts") as session:
-                upsert(
-                    session,
-                    self._db.dialect,
-                    ForecastRow,
-                    rows,
-                    keys=("series_id", "generated_at", "step"),
-                    update=("ds", "model_version", "model", "mean", "quantiles"),
-                )
+        rows = forecast_rows(frame, model_version, as_utc(generated_at))
+        commit_run(
+            self._db, rows, [], model_version=model_version, generated_at=as_utc(generated_at)
+        )
         return len(rows)
 
     def latest(self, series_id: str, model_version: str | None = None) -> pd.DataFrame:
         """Return the most recently generated forecast of a series (empty if none).
 
+        Only rows of a recorded (complete) forecast run count.
+
         Args:
             series_id: the series.
             model_version: only forecasts this model version made; None: any.
         """
-        newest = select(func.max(ForecastRow.generated_at)).where(
-            ForecastRow.series_id == series_id
+        newest = _of_runs(
+            select(func.max(ForecastRow.generated_at)).where(ForecastRow.series_id == series_id)
         )
         statement = select(ForecastRow).where(ForecastRow.series_id == series_id)
         if model_version is not None:
@@ -95,11 +92,13 @@ class ForecastRepository:
     ) -> dict[str, datetime]:
         """Return when each series' newest forecast was generated (one query).
 
+        Only rows of a recorded (complete) forecast run count.
+
         Args:
             series_ids: the series to look at; those without a forecast are left out.
             model_version: only forecasts this model version made; None: any.
         """
-        statement = (
+        statement = _of_runs(
             select(ForecastRow.series_id, func.max(ForecastRow.generated_at))
             .where(ForecastRow.series_id.in_(list(series_ids)))
             .group_by(ForecastRow.series_id)
@@ -149,13 +148,30 @@ class ForecastRepository:
         return _rows_to_frame(rows)
 
 
+_Ts = TypeVarTuple("_Ts")
+
+
+def _of_runs(statement: Select[*_Ts]) -> Select[*_Ts]:
+    """``statement`` over ``forecasts`` restricted to rows of recorded forecast runs."""
+    return statement.join(
+        ForecastRunRow,
+        (ForecastRunRow.model_version == ForecastRow.model_version)
+        & (ForecastRunRow.generated_at == ForecastRow.generated_at),
+    )
+
+
 def _quantile_columns(frame: pd.DataFrame) -> list[str]:
     return [str(c) for c in frame.columns if isinstance(c, str) and _QUANTILE.match(c)]
 
 
-def _forecast_rows(
+def forecast_rows(
     frame: pd.DataFrame, model_version: str, generated_at: datetime
 ) -> list[dict[str, Any]]:
+    """The store rows of a forecast frame (see :meth:`ForecastRepository.save`).
+
+    Raises:
+        DataValidationError: a column is missing or a mean is not finite.
+    """
     missing = [column for column in (UID, DS, MEAN) if column not in frame.columns]
     if missing:
         raise DataValidationError(

@@ -30,6 +30,7 @@ from forecaster.peak.online import RAW_PREFIX, RETURN_LEVEL
 from forecaster.peak.types import SCALE
 from forecaster.types import DS, UID
 from pipelines.store.engine import Database
+from pipelines.store.run_writes import PEAK_UPDATE
 from pipelines.store.schema import PeakForecastRow, as_utc
 from pipelines.store.upsert import upsert
 
@@ -50,7 +51,10 @@ class PeakForecastRepository:
     """Peak forecasts keyed by ``(series_id, generated_at, lead)``.
 
     Saving again with the same generation time overwrites, so a retried forecast job
-    stores each lead once.
+    stores each lead once. The forecast job writes peak rows together with the
+    per-horizon rows of the same run (:meth:`ForecastRunRepository.commit
+    <pipelines.store.forecast_runs.ForecastRunRepository.commit>`); :meth:`save` alone
+    records no run.
 
     Args:
         database: the store's database.
@@ -84,7 +88,7 @@ class PeakForecastRepository:
                 finite.
             StoreError: the database failed; nothing was stored.
         """
-        rows = _rows(frame, model_version, as_utc(generated_at), step)
+        rows = peak_rows(frame, model_version, as_utc(generated_at), step)
         if rows:
             with self._db.transaction("write peak forecasts") as session:
                 upsert(
@@ -93,16 +97,7 @@ class PeakForecastRepository:
                     PeakForecastRow,
                     rows,
                     keys=("series_id", "generated_at", "lead"),
-                    update=(
-                        "origin",
-                        "ds",
-                        "model_version",
-                        "last",
-                        "quantiles",
-                        "raw",
-                        "scale",
-                        "return_level",
-                    ),
+                    update=PEAK_UPDATE,
                 )
         return len(rows)
 
@@ -123,6 +118,19 @@ class PeakForecastRepository:
         if model_version is not None:
             statement = statement.where(PeakForecastRow.model_version == model_version)
         return self._frame(statement.order_by(PeakForecastRow.lead), "read the latest peak")
+
+    def at(self, series_id: str, model_version: str, generated_at: datetime) -> pd.DataFrame:
+        """Return the peak forecast of a series made by one forecast run (empty if none).
+
+        The run is ``(model_version, generated_at)``, as the per-horizon rows read with
+        it name it: both come from the same run, whatever was stored since.
+        """
+        statement = select(PeakForecastRow).where(
+            PeakForecastRow.series_id == series_id,
+            PeakForecastRow.model_version == model_version,
+            PeakForecastRow.generated_at == as_utc(generated_at),
+        )
+        return self._frame(statement.order_by(PeakForecastRow.lead), "read a run's peak")
 
     def read(
         self, series_ids: Sequence[str] | None = None, *, since: datetime | None = None
@@ -146,9 +154,15 @@ class PeakForecastRepository:
         return _to_frame(rows)
 
 
-def _rows(
+def peak_rows(
     frame: pd.DataFrame, model_version: str, generated_at: datetime, step: timedelta
 ) -> list[dict[str, Any]]:
+    """The store rows of a peak frame (see :meth:`PeakForecastRepository.save`).
+
+    Raises:
+        DataValidationError: a column is missing, or ``last`` or a quantile is not finite.
+        ValueError: ``step`` is not positive.
+    """
     missing = [column for column in (UID, DS, LEAD, LAST) if column not in frame.columns]
     if missing:
         raise DataValidationError(

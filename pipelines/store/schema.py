@@ -145,6 +145,23 @@ class PeakForecastRow(Base):
     return_level: Mapped[float | None] = mapped_column(Double(), nullable=True)
 
 
+class ForecastRunRow(Base):
+    """One complete forecast run: its per-horizon and peak rows were committed with it.
+
+    The forecast job writes a run's rows and this row in one transaction, and readers
+    take only rows whose ``(model_version, generated_at)`` has a run row, so a reader
+    never sees half a run. ``series`` and the row counts are what the run stored.
+    """
+
+    __tablename__ = "forecast_runs"
+
+    model_version: Mapped[str] = mapped_column(String(100), primary_key=True)
+    generated_at: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
+    series: Mapped[int] = mapped_column(Integer(), nullable=False)
+    rows: Mapped[int] = mapped_column(Integer(), nullable=False)
+    peak_rows: Mapped[int] = mapped_column(Integer(), nullable=False)
+
+
 class RecommendationRow(Base):
     """One published recommendation of a pool: the audit trail, append-only."""
 

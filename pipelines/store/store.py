@@ -7,6 +7,7 @@ from types import TracebackType
 from sqlalchemy import URL, Engine, text
 
 from pipelines.store.engine import Database, make_engine
+from pipelines.store.forecast_runs import ForecastRunRepository
 from pipelines.store.forecasts import ForecastRepository
 from pipelines.store.job_runs import JobRunRepository
 from pipelines.store.leader import LeaderRepository
@@ -19,8 +20,8 @@ from pipelines.store.state import PoolStateRepository
 
 
 class Store:
-    """Samples, forecasts (per horizon and of the lead-time peak), recommendations, pool
-    state and the webhook outbox.
+    """Samples, forecasts (per horizon and of the lead-time peak, committed per forecast
+    run), recommendations, pool state and the webhook outbox.
 
     Build it with :func:`open_store`. Each repository method is one transaction.
     The engine is shared with APScheduler's SQLAlchemy job store (its table,
@@ -35,6 +36,7 @@ class Store:
         self.samples = SampleRepository(database)
         self.forecasts = ForecastRepository(database)
         self.peak_forecasts = PeakForecastRepository(database)
+        self.forecast_runs = ForecastRunRepository(database)
         self.recommendations = RecommendationRepository(database)
         self.state = PoolStateRepository(database)
         self.outbox = OutboxRepository(database)

@@ -417,6 +417,38 @@ class ForecastsContract:
         with pytest.raises(ValueError, match="timezone"):
             store.forecasts.save(forecast_frame("a/q", T0, 3), "1", datetime(2024, 1, 1))
 
+    def test_a_run_whose_peak_write_fails_keeps_none_of_its_rows(self, store: Store) -> None:
+        peaks = pd.DataFrame(
+            {"unique_id": ["a/q"], "ds": [pd.Timestamp(T0)], "lead": [2], "last": [1.0]}
+        ).assign(**{"q0.9": [3.0]})
+        later = T0 + STEP
+
+        def run(at: datetime) -> None:
+            store.forecast_runs.commit(
+                forecast_frame("a/q", at, 3),
+                peaks,
+                model_version="1",
+                generated_at=at,
+                step=STEP.to_pytimedelta(),
+            )
+
+        def fail(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+            if statement.lstrip().upper().startswith("INSERT INTO PEAK_FORECASTS"):
+                raise OperationalError(statement, parameters, RuntimeError("disk full"))
+
+        run(T0)
+        event.listen(store.engine, "before_cursor_execute", fail)
+        try:
+            with pytest.raises(StoreError, match="disk full"):
+                run(later)
+        finally:
+            event.remove(store.engine, "before_cursor_execute", fail)
+
+        assert store.forecast_runs.newest("1") == T0
+        assert set(store.forecasts.read()["generated_at"]) == {pd.Timestamp(T0)}
+        assert store.forecasts.newest(["a/q"], "1") == {"a/q": T0}
+        assert len(store.peak_forecasts.at("a/q", "1", T0)) == 1
+
 
 class RecommendationsContract:
     def test_append_and_latest_per_pool(self, store: Store) -> None:

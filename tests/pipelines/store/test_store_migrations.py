@@ -22,6 +22,7 @@ from pipelines.store.schema import VERSION_TABLE, Base
 TABLES = {
     "samples",
     "forecasts",
+    "forecast_runs",
     "peak_forecasts",
     "recommendations",
     "pool_state",

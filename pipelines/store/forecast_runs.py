@@ -1,0 +1,89 @@
+"""Forecast runs: a run's per-horizon and peak forecasts, stored and seen as one unit.
+
+The forecast job makes, for one model version at one generation time, per-horizon
+forecasts of every series and the peak forecasts of every demand series. It commits
+them with a record of the run in one transaction (:meth:`ForecastRunRepository.commit`),
+and readers take only rows of recorded runs, so the service never switches to a run
+it sees half of (per-horizon rows without their peak rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import pandas as pd
+from sqlalchemy import func, select
+
+from pipelines.store.engine import Database
+from pipelines.store.forecasts import forecast_rows
+from pipelines.store.peak_forecasts import peak_rows
+from pipelines.store.run_writes import commit_run
+from pipelines.store.schema import ForecastRunRow, as_utc
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """What one committed forecast run stored.
+
+    Attributes:
+        rows: per-horizon forecast rows.
+        peak_rows: peak forecast rows.
+    """
+
+    rows: int
+    peak_rows: int
+
+
+class ForecastRunRepository:
+    """Forecast runs keyed by ``(model_version, generated_at)``.
+
+    Args:
+        database: the store's database.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def commit(
+        self,
+        forecasts: pd.DataFrame | None,
+        peaks: pd.DataFrame | None,
+        *,
+        model_version: str,
+        generated_at: datetime,
+        step: timedelta,
+    ) -> StoredRun:
+        """Store a run's forecasts and peak forecasts and record the run, atomically.
+
+        Args:
+            forecasts: the per-horizon frame (see ``ForecastRepository.save``); None
+                when no series was forecast.
+            peaks: the peak frame (see ``PeakForecastRepository.save``); None when the
+                version has no peak model or its forecast failed.
+            model_version: the model version that made both.
+            generated_at: the run's generation time (tz-aware); a retry with the same
+                time overwrites the run.
+            step: the series step.
+
+        Returns:
+            The row counts stored.
+
+        Raises:
+            DataValidationError: a frame is malformed; nothing was stored.
+            StoreError: the database failed; nothing of the run was stored.
+        """
+        at = as_utc(generated_at)
+        rows = [] if forecasts is None else forecast_rows(forecasts, model_version, at)
+        peak = [] if peaks is None else peak_rows(peaks, model_version, at, step)
+        commit_run(self._db, rows, peak, model_version=model_version, generated_at=at)
+        return StoredRun(len(rows), len(peak))
+
+    def newest(self, model_version: str) -> datetime | None:
+        """Return when the newest complete run of ``model_version`` was generated."""
+        statement = select(func.max(ForecastRunRow.generated_at)).where(
+            ForecastRunRow.model_version == model_version
+        )
+        with self._db.transaction("read the newest forecast run") as session:
+            newest = session.execute(statement).scalar_one_or_none()
+        return None if newest is None else as_utc(newest)

@@ -1,0 +1,152 @@
+"""A forecast run is one unit: the service never switches to half of one.
+
+The forecast job writes a run's per-horizon rows and its peak rows; a replica's
+reload can fall anywhere between the job's writes. A store whose database calls a
+hook after every committed write puts reloads exactly there (no sleeps): whatever a
+replica reads, each pool's forecast comes with the peak of the same run.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from api.forecasts import ForecastCache
+from forecaster.peak import PeakQuantileForecaster
+from forecaster.registry import LoadedModel
+from pipelines.config.pools import PoolsConfig
+from pipelines.config.settings import Settings
+from pipelines.jobs.forecast import run_forecast
+from pipelines.store import Store, open_store
+from pipelines.store.engine import Database
+
+from .conftest import END, history
+
+Hook = Callable[[str], None]
+
+
+class HookedDatabase(Database):
+    """The store's database, calling ``hook(action)`` after every committed write."""
+
+    def __init__(self, engine: Engine, hook: Hook) -> None:
+        super().__init__(engine)
+        self.hook = hook
+
+    @contextmanager
+    def transaction(self, action: str) -> Iterator[Session]:
+        with super().transaction(action) as session:
+            yield session
+        if action.startswith("write"):
+            self.hook(action)
+
+
+def hooked(store: Store, hook: Hook) -> Store:
+    """A second handle on ``store``'s database whose writes call ``hook`` once committed."""
+    return Store(HookedDatabase(store.engine, hook))
+
+
+@pytest.fixture(scope="module")
+def with_peak(champion: LoadedModel) -> LoadedModel:
+    """Version 8: the champion with a small peak model, as training registers it."""
+    fleet = pd.concat([history("alpha"), history("beta", seed=1)])
+    peak = PeakQuantileForecaster(
+        lead_steps=(2, 3), quantiles=(0.5, 0.8, 0.9), max_iter=20, min_samples_leaf=20
+    ).fit(fleet)
+    return replace(champion, version="8", peak=peak)
+
+
+def forecast(settings: Settings, store: Store, model: LoadedModel, minutes: int) -> None:
+    """Run the forecast job at ``minutes`` past the history's end."""
+    report = run_forecast(
+        settings, store=store, now=END + timedelta(minutes=minutes, seconds=1), champion=model
+    )
+    assert report.outcome == "ok", report.summary
+
+
+def assert_whole(cache: ForecastCache, pools: PoolsConfig) -> None:
+    """Every pool the replica holds a forecast for has the peak of the same run."""
+    for pool in pools.pools:
+        made = cache.get(pool)
+        assert made.forecast is not None, made.reason
+        assert made.forecast.peak is not None, made.forecast.peak_missing
+        assert made.forecast.peak_missing == ""
+        assert made.generated_at is not None
+
+
+def test_a_reload_between_the_jobs_writes_never_serves_a_run_without_its_peaks(
+    settings: Settings, pools: PoolsConfig, store: Store, with_peak: LoadedModel
+) -> None:
+    replica = ForecastCache(store, with_peak)
+    reloads: list[str] = []
+
+    def reload_after(action: str) -> None:
+        reloads.append(action)
+        replica.reload(pools.pools)
+
+    forecast(settings, hooked(store, reload_after), with_peak, 0)
+
+    assert reloads  # the replica reloaded after every write the job committed
+    assert_whole(replica, pools)
+    run = replica.get(pools.pools[0]).generated_at
+    assert run == END + timedelta(seconds=1)
+    # The next run too: the replica moves to it whole, at its first reload after it.
+    forecast(settings, hooked(store, reload_after), with_peak, 5)
+    assert_whole(replica, pools)
+    assert replica.get(pools.pools[0]).generated_at == END + timedelta(minutes=5, seconds=1)
+
+
+REPLICAS = st.sampled_from([(), (0,), (1,), (0, 1), (1, 0)])
+"""Which replicas reload (in that order) after a committed write."""
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data(), runs=st.integers(min_value=1, max_value=3))
+def test_two_replicas_reloading_at_random_points_never_serve_a_partial_run(
+    data: st.DataObject,
+    runs: int,
+    settings: Settings,
+    pools: PoolsConfig,
+    with_peak: LoadedModel,
+) -> None:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        open_store(f"sqlite:///{Path(folder) / 'store.db'}") as store,
+    ):
+        store.samples.upsert(pd.concat([history("alpha"), history("beta", seed=1)]))
+        replicas = [ForecastCache(store, with_peak), ForecastCache(store, with_peak)]
+        seen: list[list[pd.Timestamp]] = [[], []]
+
+        def reload(which: tuple[int, ...]) -> None:
+            for index in which:
+                replicas[index].reload(pools.pools)
+                held = [replicas[index].get(pool) for pool in pools.pools]
+                if all(made.forecast is not None for made in held):
+                    assert_whole(replicas[index], pools)
+                    seen[index].append(pd.Timestamp(held[0].generated_at))
+
+        writer = hooked(store, lambda action: reload(data.draw(REPLICAS, label=action)))
+        for run in range(runs):
+            reload(data.draw(REPLICAS, label="before the run"))
+            forecast(settings, writer, with_peak, 5 * run)
+        reload((0, 1))
+
+        newest = END + timedelta(minutes=5 * (runs - 1), seconds=1)
+        for index, replica in enumerate(replicas):
+            assert_whole(replica, pools)
+            assert replica.get(pools.pools[0]).generated_at == newest
+            assert seen[index] == sorted(seen[index])  # a replica never goes back a run
