@@ -66,6 +66,11 @@ class _Commands(LazyCommandGroup):
             "backfill_command",
             "Fetch and store every pool signal over a past window (re-fetching is harmless).",
         ),
+        "recommendation": LazyCommand(
+            "pipelines.cli.recommendation",
+            "recommendation_command",
+            "Show the recommended nodes per pool: from the running service, else the store.",
+        ),
         "publish": LazyCommand(
             "pipelines.cli.publish",
             "publish_command",
