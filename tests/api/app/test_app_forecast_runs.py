@@ -156,19 +156,22 @@ def test_with_no_new_data_the_job_skips_and_says_so_until_a_sample_arrives(
     settings: Settings, store: Store, champion: LoadedModel
 ) -> None:
     first = store.forecast_runs.latest(champion.version)
-    assert first is not None and first.observed_until == END
+    assert first is not None
+    assert first.observed_until == END
 
     later = END + timedelta(minutes=5, seconds=1)
     skipped = run_forecast(settings, store=store, now=later, champion=champion, skip_unchanged=True)
     assert skipped.outcome == "skipped"
-    assert "no new data" in skipped.summary and END.isoformat() in skipped.summary
+    assert "no new data" in skipped.summary
+    assert END.isoformat() in skipped.summary
     assert store.forecast_runs.latest(champion.version) == first
 
     store.samples.upsert(history("alpha", end=END + timedelta(minutes=5)).tail(1))
     ran = run_forecast(settings, store=store, now=later, champion=champion, skip_unchanged=True)
     assert ran.outcome == "ok", ran.summary
     newest = store.forecast_runs.latest(champion.version)
-    assert newest is not None and newest.generated_at == later
+    assert newest is not None
+    assert newest.generated_at == later
     assert newest.observed_until == END + timedelta(minutes=5)
 
 
@@ -179,4 +182,5 @@ def test_without_the_flag_the_job_runs_on_unchanged_data(
     again = run_forecast(settings, store=store, now=later, champion=champion)
     assert again.outcome == "ok"
     newest = store.forecast_runs.latest(champion.version)
-    assert newest is not None and newest.generated_at == later
+    assert newest is not None
+    assert newest.generated_at == later
