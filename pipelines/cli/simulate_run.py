@@ -77,7 +77,7 @@ def run_simulation(settings: Settings, args: SimulateArgs) -> None:
     console.print(accounting_line(step, carry=args.carry))
     equal = equal_cost(comparison, swept, refs) if args.sweep else None
     if equal is not None:
-        console.print(equal_cost_table(equal))
+        console.print(equal_cost_table(equal, policy_points(comparison, swept, refs)))
     # Not the working directory: a replay's files are generated, like the store.
     out = args.output_dir if args.output_dir is not None else settings.data_dir / "simulate"
     files = write_outputs(comparison, swept, refs, equal, out, args.model)
@@ -159,20 +159,33 @@ def equal_cost(
     return compare_policies("foresight", policy_points(comparison, swept, refs))
 
 
-def equal_cost_table(equal: dict[str, Any]) -> Table:
-    """Every policy's best gap closed at each cost budget, and Foresight's wins."""
+def equal_cost_table(
+    equal: dict[str, Any], points: dict[str, list[tuple[float, float]]] | None = None
+) -> Table:
+    """Every policy's best gap closed at each cost budget, and Foresight's wins.
+
+    A ``-`` cell is a budget none of the policy's replays fits in; the caption gives
+    each such policy's cheapest replay, so an empty row says why it is empty.
+    """
     table = Table(title="Best gap closed at cost <= budget x oracle GPU-hours (equal cost)")
     table.add_column("policy", no_wrap=True)
     for budget in BUDGETS:
         table.add_column(f"<= {budget:.2f}", justify="right")
     table.add_column("Foresight >= its points", justify="right")
+    short: list[str] = []
     for name, by_budget in equal["best_gap_at_cost"].items():
         against = equal["against"].get(name)
         wins = "" if against is None else f"{against['beaten'][0]}/{against['beaten'][1]}"
-        table.add_row(
-            name,
-            *("-" if not math.isfinite(v) else f"{v:.3f}" for v in by_budget.values()),
-            wins,
+        cells = ["-" if not math.isfinite(v) else f"{v:.3f}" for v in by_budget.values()]
+        table.add_row(name, *cells, wins)
+        if "-" in cells and points is not None and points.get(name):
+            cheapest = min(cost for cost, _ in points[name])
+            short.append(f"{name} {cheapest:.2f}x")
+    if short:
+        table.caption = (
+            "-: none of the policy's replays cost that little; cheapest replay: "
+            + ", ".join(short)
+            + " the oracle's GPU-hours"
         )
     return table
 
