@@ -45,6 +45,7 @@ from api.routers import (
     integrations,
     pools,
     recommendation,
+    scorecard,
     signals,
     spans,
 )
@@ -76,6 +77,7 @@ CORE_ROUTERS: tuple[APIRouter, ...] = (
     chain.router,
     integrations.router,
     metrics_route.router,
+    scorecard.router,
 )
 """The routers every app has."""
 

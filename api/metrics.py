@@ -35,6 +35,9 @@ Exposed (``foresight_`` prefix):
   ``service_bottleneck{service,pool,verdict}`` (1 when blamed: verdict ``bottleneck``,
   ``not_gpu_bound`` or ``outside_gpu_pools``, else 0); ``pool`` is ``""`` for a service
   on no GPU pool.
+- ``scorecard_waiting_gpu_hours{pool,window,side}``, ``scorecard_node_hours{...}``,
+  ``scorecard_coverage_ratio{pool,window}``, ``scorecard_samples{pool,window}``: the
+  shadow scorecard (:mod:`api.scorecard_metrics`).
 - ``http_request_duration_seconds{method,route,status}``: a histogram.
 """
 
@@ -58,6 +61,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.latency import LatencyTracker
 from api.outbox_metrics import OutboxCollector
+from api.scorecard_metrics import ScorecardCollector
 from api.service import PoolEntry, RecommendationService
 from forecaster.exceptions import ForesightError
 from pipelines.config.pools import PoolConfig
@@ -265,6 +269,7 @@ class AppMetrics:
         )
         self.registry.register(ServiceCollector(service, tracker))
         self.registry.register(OutboxCollector(service))
+        self.registry.register(ScorecardCollector(service))
 
     def exposition(self) -> tuple[bytes, str]:
         """Return the text exposition of every metric and its content type.

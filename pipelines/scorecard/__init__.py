@@ -2,13 +2,15 @@
 
 Against the nodes that actually existed and the demand that came, over the last day
 and week: the waiting GPU-hours the plan would have avoided and the node-hours it
-would have added. :func:`score` is the pure core (definitions in its module,
-:mod:`pipelines.scorecard.compute`); :func:`pool_scorecard` reads the store for it.
-It lives in ``pipelines`` so the API and the CLI both import it downward.
+would have added. :func:`pipelines.scorecard.compute.score` is the pure core (the
+definitions are in its module docstring); :func:`pipelines.scorecard.load.pool_scorecard`
+reads the store for it. It lives in ``pipelines`` so the API and the CLI both import
+it downward.
+
+Only the value types are exported here: they need nothing but the standard library,
+so the CLI can validate ``--window`` before pandas and the store are imported.
 """
 
-from pipelines.scorecard.compute import align, score, score_window
-from pipelines.scorecard.load import pool_scorecard
 from pipelines.scorecard.types import (
     WINDOW_DURATIONS,
     PlanChange,
@@ -27,8 +29,4 @@ __all__ = [
     "TimelinePoint",
     "Window",
     "WindowScore",
-    "align",
-    "pool_scorecard",
-    "score",
-    "score_window",
 ]

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forecaster.exceptions import DataValidationError
-from pipelines.scorecard import PlanChange, Window, align, score
+from pipelines.scorecard import PlanChange, Window
+from pipelines.scorecard.compute import align, score
 
 T0 = datetime(2026, 3, 2, tzinfo=UTC)
 STEP = timedelta(minutes=10)
