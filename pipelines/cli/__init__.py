@@ -81,6 +81,11 @@ class _Commands(LazyCommandGroup):
             "simulate_command",
             "Replay a pool's demand against reactive, static, Foresight and oracle policies.",
         ),
+        "scorecard": LazyCommand(
+            "pipelines.cli.scorecard",
+            "scorecard_command",
+            "Score what Foresight recommended against what happened: waiting avoided, nodes added.",
+        ),
         "webhooks": LazyCommand(
             "pipelines.cli.webhooks",
             "app",
