@@ -18,6 +18,8 @@ from typing import Final
 ASSETS: Final = {
     "dashboard.js": "text/javascript; charset=utf-8",
     "dashboard.css": "text/css; charset=utf-8",
+    "scorecard.js": "text/javascript; charset=utf-8",
+    "scorecard.css": "text/css; charset=utf-8",
 }
 """The static files served under ``/dashboard/static/``, with their media types."""
 
@@ -27,6 +29,7 @@ ROUTES: Final = {
     "forecast": "forecast/",
     "history": "dashboard/history/",
     "docs": "docs",
+    "scorecard": "scorecard/",
 }
 """The JSON routes the page reads, relative to the page (so a path prefix still works)."""
 

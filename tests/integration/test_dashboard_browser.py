@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
+from forecaster.loaders import DEMAND
 from pipelines.config.pools import load_pools
+from pipelines.store import open_store
 from tests.integration.browser import browser_page, require_chromium, screenshot
 from tests.integration.dashboard_app import SAMPLE_POOLS, serve_sample
 
@@ -95,3 +99,60 @@ def test_dashboard_draws_the_call_chain_and_marks_the_bottleneck(base_url: str) 
         screenshot(page, "dashboard_chain.png")
 
     assert console.errors == []
+
+
+# -- the shadow scorecard panel -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scorecard_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The sample app whose store holds a day of recommendations, as a shadow run records.
+
+    The recorded plan asks, one lead time ahead, for the nodes each sample's demand
+    needed plus one: what a forecast-only deployment might have written to its trail.
+    """
+    require_chromium()
+    workdir = tmp_path_factory.mktemp("scorecard")
+    with serve_sample(workdir) as url:
+        pools = {pool.name: pool for pool in load_pools(SAMPLE_POOLS).pools}
+        with open_store(f"sqlite:///{workdir / 'store.db'}") as store:
+            newest = max(store.samples.last_timestamps().values())
+            for name, pool in pools.items():
+                demand = store.samples.read(
+                    [pool.series_id(DEMAND)], start=newest - timedelta(days=1)
+                )
+                for ds, gpus in zip(demand["ds"], demand["y"], strict=True):
+                    nodes = math.ceil(gpus / pool.gpus_per_node) + 1
+                    made = ds.to_pydatetime() - pool.lead_time
+                    store.recommendations.append(name, made, nodes, "hold", {})
+        yield url
+
+
+def test_the_scorecard_panel_shows_each_pools_figures_and_plot(scorecard_url: str) -> None:
+    names = load_pools(SAMPLE_POOLS).names
+    cards = {
+        name: httpx.get(f"{scorecard_url}/scorecard/{name}", timeout=30).json() for name in names
+    }
+    assert all(card["windows"]["day"]["samples"] > 100 for card in cards.values()), cards
+
+    with browser_page() as (page, console):
+        page.goto(f"{scorecard_url}/", wait_until="domcontentloaded")
+        page.locator('#scorecard[data-state="ready"]').wait_for(timeout=30_000)
+        for name in names:
+            panel = page.locator(f'#scorecard article[data-pool="{name}"][data-state="ready"]')
+            assert panel.count() == 1, name
+            for window in ("day", "week"):
+                want = cards[name]["windows"][window]
+                row = panel.locator(f'tr[data-window="{window}"]')
+                shown = row.locator('[data-field="avoided"]').inner_text()
+                assert shown == f"{want['waiting_gpu_hours_avoided']:.1f}", (name, window)
+                shown = row.locator('[data-field="added"]').inner_text()
+                assert shown == f"{want['node_hours_added']:.1f}", (name, window)
+            for line in ("sc-demand", "sc-nodes", "sc-plan"):
+                d = panel.locator(f"svg.scorecard-plot path.{line}").get_attribute("d") or ""
+                # One point per sample of the day, drawn as one unbroken line.
+                assert d.count("L") + 1 == len(cards[name]["timeline"]), (name, line)
+        path = screenshot(page, "dashboard_scorecard.png")
+
+    assert console.errors == []
+    assert path.stat().st_size > 10_000

@@ -86,16 +86,17 @@ def test_assets_are_served_from_an_allow_list(client: TestClient) -> None:
     assert client.get("/dashboard/static/dashboard.css").text.startswith(":root")
     assert client.get("/dashboard/static/index.html").status_code == 404
     assert client.get("/dashboard/static/..%2F__init__.py").status_code == 404
-    assert set(ASSETS) == {"dashboard.js", "dashboard.css"}
+    assert set(ASSETS) == {"dashboard.js", "dashboard.css", "scorecard.js", "scorecard.css"}
 
 
 def test_the_script_reads_only_the_configured_routes() -> None:
     """No CDN and no hard-coded absolute URL: the page must work offline behind a prefix."""
     from api.dashboard.page import asset_text
 
-    script = asset_text("dashboard.js")
-    assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", script)
-    assert "fetch(url" in script
+    for name in ("dashboard.js", "scorecard.js"):
+        script = asset_text(name)
+        assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", script), name
+        assert "fetch(url" in script, name
 
 
 def test_history_returns_demand_and_nodes_up_to_now(client: TestClient) -> None:
