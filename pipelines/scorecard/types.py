@@ -72,7 +72,8 @@ class WindowScore:
     @property
     def waiting_gpu_hours_avoided(self) -> float:
         """Waiting GPU-hours the plan would have avoided (>= 0 by its definition)."""
-        return -self.waiting_gpu_hours.difference
+        # actual - plan, not -difference: a tie is 0.0, never -0.0.
+        return self.waiting_gpu_hours.actual - self.waiting_gpu_hours.plan
 
     @property
     def node_hours_added(self) -> float:
