@@ -92,7 +92,7 @@ class PoolScorecardOut(_Out):
     generated_at: Utc = Field(description="the end of every window (the service's now)")
     gpus_per_node: int
     lead_time_seconds: float
-    step_seconds: float | None = Field(description="the longest one sample counts for")
+    step_seconds: float = Field(description="the longest one sample counts for")
     recommendations: int = Field(description="recommendations in force at some time scored")
     windows: dict[Window, WindowOut]
     timeline: list[TimelinePointOut] | None = Field(
@@ -108,7 +108,7 @@ class PoolScorecardOut(_Out):
             generated_at=card.generated_at,
             gpus_per_node=card.gpus_per_node,
             lead_time_seconds=card.lead_time.total_seconds(),
-            step_seconds=None if card.step is None else card.step.total_seconds(),
+            step_seconds=card.step.total_seconds(),
             recommendations=card.recommendations,
             windows={
                 window: WindowOut.of(score, card.cost_per_node_hour)

@@ -49,7 +49,10 @@ def pool_scorecard(
     if not windows:
         raise ValueError("name at least one window")
     start = now - max(window.duration for window in windows)
-    demand, nodes = _series(store, pool, start, now)
+    # From one lead time earlier: the nodes sample just before the window is known, and
+    # a sample there sets the step but is not scored.
+    demand, nodes = _series(store, pool, start - pool.lead_time, now)
+    # With fewer than two samples there is no spacing to read; the lead time stands in.
     step = _step(demand) or _step(nodes) or pool.lead_time
     # In force at t means made at or before t - lead_time, for t in [start, now).
     changes = store.recommendations.desired_in_force(

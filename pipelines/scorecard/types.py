@@ -112,7 +112,7 @@ class PoolScorecard:
     gpus_per_node: int
     lead_time: timedelta
     cost_per_node_hour: float
-    step: timedelta | None
+    step: timedelta
     recommendations: int
     windows: dict[Window, WindowScore]
     timeline: tuple[TimelinePoint, ...]

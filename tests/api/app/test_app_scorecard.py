@@ -14,7 +14,8 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.service import Services
+from api.scorecard_metrics import ScorecardCollector
+from api.service import RecommendationService, Services
 from pipelines.store import Store
 from tests.api.app.conftest import END, STEP, history
 
@@ -139,3 +140,26 @@ def test_the_timeline_is_thinned_to_a_plot_size(store: Store, client: TestClient
     assert stamps.is_monotonic_increasing
     assert stamps.is_unique
     assert stamps[-1] == pd.Timestamp(END - STEP)
+
+
+def test_scrapes_reuse_one_scoring_for_a_minute(services: Services, store: Store) -> None:
+    service = RecommendationService(services)
+    ticks = [0.0]
+    collector = ScorecardCollector(lambda: service, max_age_seconds=60, monotonic=lambda: ticks[0])
+
+    def day_samples() -> float:
+        for family in collector.collect():
+            for sample in family.samples:
+                if sample.name == "foresight_scorecard_samples" and sample.labels == {
+                    "pool": "alpha",
+                    "window": "day",
+                }:
+                    return sample.value
+        raise AssertionError("no day samples gauge for alpha")
+
+    assert day_samples() == 0
+    store.recommendations.append("alpha", END - timedelta(days=3), 0, "hold", {})
+    ticks[0] = 59.0
+    assert day_samples() == 0  # the first scoring still answers
+    ticks[0] = 60.0
+    assert day_samples() == 288
