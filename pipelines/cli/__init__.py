@@ -135,7 +135,10 @@ def train_command(
     fast: FastOption = False,
 ) -> None:
     """Backtest every model family, pick a champion per series, register and gate it."""
+    from rich.text import Text
+
     from forecaster.contract.parse import format_step
+    from forecaster.gate import check_lines, verdict
     from forecaster.training import train
     from pipelines.config.tracking import tracking_config
     from pipelines.dataset import load_dataset
@@ -169,11 +172,13 @@ def train_command(
                 executor=executor,
             )
         console.print(training_table(outcome, plan))
-        verdict = "promoted to @champion" if outcome.promoted else "not promoted"
         console.print(
-            f"Model {settings.registered_model_name} version {outcome.version} {verdict}: "
-            f"{outcome.decision.reason}"
+            f"Model {settings.registered_model_name} version {outcome.version} "
+            f"{verdict(outcome.decision)}.",
+            soft_wrap=True,
         )
+        for line in check_lines(outcome.decision):
+            console.print(Text(f"  gate {line}"), soft_wrap=True)
         console.print(f"With it: {outcome.peak.describe()}")
         _print_mlflow_hint(settings, outcome.run_id)
 
