@@ -221,14 +221,17 @@ def verdict(decision: GateDecision) -> str:
 
 
 def check_lines(decision: GateDecision) -> list[str]:
-    """One line per check (``<name> <status>: <detail>``), then the relative MASE."""
-    lines = [f"{c.name} {c.status}: {c.detail}" for c in decision.checks]
-    relative = decision.relative
-    if relative is not None and relative.cells:
-        lines.append(
-            f"held-out MASE vs persistence: geometric mean {relative.geomean:.3f}x over "
-            f"{relative.cells} series x horizon cells ({relative.left_out} left out: "
-            f"persistence's or the champion's MASE 0 or undefined), ratio of means "
-            f"{relative.ratio_of_means:.3f}x, worst cell {relative.worst:.3f}x"
-        )
-    return lines
+    """One line per check: ``<name> <status>: <detail>``."""
+    return [f"{c.name} {c.status}: {c.detail}" for c in decision.checks]
+
+
+def relative_line(relative: RelativeMase | None) -> str | None:
+    """The champion's held-out MASE relative to persistence in one line; None if unscored."""
+    if relative is None or not relative.cells:
+        return None
+    return (
+        f"held-out MASE vs persistence: geometric mean {relative.geomean:.3f}x over "
+        f"{relative.cells} series x horizon cells ({relative.left_out} left out: "
+        f"persistence's or the champion's MASE 0 or undefined), ratio of means "
+        f"{relative.ratio_of_means:.3f}x, worst cell {relative.worst:.3f}x"
+    )

@@ -138,7 +138,7 @@ def train_command(
     from rich.text import Text
 
     from forecaster.contract.parse import format_step
-    from forecaster.gate import check_lines, verdict
+    from forecaster.gate import check_lines, relative_line, verdict
     from forecaster.training import train
     from pipelines.config.tracking import tracking_config
     from pipelines.dataset import load_dataset
@@ -179,6 +179,9 @@ def train_command(
         )
         for line in check_lines(outcome.decision):
             console.print(Text(f"  gate {line}"), soft_wrap=True)
+        relative = relative_line(outcome.decision.relative)
+        if relative is not None:
+            console.print(Text(f"  {relative}"), soft_wrap=True)
         console.print(f"With it: {outcome.peak.describe()}")
         _print_mlflow_hint(settings, outcome.run_id)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from forecaster.backtest import Estimator
 from forecaster.exceptions import ForesightError
-from forecaster.gate import check_lines, verdict
+from forecaster.gate import check_lines, relative_line, verdict
 from forecaster.training import TrainingOutcome, train
 from forecaster.types import UID, Progress
 from pipelines.config.settings import Settings
@@ -111,6 +111,7 @@ def _details(outcome: TrainingOutcome) -> dict[str, Any]:
         "gate": {check.name: check.status for check in decision.checks},
         "failed_checks": list(decision.failed),
         "gate_checks": check_lines(decision),
+        "mase_vs_persistence": relative_line(decision.relative),
         "selection": dict(outcome.selection),
         "failed_backtest_windows": failed_windows,
         "peak": outcome.peak.describe(),

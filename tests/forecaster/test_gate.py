@@ -16,6 +16,7 @@ from forecaster.gate import (
     gate_tags,
     guard_check,
     point_check,
+    relative_line,
     verdict,
 )
 from forecaster.metrics import RelativeMase
@@ -69,6 +70,7 @@ def test_a_decision_promotes_only_when_no_check_failed_and_names_those_that_did(
     assert decision.reason.startswith("failed peak_vs_buffer, peak_vs_incumbent: ")
     assert verdict(decision) == "not promoted (failed: peak_vs_buffer, peak_vs_incumbent)"
     assert decision.check("point_guard").status == "skipped"
+    assert relative_line(decision.relative) is None
     metrics = gate_metrics(decision, (0.9,))
     assert metrics["gate/promote"] == 0.0
     assert metrics["gate/point"] == 1.0
@@ -102,6 +104,10 @@ def test_the_first_champion_skips_the_comparisons_with_it() -> None:
 def test_a_cell_above_the_guard_fails_it() -> None:
     relative = RelativeMase(0.97, 0.98, 1.2, ("a/demand_gpus", "10min"), 6, 0)
     over = guard_check(relative)
+    line = relative_line(relative)
+    assert line is not None
+    assert "geometric mean 0.970x over 6" in line
+    assert "ratio of means 0.980x" in line
     assert over.status == "failed"
     assert "a/demand_gpus at 10min is 1.200x" in over.detail
     assert guard_check(relative, limit=1.25).status == "passed"
