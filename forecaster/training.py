@@ -111,6 +111,8 @@ class TrainingOutcome:
     Attributes:
         scores: held-out scores (windows selection never saw), per series and model.
         selection_scores: the scores selection was made on (earlier windows).
+        decision: the promotion gate's checks (:class:`~forecaster.gate.GateDecision`);
+            ``decision.failed`` names those that held the version back.
         peak: the global peak-quantile model stored with the version, or why there is
             none (``peak.model`` None).
     """

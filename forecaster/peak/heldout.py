@@ -121,10 +121,18 @@ def peak_losses(
     if joined is None or joined.empty:
         return pd.DataFrame(columns=list(LOSS_COLUMNS))
     fleet = fleet_frame(history)  # demand clipped at zero, as the models saw it
+    scored = set(joined[UID].astype(str))
+    series = {
+        str(uid): part.sort_values(DS)
+        for uid, part in fleet[fleet[UID].isin(scored)].groupby(UID, sort=False)
+    }
     rows = [
-        _score_series(fleet, group, levels, list(forecasts))
-        for _, group in joined.groupby([UID, LEAD], sort=True)
+        _score_series(series[str(uid)], group, levels, list(forecasts))
+        for (uid, _), group in joined.groupby([UID, LEAD], sort=True)
+        if str(uid) in series
     ]
+    if not rows:
+        return pd.DataFrame(columns=list(LOSS_COLUMNS))
     per_origin = pd.concat(rows, ignore_index=True)
     out = (
         per_origin.groupby([LEAD, LEVEL, METHOD], sort=True)[PINBALL]
@@ -136,11 +144,10 @@ def peak_losses(
 
 
 def _score_series(
-    history: pd.DataFrame, group: pd.DataFrame, levels: Sequence[float], methods: list[str]
+    series: pd.DataFrame, group: pd.DataFrame, levels: Sequence[float], methods: list[str]
 ) -> pd.DataFrame:
-    """Scaled pinball per origin, level and method of one series and lead."""
-    uid, lead = str(group[UID].iloc[0]), int(group[LEAD].iloc[0])
-    series = history[history[UID].astype(str) == uid].sort_values(DS)
+    """Scaled pinball per origin, level and method of one series (sorted) and lead."""
+    lead = int(group[LEAD].iloc[0])
     grid = pd.DatetimeIndex(series[DS])
     y = series[Y].to_numpy(dtype=np.float64)
     day = steps_per_day(pd.Timedelta(grid.to_series().diff().median()))
