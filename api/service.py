@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Final
 import pandas as pd
 
 from api.callchain.incremental import ChainWindow
-from api.clock import Clock, system_clock
+from api.clock import Clock, ReplayClock, system_clock
 from api.errors import PoolUnavailableError, UnknownPoolError
-from api.forecasts import ForecastCache, PoolForecast
+from api.forecasts import DEFAULT_STEP, ForecastCache, PoolForecast
 from api.ingest import Ingested, ingest
 from api.live import LiveIndex
 from api.pool_states import PoolLocks, update_states
@@ -251,14 +251,27 @@ class RecommendationService:
             DataValidationError: the samples are invalid (nothing is stored).
             StoreError: the store failed.
         """
-        tolerance = timedelta(seconds=self.services.settings.service.max_sample_future_seconds)
-        window = TimeWindow.around(self.services.wall_clock(), tolerance)
-        done = ingest(self.services.store, self.services.pools, frame, window)
+        done = ingest(self.services.store, self.services.pools, frame, self.sample_window())
         moved = self.live.moved_by(zip(frame[UID].tolist(), frame[DS].tolist(), strict=True))
         changed = self.live.poll(moved) if moved else set()
         self.invalidate(changed)
         self._decide([self._pools[name] for name in done.pools if name in changed])
         return done
+
+    def sample_window(self) -> TimeWindow:
+        """Return the times a pushed sample may carry now (see :mod:`api.sample_checks`).
+
+        Every clock bounds them by the wall clock plus ``max_sample_future_seconds``;
+        the replay clock also by its window (:class:`~api.clock.ReplayWindow`), in
+        steps of the data: the largest of the pools' series steps.
+        """
+        services = self.services
+        tolerance = timedelta(seconds=services.settings.service.max_sample_future_seconds)
+        replay = None
+        if isinstance(services.clock, ReplayClock):
+            step = max((self.forecasts.step(name) for name in self._pools), default=DEFAULT_STEP)
+            replay = services.clock.window(step)
+        return TimeWindow.around(services.wall_clock(), tolerance, replay)
 
     def invalidate(self, pools: Iterable[str] | None = None) -> None:
         """Recompute these pools (all when None) on the next request, e.g. after new latency."""
