@@ -32,10 +32,13 @@ move time; serve with ``--clock system`` for live data.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final, Literal
+
+logger = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 """Returns the current time, timezone-aware."""
@@ -124,3 +127,57 @@ class ReplayClock:
         if self._newest() is None:
             return None
         return ReplayWindow(self(), step)
+
+
+def decision_clock(
+    mode: ClockMode, newest: Callable[[], datetime | None], ahead: timedelta = WALL_AHEAD
+) -> Clock:
+    """Return the clock a process decides by in ``mode``.
+
+    Args:
+        mode: ``system`` (the wall clock) or ``replay`` (a :class:`ReplayClock`).
+        newest: the newest sample of the pools' live signals (replay only).
+        ahead: how far past the wall clock the replay's ``now`` may be at most
+            (``service.max_sample_future_seconds``).
+    """
+    if mode == "replay":
+        return ReplayClock(newest, fallback=system_clock, ahead=ahead)
+    return system_clock
+
+
+def from_another_clock(at: datetime | None, now: datetime, skew: timedelta) -> bool:
+    """Whether ``at`` lies more than ``skew`` past ``now``: it was dated by another clock.
+
+    A stored time that far ahead of the decision cannot have been made by this
+    clock (e.g. a forecast or a stabilisation state written by a process on the wall
+    clock while this one replays last month); within ``skew`` it is the ordinary
+    disagreement of two replicas' clocks, or of a poll that has not yet seen the
+    newest sample.
+    """
+    return at is not None and at > now + skew
+
+
+def warn_another_clock(
+    seen: set[tuple[str, str, datetime]], pool: str, what: str, at: datetime, now: datetime
+) -> None:
+    """Log, once per stored value (``seen`` remembers), that an input dated after now is unused.
+
+    Args:
+        seen: the ``(pool, what, at)`` already logged; updated.
+        pool: the pool whose input it is.
+        what: the input, for the message.
+        at: its time.
+        now: the decision's time.
+    """
+    key = (pool, what, at)
+    if key in seen:
+        return
+    seen.add(key)
+    logger.warning(
+        "pool %s: the stored %s is dated %s, after now (%s): another clock dated it, so "
+        "it is not used (see docs/api.md, 'One clock')",
+        pool,
+        what,
+        at.isoformat(),
+        now.isoformat(),
+    )

@@ -28,7 +28,7 @@ from api.auth import AUTH_RESPONSES, TokenGuard, authorize, install_auth_handler
 from api.callchain.feed import SpanFeed
 from api.callchain.incremental import ChainWindow
 from api.champion import ChampionFollower, RegistryChampion, load_model
-from api.clock import ClockMode, ReplayClock, system_clock
+from api.clock import ClockMode, decision_clock
 from api.dashboard import page_router as dashboard_page_router
 from api.dashboard import router as dashboard_router
 from api.docs_ui import install_docs
@@ -296,9 +296,9 @@ def create_app(
                 build_services, chosen, seed_from_sample=seed_from_sample
             )
         service = RecommendationService(built)
-        if services is None and clock == "replay":
+        if services is None:
             ahead = timedelta(seconds=built.settings.service.max_sample_future_seconds)
-            built.clock = ReplayClock(service.live.newest, fallback=system_clock, ahead=ahead)
+            built.clock = decision_clock(clock, service.live.newest, ahead)
         error_wiring = _wire_live_error(built)
         tracker, wired = _wire_latency(built)
         feed = SpanFeed(built.spans)

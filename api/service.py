@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any, Final
 import pandas as pd
 
 from api.callchain.incremental import ChainWindow
-from api.clock import Clock, ReplayClock, system_clock
+from api.clock import (
+    Clock,
+    ReplayClock,
+    from_another_clock,
+    system_clock,
+    warn_another_clock,
+)
 from api.errors import PoolUnavailableError, UnknownPoolError
 from api.forecasts import DEFAULT_STEP, ForecastCache, PoolForecast
 from api.ingest import Ingested, ingest
@@ -188,6 +194,8 @@ class RecommendationService:
         # state write), then the service lock (entries, dirty marks, the audit).
         self._pool_locks = PoolLocks(self._pools)
         self._lock = threading.RLock()
+        # Inputs dated by another clock already logged: (pool, input, its time).
+        self._warned: set[tuple[str, str, datetime]] = set()
         # ``/readyz`` checks that the store takes writes, not only reads.
         self.store_probe = StoreWriteProbe(services.store)
 
@@ -496,9 +504,25 @@ class RecommendationService:
         made = self.forecasts.get(pool)
         services = self.services
         forecast = made.forecast
+        skew = self._skew()
+        if forecast is not None and from_another_clock(forecast.generated_at, now, skew):
+            # Made after now: not by this clock (a forecast job on the wall clock while
+            # this process replays). Its age would be negative and its data unknown.
+            warn_another_clock(self._warned, pool.name, "forecast", forecast.generated_at, now)
+            forecast = None
         if forecast is not None and services.settings.service.live_calibration:
             forecast = forecast.calibrated(services.calibration(pool, forecast.level))
         error, error_at = services.live_error(pool, now)
+        if error_at is not None and from_another_clock(error_at, now, skew):
+            # Measured after now: by an evaluation on another clock; not this decision's.
+            warn_another_clock(self._warned, pool.name, "live forecast error", error_at, now)
+            error, error_at = None, None
+        last = state.last_decision_at
+        if last is not None and from_another_clock(last, now, skew):
+            # Kept, its timers would run backwards (a scale-down warming up for months);
+            # starting afresh only delays the next scale-down by one window.
+            warn_another_clock(self._warned, pool.name, "stabilisation state", last, now)
+            state = StabilisationState()
         health = ForecastHealth(
             recent_error=error,
             error_bound=ERROR_BOUND,
@@ -507,6 +531,16 @@ class RecommendationService:
             error_at=error_at,
         )
         return decide(pool, forecast, live, health, services.latency(pool, now), state, now)
+
+    def _skew(self) -> timedelta:
+        """How far past now a stored time may lie and still be this clock's.
+
+        The skew a pushed sample may carry (``service.max_sample_future_seconds``):
+        replicas' clocks disagree that much, and a replica's replay clock lags the
+        newest sample by up to one poll. Further ahead, a time was dated by another
+        clock (see :func:`~api.clock.from_another_clock`).
+        """
+        return timedelta(seconds=self.services.settings.service.max_sample_future_seconds)
 
     def _publish(self, pool: str, made: Recommendation | str, mark: int) -> PoolEntry | str:
         """Make a decision the pool's answer (audited); the caller holds the lock.

@@ -8,18 +8,26 @@ import threading
 from collections.abc import Mapping
 from datetime import datetime
 from types import FrameType
+from typing import TYPE_CHECKING, Annotated
 
+import typer
 from rich.table import Table
 from rich.text import Text
 
+from forecaster.exceptions import ConfigError
 from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
-from pipelines.jobs.publish import publishing_runner
+from pipelines.config.settings import Settings
+from pipelines.jobs.publish import Publisher, publishing_runner
 from pipelines.scheduler import default_plan, job_statuses, start_scheduler
+from pipelines.scheduler.clocked import clocked_runner
 from pipelines.scheduler.dispatch import default_runner
 from pipelines.scheduler.status import JobStatus
-from pipelines.store import open_store
+from pipelines.store import Store, open_store
 from pipelines.store.leader import Leader
 from pipelines.store.outbox import Status
+
+if TYPE_CHECKING:
+    from api.clock import ClockMode
 
 logger = logging.getLogger(__name__)
 
@@ -33,14 +41,32 @@ _OUTCOME_STYLE = {
 }
 
 
-def scheduler_command(config: ConfigOption = None) -> None:
+def scheduler_command(
+    config: ConfigOption = None,
+    clock: Annotated[
+        str,
+        typer.Option(
+            "--clock",
+            help="'system' (wall time) or 'replay' (as of the newest stored sample): the "
+            "clock forecast, evaluate and publish date their results by; use the clock "
+            "the API serves with.",
+        ),
+    ] = "system",
+) -> None:
     """Run the scheduled jobs in the foreground (one leader among replicas); Ctrl-C stops."""
-    from api.publishing import publish_once
+    from api.publish_runner import store_clock
 
-    # The publish job publishes with a recommendation service of its own per run.
-    runner = publishing_runner(lambda: publish_once, default_runner)
     with cli_errors():
+        if clock not in ("system", "replay"):
+            raise ConfigError(f"--clock must be 'system' or 'replay', not {clock!r}")
+        mode: ClockMode = "replay" if clock == "replay" else "system"
         settings = cli_settings(config)
+        # One clock: forecasts are stamped, evaluations dated and recommendations
+        # published at the time the API decides by.
+        runner = publishing_runner(
+            lambda: _publisher(mode),
+            clocked_runner(store_clock(settings, mode), default_runner),
+        )
         store = open_store(settings.store_url)
         stop = threading.Event()
 
@@ -68,6 +94,19 @@ def scheduler_command(config: ConfigOption = None) -> None:
                 signal.signal(signum, handler)
             store.close()
         console.print("Scheduler stopped.")
+
+
+def _publisher(mode: ClockMode) -> Publisher:
+    """Publish with a recommendation service of its own per run, on the ``mode`` clock."""
+    from api.publishing import publish_once, publishing_service
+
+    def publish(
+        settings: Settings, store: Store, *, apply: bool, now: datetime | None = None
+    ) -> object:
+        service = publishing_service(settings, store, clock=mode)
+        return publish_once(settings, store, apply=apply, now=now, service=service)
+
+    return publish
 
 
 def jobs_command(config: ConfigOption = None) -> None:

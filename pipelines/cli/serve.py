@@ -17,7 +17,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -31,6 +31,9 @@ from pipelines.scheduler import start_scheduler
 from pipelines.scheduler.dispatch import JobContext, JobRunner, execute
 from pipelines.store import open_store
 
+if TYPE_CHECKING:
+    from api.clock import ClockMode
+
 
 def serve_command(
     config: ConfigOption = None,
@@ -41,7 +44,9 @@ def serve_command(
         typer.Option(
             "--clock",
             help="'system' (wall time) or 'replay' (as of the newest sample: for the "
-            "committed sample, whose data is in the past).",
+            "committed sample, whose data is in the past). The scheduler's forecasts are "
+            "dated by the same clock; under 'replay' a pushed sample more than three data "
+            "steps past the newest is refused.",
         ),
     ] = "system",
     scheduler: Annotated[
@@ -81,7 +86,7 @@ def serve_command(
     import uvicorn
 
     from api.main import create_app
-    from api.publish_runner import serving_job_runner
+    from api.publish_runner import serving_job_runner, store_clock
     from api.server import server_config
 
     with cli_errors():
@@ -97,7 +102,8 @@ def serve_command(
                 "the MLflow UI",
                 "--mlflow-ui-port (make run MLFLOW_UI_PORT=...)",
             )
-        application = create_app(settings, clock="replay" if clock == "replay" else "system")
+        mode: ClockMode = "replay" if clock == "replay" else "system"
+        application = create_app(settings, clock=mode)
         with ExitStack() as stack:
             ui = (
                 _runs_view(
@@ -108,8 +114,13 @@ def serve_command(
                 else None
             )
             if scheduler:
-                # The publish job publishes what this app serves (call-chain included).
-                runner = serving_job_runner(lambda: getattr(application.state, "service", None))
+                # The publish job publishes what this app serves (call-chain included),
+                # and forecast and evaluate run on the app's clock (read from the store
+                # until the app has started), so their times are the decisions' times.
+                runner = serving_job_runner(
+                    lambda: getattr(application.state, "service", None),
+                    before=store_clock(settings, mode),
+                )
                 # The API serves only stored forecasts: make them before the first request.
                 _forecast_before_serving(settings, runner)
                 stack.enter_context(_scheduler(settings, runner))
