@@ -19,7 +19,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
@@ -28,7 +28,7 @@ from api.auth import AUTH_RESPONSES, TokenGuard, authorize, install_auth_handler
 from api.callchain.feed import SpanFeed
 from api.callchain.incremental import ChainWindow
 from api.champion import ChampionFollower, RegistryChampion, load_model
-from api.clock import ClockMode, decision_clock
+from api.clock import Clock, ClockMode, decision_clock
 from api.dashboard import page_router as dashboard_page_router
 from api.dashboard import router as dashboard_router
 from api.docs_ui import install_docs
@@ -232,6 +232,15 @@ def _unwire_live_error(built: Services, wired: tuple[bool, bool]) -> None:
         built.calibration = uncalibrated
 
 
+def _current_clock(built: Services) -> Clock:
+    """A clock reading whichever decision clock ``built`` holds at the time."""
+
+    def now() -> datetime:
+        return built.clock()
+
+    return now
+
+
 def _wire_latency(built: Services) -> tuple[LatencyTracker, bool]:
     """Return the tracker of the span window, and whether it became the latency source.
 
@@ -243,6 +252,9 @@ def _wire_latency(built: Services) -> tuple[LatencyTracker, bool]:
         clock=built.span_clock,
         services=built.pools.services,
         settings=bottleneck_settings(built.settings),
+        # Spans age on the wall clock; the analysis is served on the decision clock,
+        # read through ``built`` at each analysis (a caller may swap the clock).
+        stamp=_current_clock(built),
     )
     wired = built.latency is no_latency
     if wired:

@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 
 import uvicorn
@@ -67,8 +66,9 @@ def sample_services(workdir: Path) -> Services:
     stamps = store.samples.last_timestamps()
     newest = max(stamps.values()).to_pydatetime()
     champion = naive_champion(pools.names)
-    # The API serves what the forecast job stored (as `foresight serve` runs it first).
-    made = run_forecast(settings, store=store, now=newest + timedelta(seconds=1), champion=champion)
+    # The API serves what the forecast job stored (as `foresight serve` runs it first,
+    # at the decision clock's time: the newest sample, so no age is negative).
+    made = run_forecast(settings, store=store, now=newest, champion=champion)
     if made.outcome not in ("ok", "partial"):
         raise RuntimeError(f"the forecast job failed: {made.summary}")
     return Services(settings, pools, store, champion, clock=lambda: newest, owns_store=True)

@@ -95,7 +95,14 @@ def test_dashboard_draws_the_call_chain_and_marks_the_bottleneck(base_url: str) 
         assert marked.get_attribute("data-service") == "embedder"
         assert marked.get_attribute("data-verdict") == "bottleneck"
         assert "BOTTLENECK" in (marked.text_content() or "")
-        assert "bottleneck: embedder" in page.locator("#bottlenecks .summary").inner_text()
+        summary = page.locator("#bottlenecks .summary").inner_text()
+        assert "bottleneck: embedder" in summary
+        # One time on the page: the chain is analysed as of the recommendations' now
+        # (the sample's newest time), though its spans arrived on the wall clock.
+        now = page.locator("#clock").get_attribute("data-now")
+        assert now is not None
+        assert now.startswith("2025-"), now
+        assert f"analysed {now}" in summary, (now, summary)
         screenshot(page, "dashboard_chain.png")
 
     assert console.errors == []

@@ -224,7 +224,8 @@
     ]);
     const grid = el("div", { class: "grid" });
     const left = el("div");
-    const drawn = drawChart(pool, history, forecast, rec, Date.parse(history.until));
+    // One time on the page: the decision clock's, as the recommendation set gave it.
+    const drawn = drawChart(pool, history, forecast, rec, now);
     left.append(numbers(rec), drawn.chart, legend(drawn.fc));
     grid.append(left, explanation(rec));
     section.append(grid);
@@ -327,9 +328,12 @@
     const [pools, recs] = await Promise.all([getJSON(config.pools), getJSON(config.recommendation)]);
     const byName = new Map(recs.pools.map((r) => [r.pool, r]));
     const why = new Map(recs.unavailable.map((u) => [u.pool, u.reason]));
+    // The decision clock's time (with --clock replay: the newest sample's), which the
+    // chart's "now", each pool's "valid until" and the call chain's analysis share.
     const now = Date.parse(recs.generated_at);
-    document.getElementById("clock").textContent =
-      `${pools.pools.length} pools · as of ${recs.generated_at}`;
+    const clock = document.getElementById("clock");
+    clock.textContent = `${pools.pools.length} pools · as of ${recs.generated_at}`;
+    clock.dataset.now = recs.generated_at;
     const main = document.getElementById("pools");
     await Promise.all(pools.pools.map(async (pool) => {
       let section = document.getElementById(`pool-${pool.name}`);
