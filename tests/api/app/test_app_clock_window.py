@@ -49,6 +49,7 @@ def test_a_wall_clock_sample_is_refused_with_why_and_never_moves_now(
 
         refused = client.post("/signals/metrics", json=_sample("alpha/nodes", WALL))
         answer = client.get("/recommendation/alpha").json()
+        ready = client.get("/readyz")
 
     assert refused.status_code == 422
     message = refused.json()["message"]
@@ -59,6 +60,7 @@ def test_a_wall_clock_sample_is_refused_with_why_and_never_moves_now(
     assert service.now() == NEWEST
     assert answer["generated_at"] == "2025-03-30T23:55:00Z"
     assert answer["mode"] == "predictive"
+    assert ready.status_code == 200, ready.json()
     assert store.samples.last_timestamp("alpha/nodes") == pd.Timestamp(NEWEST)
 
 

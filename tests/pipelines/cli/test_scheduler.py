@@ -106,3 +106,11 @@ def test_scheduler_runs_in_the_foreground_and_stops_on_sigterm(
     result = CliRunner().invoke(app, ["jobs", "--config", str(config)])
     assert result.exit_code == 0, result.output
     assert "not scheduled" not in result.output  # all five stored, with next runs
+
+
+def test_scheduler_takes_the_clock_the_api_serves_with(config: Path) -> None:
+    # Forecasts must be stamped on the API's clock (#35): the option exists, and says so.
+    result = CliRunner().invoke(app, ["scheduler", "--config", str(config), "--clock", "wall"])
+
+    assert result.exit_code != 0
+    assert "--clock must be 'system' or 'replay', not 'wall'" in result.output
