@@ -10,7 +10,7 @@ gives the scheduler (at startup, before the app, and while it serves), and every
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -235,3 +235,19 @@ def test_the_live_error_is_dated_by_the_evaluation_s_own_clock() -> None:
     assert measured_at({EVALUATED_AT: END.isoformat()}, finished) == END
     assert measured_at({}, finished) == finished  # runs recorded before the stamp
     assert measured_at({EVALUATED_AT: "not a time"}, finished) == finished
+
+
+def test_the_set_is_as_of_a_time_at_or_after_each_pools_decision(
+    make_services: Callable[..., Services],
+) -> None:
+    # A clock that moves on every reading, as the wall clock does between the set's
+    # reading and the pools' decisions on a busy replica.
+    ticks = iter(END + timedelta(seconds=i) for i in range(1_000_000))
+    services = make_services(clock=lambda: next(ticks))
+    with TestClient(app_of(services)) as client:
+        client.app.state.service.invalidate()  # type: ignore[attr-defined]
+        body = client.get("/recommendation").json()
+
+    assert body["pools"]
+    for pool in body["pools"]:
+        assert _when(pool["generated_at"]) <= _when(body["generated_at"]), pool["pool"]
