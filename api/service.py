@@ -394,12 +394,22 @@ class RecommendationService:
 
         Raises:
             UnknownPoolError: no such pool.
-            PoolUnavailableError: no forecast can be made (no model, too little history).
+            PoolUnavailableError: no forecast can be made (no model, too little history),
+                or the stored one was dated by another clock (recommendations ignore it).
         """
         pool = self.pool(name)
         made = self.forecasts.get(pool)
         if made.forecast is None:
             raise PoolUnavailableError(name, f"no demand forecast: {made.reason}")
+        now = self.now()
+        if from_another_clock(made.forecast.generated_at, now, self._skew()):
+            raise PoolUnavailableError(
+                name,
+                f"no demand forecast: the newest stored one was made at "
+                f"{made.forecast.generated_at.isoformat()}, after now ({now.isoformat()}), so "
+                "another clock dated it and recommendations do not use it; see 'One clock' in "
+                "docs/api.md",
+            )
         return made
 
     def _current(self, pool: PoolConfig, now: datetime) -> PoolEntry | str:

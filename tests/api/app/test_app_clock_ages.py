@@ -169,13 +169,17 @@ def test_a_clocked_runner_leaves_the_other_jobs_to_their_runner(settings: Settin
     assert dated == [at]
 
 
-def _replay_answer(services: Services, pool: str = "alpha") -> dict[str, Any]:
+def _replay_answer(
+    services: Services, pool: str = "alpha", route: str = "recommendation"
+) -> dict[str, Any]:
     """Serve ``services`` on the replay clock (wall clock ``WALL``) and return one answer."""
     app = app_of(services)
     with TestClient(app) as client:
         services.clock = ReplayClock(app.state.service.live.newest, fallback=lambda: WALL)
         app.state.service.invalidate()
-        body: dict[str, Any] = client.get(f"/recommendation/{pool}").json()
+        response = client.get(f"/{route}/{pool}")
+    body: dict[str, Any] = response.json()
+    body.setdefault("status", response.status_code)
     return body
 
 
@@ -192,6 +196,9 @@ def test_a_forecast_stamped_by_the_wall_clock_is_not_used_while_replaying(
     assert body["mode"] == "reactive"
     assert body["explanation"]["health_reasons"] == ["no_forecast"]
     assert body["explanation"]["inputs"]["forecast_peak_gpus"]["at"] is None
+    shown = _replay_answer(Services(settings, pools, bare_store, champion), route="forecast")
+    assert shown["status"] == 503
+    assert "2026-12-06T21:00:00+00:00, after now (2025-03-30T23:55:00+00:00)" in shown["message"]
 
 
 def test_a_live_error_measured_on_another_clock_is_not_this_decisions(
