@@ -95,6 +95,7 @@ def serving_job_runner(
     runner: JobRunner = default_runner,
     before: Clock = system_clock,
     jobs: Mapping[str, ClockedJob] | None = None,
+    replay: bool = False,
 ) -> JobRunner:
     """Return a job runner on the running service's clock, publishing from the service.
 
@@ -106,6 +107,8 @@ def serving_job_runner(
         before: the decision clock while the app has not started (``serve`` builds it
             with :func:`store_clock`); the forecast and evaluate jobs run at its time.
         jobs: the forecast and evaluate jobs taking ``now`` (tests); default the real ones.
+        replay: the service decides by the replay clock: a forecast run with no new
+            sample since the last does nothing and says so.
 
     Returns:
         The runner to give :func:`~pipelines.scheduler.start_scheduler`. A publish due
@@ -118,5 +121,5 @@ def serving_job_runner(
             return None
         return running_service_publisher(service, kube=kube, http=http)
 
-    clocked = clocked_runner(serving_clock(lookup, before), runner, jobs=jobs)
+    clocked = clocked_runner(serving_clock(lookup, before), runner, jobs=jobs, replay=replay)
     return publishing_runner(publisher, clocked)

@@ -65,7 +65,7 @@ def scheduler_command(
         # published at the time the API decides by.
         runner = publishing_runner(
             lambda: _publisher(mode),
-            clocked_runner(store_clock(settings, mode), default_runner),
+            clocked_runner(store_clock(settings, mode), default_runner, replay=mode == "replay"),
         )
         store = open_store(settings.store_url)
         stop = threading.Event()

@@ -120,6 +120,7 @@ def serve_command(
                 runner = serving_job_runner(
                     lambda: getattr(application.state, "service", None),
                     before=store_clock(settings, mode),
+                    replay=mode == "replay",
                 )
                 # The API serves only stored forecasts: make them before the first request.
                 _forecast_before_serving(settings, runner)

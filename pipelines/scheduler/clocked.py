@@ -32,13 +32,20 @@ CLOCKED_JOBS: Final = ("forecast", "evaluate")
 """The jobs whose stored results are dated by their ``now``."""
 
 
-def default_clocked_jobs() -> dict[str, ClockedJob]:
-    """The forecast and evaluate jobs, taking ``now`` (imported on first use: heavy)."""
+def default_clocked_jobs(*, replay: bool = False) -> dict[str, ClockedJob]:
+    """The forecast and evaluate jobs, taking ``now`` (imported on first use: heavy).
+
+    Args:
+        replay: the clock is the replay's ("now" moves only with new samples): the
+            forecast job then does nothing, and says so, while no new sample came
+            (``run_forecast(skip_unchanged=True)``) instead of recomputing the same
+            forecast at every cadence.
+    """
     from pipelines.jobs.evaluate import run_evaluate
     from pipelines.jobs.forecast import run_forecast
 
     def forecast(settings: Settings, now: datetime) -> JobReport:
-        return run_forecast(settings, now=now)
+        return run_forecast(settings, now=now, skip_unchanged=replay)
 
     def evaluate(settings: Settings, now: datetime) -> JobReport:
         return run_evaluate(settings, now=now)
@@ -51,6 +58,7 @@ def clocked_runner(
     runner: JobRunner,
     *,
     jobs: Mapping[str, ClockedJob] | None = None,
+    replay: bool = False,
 ) -> JobRunner:
     """Return a runner that runs forecast and evaluate at ``clock()``, the rest with ``runner``.
 
@@ -59,6 +67,7 @@ def clocked_runner(
         runner: runs every other job (publish, train, ingest).
         jobs: the clocked jobs by name; default :func:`default_clocked_jobs` (tests
             hand in jobs bound to their store and champion).
+        replay: ``clock`` is the replay's (see :func:`default_clocked_jobs`).
 
     Returns:
         The runner to give :func:`~pipelines.scheduler.start_scheduler`.
@@ -70,7 +79,7 @@ def clocked_runner(
         if name not in CLOCKED_JOBS:
             return runner(name, settings)
         if chosen is None:
-            chosen = default_clocked_jobs()
+            chosen = default_clocked_jobs(replay=replay)
         job = chosen.get(name)
         if job is None:
             return runner(name, settings)
