@@ -25,7 +25,8 @@ import httpx
 
 from api.clock import Clock, ClockMode, decision_clock, system_clock
 from api.live import LiveIndex
-from api.publishing import ClusterWriter, PublishOutcome, publish_once
+from api.publish_cluster import ClusterWriter
+from api.publishing import PublishOutcome, publish_once
 from api.service import RecommendationService
 from pipelines.config.pools import load_pools
 from pipelines.config.settings import Settings

@@ -180,7 +180,11 @@ def _free_priority(slot: int, spacing: int, taken: set[int]) -> int:
     Up first (an operator entry at the slot then ranks just below the pool), never
     reaching the next slot up or the catch-all's 0.
     """
-    candidates = [slot, *range(slot + 1, slot + spacing), *range(slot - 1, slot - spacing, -1)]
+    candidates: list[int] = [
+        slot,
+        *range(slot + 1, slot + spacing),
+        *range(slot - 1, slot - spacing, -1),
+    ]
     for number in candidates:
         if number > CATCH_ALL_PRIORITY and number not in taken:
             return number

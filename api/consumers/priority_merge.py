@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import yaml
 
+from api.consumers.go_regex import compile_re2
 from api.consumers.k8s import Manifest, load_yaml
 from api.consumers.priority_expander import (
     CATCH_ALL,
@@ -40,7 +41,6 @@ from api.consumers.priority_expander import (
     CONFIGMAP_KEY,
     CONFIGMAP_NAME,
     MANAGED_NODE_GROUPS,
-    compile_re2,
     node_group_regex,
     render_priorities,
     validate_value_text,

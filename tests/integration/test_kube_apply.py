@@ -32,7 +32,8 @@ from api.consumers.capacity_buffers import BufferSettings, capacity_buffers
 from api.consumers.k8s import Manifest
 from api.consumers.kube_writer import KubeWriter, PruneScope
 from api.consumers.priority_expander import priority_expander_configmap
-from api.publishing import prune_scopes, publish_once
+from api.publish_cluster import prune_scopes
+from api.publishing import publish_once
 from api.service import RecommendationService, Services
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.config.settings import load_settings
