@@ -106,11 +106,13 @@ def print_outcome(outcome: PublishOutcome) -> None:
         console.print(configmap.yaml_text, markup=False, highlight=False, soft_wrap=True)
     for plan in outcome.webhooks:
         if not plan.changed:
-            console.print(f"webhook {plan.target_url}: unchanged, nothing queued")
+            console.print(f"webhook {plan.target_url}: unchanged, nothing queued", soft_wrap=True)
         elif plan.item_id is None:
-            console.print(f"webhook {plan.target_url}: would queue key {plan.idempotency_key}")
+            console.print(
+                f"webhook {plan.target_url}: would queue key {plan.idempotency_key}", soft_wrap=True
+            )
         else:
-            console.print(f"webhook {plan.target_url}: queued #{plan.item_id}")
+            console.print(f"webhook {plan.target_url}: queued #{plan.item_id}", soft_wrap=True)
     for result in outcome.deliveries:
         status = f" HTTP {result.status_code}" if result.status_code is not None else ""
         detail = f": {result.error}" if result.error else ""
