@@ -28,6 +28,9 @@ Exposed (``foresight_`` prefix):
 - ``spans_in_window``: spans held for call-chain analysis.
 - ``webhook_outbox_items{status}``: webhook deliveries pending, delivered and dead
   (:mod:`api.outbox_metrics`).
+- ``publish_object_result{object,result}``, ``publish_objects{result}``,
+  ``publish_last_run_timestamp_seconds{outcome}``: the last publish run per object
+  (:mod:`api.publish_metrics`).
 - per call-chain service, from the latest analysis: ``service_p95_ms{service,pool}``
   (p95 call duration), ``service_own_p95_ms{service,pool}`` (p95 exclusive time),
   ``service_slo_ms{service,pool}`` (its threshold, when judged),
@@ -61,6 +64,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.latency import LatencyTracker
 from api.outbox_metrics import OutboxCollector
+from api.publish_metrics import PublishCollector
 from api.scorecard_metrics import ScorecardCollector
 from api.service import PoolEntry, RecommendationService
 from forecaster.exceptions import ForesightError
@@ -270,6 +274,7 @@ class AppMetrics:
         self.registry.register(ServiceCollector(service, tracker))
         self.registry.register(OutboxCollector(service))
         self.registry.register(ScorecardCollector(service))
+        self.registry.register(PublishCollector(service))
 
     def exposition(self) -> tuple[bytes, str]:
         """Return the text exposition of every metric and its content type.
