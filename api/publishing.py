@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -53,9 +53,9 @@ from api.consumers.priority_live import (
 )
 from api.consumers.webhooks import changed, encode, idempotency_key, payload
 from api.publish_cluster import ClusterWriter, cluster_for, sync_objects
-from api.publish_results import ObjectResult, object_results
+from api.publish_results import PROBLEMS, ObjectResult, object_results
 from api.service import RecommendationService, Services
-from pipelines.config.pools import load_pools
+from pipelines.config.pools import PoolConfig, load_pools
 from pipelines.config.settings import Settings
 from pipelines.policy.recommendation import Recommendation
 from pipelines.store import Store
@@ -201,25 +201,9 @@ def publish_once(
     pools = service.services.pools.pools
     buffers = capacity_buffers(recs, BufferSettings(namespace=publish.buffers_namespace))
     write = apply and not settings.service.forecast_only
-    with cluster_for(settings, kube, write=write) as (writer, offline):
-        live = read_live(writer, publish.namespace, offline)
-        plan = plan_configmap(
-            pools,
-            recs,
-            live,
-            namespace=publish.namespace,
-            version=publish.cluster_autoscaler_version,
-        )
-        desired = [] if plan.skipped else [plan.manifest]
-        desired += _buffer_objects(buffers, publish.buffer_shape)
-        changes, cluster = sync_objects(
-            settings, writer, offline, desired, set(missing), write=write
-        )
-    if plan.skipped:
-        # Named first, where the ConfigMap's line would have been.
-        where = (publish.namespace, not write)
-        skip = Change("skipped", "ConfigMap", CONFIGMAP_NAME, *where, reason=plan.note)
-        changes = [skip, *changes]
+    plan, changes, cluster = _write_objects(
+        settings, kube, pools, recs, buffers, set(missing), write=write
+    )
     webhooks = _queue_webhooks(settings, store, recs, when, enqueue=apply)
     deliveries: tuple[DeliveryResult, ...] = ()
     if apply and publish.webhook_urls:
@@ -239,9 +223,40 @@ def publish_once(
         webhooks=tuple(webhooks),
         deliveries=deliveries,
         objects={target: result for target, (result, _) in results.items()},
-        problems={target: why for target, (_, why) in results.items() if why},
+        problems={t: why for t, (result, why) in results.items() if result in PROBLEMS},
         modes={rec.pool: rec.mode for rec in recs},
     )
+
+
+def _write_objects(
+    settings: Settings,
+    kube: ClusterWriter | None,
+    pools: Sequence[PoolConfig],
+    recs: tuple[Recommendation, ...],
+    buffers: BufferManifests,
+    keep_pools: set[str],
+    *,
+    write: bool,
+) -> tuple[ConfigMapPlan, list[Change], str]:
+    """Plan the ConfigMap against the live one, then write (or dry-run) every object."""
+    publish = settings.publish
+    with cluster_for(settings, kube, write=write) as (writer, offline):
+        live = read_live(writer, publish.namespace, offline)
+        plan = plan_configmap(
+            pools, recs, live, namespace=publish.namespace,
+            version=publish.cluster_autoscaler_version,
+        )  # fmt: skip
+        desired = [] if plan.skipped else [plan.manifest]
+        desired += _buffer_objects(buffers, publish.buffer_shape)
+        changes, cluster = sync_objects(settings, writer, offline, desired, keep_pools, write=write)
+    if plan.skipped:
+        # Named first, where the ConfigMap's line would have been.
+        where = (publish.namespace, not write)
+        changes = [
+            Change("skipped", "ConfigMap", CONFIGMAP_NAME, *where, reason=plan.note),
+            *changes,
+        ]
+    return plan, changes, cluster
 
 
 def _dry_run_reason(apply: bool) -> str:

@@ -12,9 +12,6 @@ app reads the hand-made tiers from a priority ConfigMap served by the stub API s
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -38,6 +35,7 @@ from pipelines.config.pools import PoolsConfig
 from pipelines.config.settings import load_settings
 from pipelines.store import open_store
 from tests.api.app.conftest import FakeClock, history, make_champion
+from tests.integration.grpc_upstream import call_upstream, generate_upstream
 from tests.integration.kube_stub import KubeStub, running_stub, write_kubeconfig
 from tests.integration.tls_certs import TlsFiles, make_tls
 
@@ -208,39 +206,10 @@ def test_unknown_node_groups_get_every_option_back(
 # -- the protocol on the wire ---------------------------------------------------------
 
 
-CLIENT = Path(__file__).with_name("upstream_expander_client.py")
-UPSTREAM_PROTO = Path(__file__).with_name("protos") / "expander.proto"
-
-
 @pytest.fixture(scope="module")
 def upstream_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Modules protoc generates from upstream's expander.proto (1.36.1)."""
-    out = tmp_path_factory.mktemp("upstream")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "grpc_tools.protoc",
-            f"-I{UPSTREAM_PROTO.parent}",
-            f"--python_out={out}",
-            f"--grpc_python_out={out}",
-            str(UPSTREAM_PROTO),
-        ],
-        check=True,
-    )
-    return out
-
-
-def call_upstream(
-    port: int, tls: TlsFiles, request: dict[str, Any], *, generated: Path | None, release: str = ""
-) -> dict[str, Any]:
-    """Send ``request`` from a process of its own, as the release's messages carry it."""
-    args = [sys.executable, str(CLIENT), "--port", str(port), "--ca", str(tls.ca_file)]
-    args += ["--request", json.dumps(request)]
-    args += ["--release", release] if release else ["--generated", str(generated)]
-    done = subprocess.run(args, check=True, capture_output=True, text=True, timeout=60)
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
+    return generate_upstream(tmp_path_factory.mktemp("upstream"))
 
 
 def test_upstreams_client_gets_the_hand_made_tier_above_foresights_pools(
