@@ -74,8 +74,14 @@ def publish_command(
             service = publishing_service(settings, store, clock=mode)
             outcome = publish_once(settings, store, apply=apply, service=service)
         print_outcome(outcome)
-    if "failed" in outcome.objects.values():
-        raise typer.Exit(code=1)
+    code = exit_code(outcome)
+    if code:
+        raise typer.Exit(code=code)
+
+
+def exit_code(outcome: PublishOutcome) -> int:
+    """1 when the API server refused an object; 0 otherwise (a skip is deliberate)."""
+    return 1 if "failed" in outcome.objects.values() else 0
 
 
 def print_outcome(outcome: PublishOutcome) -> None:

@@ -109,6 +109,21 @@ def test_a_failed_object_does_not_stop_the_others_and_is_named(
     assert outcome.objects["PriorityClass foresight-placeholder"] == "failed"
     assert outcome.problems == {"PriorityClass foresight-placeholder": "403 Forbidden"}
     assert outcome.objects[CM_TARGET] == "written"
+    assert publish_cli.exit_code(outcome) == 1
+
+
+def test_a_skipped_configmap_alone_exits_zero(
+    settings: Settings, store: Store, make_service: MakeService, cluster: Any
+) -> None:
+    # The documented contract: a skip is a deliberate refusal, named but not an error.
+    cluster.live[CM] = live_configmap("25:\n  - ^ng-.*\n0:\n  - .*\n")
+
+    outcome = publish_once(
+        settings, store, apply=True, now=NOW, kube=cluster, service=make_service()
+    )
+
+    assert outcome.objects[CM_TARGET] == "skipped"
+    assert publish_cli.exit_code(outcome) == 0
 
 
 def test_the_dry_run_shows_the_configmap_merged_with_the_live_one(
