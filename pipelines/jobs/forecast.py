@@ -26,7 +26,7 @@ reads only recorded runs, so it never serves a run's forecasts without its peaks
 from __future__ import annotations
 
 from concurrent.futures import Executor, as_completed
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pandas as pd
 
@@ -50,6 +50,8 @@ from pipelines.store import Store
 from pipelines.store.peak_forecasts import LEAD, ORIGIN, RAW
 
 JOB = "forecast"
+SAMPLE_AT_NOW = timedelta(microseconds=1)
+"""How far past ``now`` the history is read, so the sample stamped ``now`` is in it."""
 PEAK_PROBLEM = "peak"
 """Key of ``problems`` when the peak forecast failed (the per-horizon rows are stored)."""
 
@@ -68,8 +70,9 @@ def run_forecast(
     Args:
         settings: horizon, levels, registry and store.
         store: where history is read and forecasts saved; default the settings' store.
-        now: the forecast's ``generated_at``; history after it is ignored (default
-            the wall clock). A retry with the same ``now`` overwrites, not duplicates.
+        now: the forecast's ``generated_at``; history after it is ignored, a sample at
+            it is used (default the wall clock). A retry with the same ``now``
+            overwrites, not duplicates.
         progress: told ``("forecast", series done, series total)``.
         champion: the model to use instead of loading ``@champion`` (tests).
         skip_unchanged: do nothing (``skipped``, saying why) when the newest complete
@@ -92,7 +95,10 @@ def run_forecast(
             tracking=tracking_config(settings),
         )
         with borrowed_store(settings, store) as opened:
-            history = read_history(opened, settings, end=generated_at, days=settings.max_train_days)
+            # A sample stamped ``now`` is known at ``now`` (under the replay clock "now"
+            # is the newest sample): the history ends just after it.
+            end = generated_at + SAMPLE_AT_NOW
+            history = read_history(opened, settings, end=end, days=settings.max_train_days)
             observed = pd.Timestamp(history.frame[DS].max()).to_pydatetime()
             if skip_unchanged and (unchanged := _unchanged(opened, loaded.version, observed)):
                 return finish(JOB, started, "skipped", unchanged)

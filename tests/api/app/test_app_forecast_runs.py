@@ -184,3 +184,16 @@ def test_without_the_flag_the_job_runs_on_unchanged_data(
     newest = store.forecast_runs.latest(champion.version)
     assert newest is not None
     assert newest.generated_at == later
+
+
+def test_a_run_at_the_newest_samples_time_is_made_from_that_sample(
+    settings: Settings, store: Store, champion: LoadedModel
+) -> None:
+    # Under the replay clock "now" is the newest sample: the run must see it.
+    other = replace(champion, version="9")
+    made = run_forecast(settings, store=store, now=END, champion=other)
+    assert made.outcome == "ok", made.summary
+    run = store.forecast_runs.latest(other.version)
+    assert run is not None
+    assert run.generated_at == END
+    assert run.observed_until == END
