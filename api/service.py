@@ -182,6 +182,7 @@ class RecommendationService:
             services.store,
             services.model,
             missing_model_reason=services.model_problem or "no champion model is loaded",
+            until=self._forecasts_until,
         )
         self._pools = {pool.name: pool for pool in services.pools.pools}
         self._entries: dict[str, PoolEntry] = {}
@@ -326,7 +327,7 @@ class RecommendationService:
             self.services.model = loaded
             self.services.model_problem = ""
             return
-        cache = ForecastCache(self.services.store, loaded)
+        cache = ForecastCache(self.services.store, loaded, until=self._forecasts_until)
         cache.reload(self._pools.values())
         with self._lock:
             self.forecasts = cache
@@ -541,6 +542,10 @@ class RecommendationService:
             error_at=error_at,
         )
         return decide(pool, forecast, live, health, services.latency(pool, now), state, now)
+
+    def _forecasts_until(self) -> datetime:
+        """The latest generation time of a forecast run this clock can have made."""
+        return self.now() + self._skew()
 
     def _skew(self) -> timedelta:
         """How far past now a stored time may lie and still be this clock's.

@@ -104,11 +104,16 @@ class ForecastRunRepository:
         )
         return StoredRun(len(rows), len(peak))
 
-    def newest(self, model_version: str) -> datetime | None:
-        """Return when the newest complete run of ``model_version`` was generated."""
+    def newest(self, model_version: str, *, until: datetime | None = None) -> datetime | None:
+        """Return when the newest complete run of ``model_version`` was generated.
+
+        ``until``: only runs generated at or before it.
+        """
         statement = select(func.max(ForecastRunRow.generated_at)).where(
             ForecastRunRow.model_version == model_version
         )
+        if until is not None:
+            statement = statement.where(ForecastRunRow.generated_at <= as_utc(until))
         with self._db.transaction("read the newest forecast run") as session:
             newest = session.execute(statement).scalar_one_or_none()
         return None if newest is None else as_utc(newest)

@@ -17,12 +17,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from api.clock import ReplayClock
 from api.forecasts import ForecastCache
+from api.main import create_app
+from api.service import Services
 from forecaster.peak import PeakQuantileForecaster
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolsConfig
@@ -197,3 +201,23 @@ def test_a_run_at_the_newest_samples_time_is_made_from_that_sample(
     assert run is not None
     assert run.generated_at == END
     assert run.observed_until == END
+
+
+def test_a_run_another_clock_dated_in_the_future_is_passed_over_for_the_one_before(
+    settings: Settings, pools: PoolsConfig, store: Store, champion: LoadedModel
+) -> None:
+    # The store holds the replay-dated run (END + 1 s) and, as a wall-clock forecast
+    # job left it, a newer run twenty months later: replaying, the first is served.
+    wall = END + timedelta(days=600)
+    report = run_forecast(settings, store=store, now=wall, champion=champion)
+    assert report.outcome == "ok", report.summary
+    replay = ReplayClock(lambda: END, fallback=lambda: wall)
+    services = Services(settings, pools, store, champion, clock=replay)
+
+    with TestClient(create_app(services=services, refresh_seconds=None)) as client:
+        alpha = client.get("/recommendation/alpha").json()
+
+    assert alpha["mode"] == "predictive", alpha["explanation"]["summary"]
+    assert alpha["model_version"] == champion.version
+    cache = ForecastCache(store, champion, until=lambda: END + timedelta(minutes=5))
+    assert cache.get(pools.pools[0]).generated_at == END + timedelta(seconds=1)
