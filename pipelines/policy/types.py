@@ -309,12 +309,15 @@ class LatencyAdjustment:
             would not help, so ``extra_nodes`` is not applied.
         services: the pool's services that asked for the nodes, for the explanation
             (it keeps naming them while stabilisation holds the nodes they added).
+        outside: services on no GPU pool, blamed for the latency of this pool's call
+            chains: GPU nodes would not help, so the summary names them.
     """
 
     extra_nodes: int = 0
     reason: str = ""
     not_gpu_bound: bool = False
     services: tuple[str, ...] = ()
+    outside: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.extra_nodes < 0:
