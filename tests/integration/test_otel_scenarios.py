@@ -106,7 +106,12 @@ class App:
         return {s["service"]: s["verdict"] for s in body["services"]}
 
 
-def _serve(tmp_path: Path, utils: dict[str, float], pools_yaml: str = POOLS_YAML) -> Iterator[App]:
+def _serve(
+    tmp_path: Path,
+    utils: dict[str, float],
+    pools_yaml: str = POOLS_YAML,
+    settle: timedelta = timedelta(0),
+) -> Iterator[App]:
     pools_file = tmp_path / "pools.yaml"
     pools_file.write_text(pools_yaml)
     settings = load_settings(root=tmp_path, pools_file=pools_file, horizon=12, max_train_days=1)
@@ -126,7 +131,7 @@ def _serve(tmp_path: Path, utils: dict[str, float], pools_yaml: str = POOLS_YAML
         clock=lambda: END,
         owns_store=True,
         spans=ChainWindow(
-            max_age=timedelta(seconds=10), settle=timedelta(0), bucket=timedelta(seconds=1)
+            max_age=timedelta(seconds=10), settle=settle, bucket=timedelta(seconds=1)
         ),
     )
     port = _free_port()
