@@ -116,6 +116,9 @@ def build_services(settings: Settings, *, seed_from_sample: bool = True) -> Serv
     window = ChainWindow(
         max_age=timedelta(seconds=chain.window_seconds),
         settle=timedelta(seconds=chain.settle_seconds),
+        max_services=chain.max_services,
+        reserved=[s.name for p in pools_config.pools for s in p.services]
+        + [s.name for s in pools_config.services],
     )
     return Services(
         settings,

@@ -26,6 +26,8 @@ Exposed (``foresight_`` prefix):
   :mod:`api.champion`.
 - ``recommendation_available{pool}``: 1 when the pool has a recommendation.
 - ``spans_in_window``: spans held for call-chain analysis.
+- ``span_services_overflow_total``: spans counted as service ``other`` because the
+  window already held ``callchain.max_services`` distinct names.
 - ``webhook_outbox_items{status}``: webhook deliveries pending, delivered and dead
   (:mod:`api.outbox_metrics`).
 - ``publish_object_result{object,result}``, ``publish_objects{result}``,
@@ -58,7 +60,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -175,6 +177,13 @@ class ServiceCollector(Collector):
         )
         spans.add_metric([], len(service.services.spans))
         yield spans
+        overflow = CounterMetricFamily(
+            "foresight_span_services_overflow",
+            "Spans counted as service 'other': the window already held "
+            "callchain.max_services distinct service names.",
+        )
+        overflow.add_metric([], service.services.spans.overflow_spans)
+        yield overflow
         tracker = self._tracker()
         if tracker is not None:
             yield from _service_gauges(tracker)

@@ -232,3 +232,10 @@ class CallChainSettings(_Section):
         description="GPU utilisation (0-100) under which a pool gets no nodes for latency "
         "(not GPU-bound when its own service is blamed); a pool's gpu_idle_below overrides it",
     )
+    max_services: int = Field(
+        default=100,
+        ge=1,
+        description="distinct span service names kept per window; spans of further names "
+        "count as service 'other' (foresight_span_services_overflow_total counts them); "
+        "the services the pools file names are always kept, >= 1",
+    )
