@@ -60,7 +60,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -114,7 +114,7 @@ class ServiceCollector(Collector):
         self._service = service
         self._tracker = tracker
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         """Yield the gauges; nothing while the service is not started."""
         service = self._service()
         if service is None:
@@ -171,7 +171,7 @@ class ServiceCollector(Collector):
         yield from _model_gauges(service)
         yield from self._chain_gauges(service)
 
-    def _chain_gauges(self, service: RecommendationService) -> Iterator[GaugeMetricFamily]:
+    def _chain_gauges(self, service: RecommendationService) -> Iterator[Metric]:
         spans = GaugeMetricFamily(
             "foresight_spans_in_window", "Spans held for call-chain analysis."
         )
