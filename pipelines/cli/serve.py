@@ -170,10 +170,17 @@ def check_exposure(settings: Settings, host: str, *, allow_unauthenticated: bool
     """Refuse to serve an unguarded API beyond this machine unless explicitly allowed.
 
     Raises:
-        ConfigError: ``host`` is not loopback, no token is configured and
-            ``allow_unauthenticated`` is False.
+        ConfigError: a token is empty; or ``host`` is not loopback and a token is a
+            well-known placeholder or shorter than 16 characters, or no token is
+            configured and ``allow_unauthenticated`` is False.
     """
+    from api.auth import token_problems
+
     service = settings.service
+    # Checked here, before any banner: a bad token must stop the start, not a request.
+    problems = token_problems(service, exposed=not is_loopback(host))
+    if problems:
+        raise ConfigError(f"refusing to serve on {host}: " + "; ".join(problems))
     guarded = bool(service.read_tokens or service.write_tokens)
     if guarded or allow_unauthenticated or is_loopback(host):
         return

@@ -280,14 +280,18 @@
     }
     for (const s of services) {
       const { x, y } = at.get(s.service);
-      const g = svg("g", { class: `service ${s.culprit ? "bottleneck" : ""} ${s.status || ""}`,
+      const outside = s.verdict === "outside_gpu_pools";
+      const g = svg("g", {
+        class: `service ${s.culprit ? "bottleneck" : ""} ${outside ? "outside" : ""} ${s.status || ""}`,
         "data-service": s.service, "data-verdict": s.verdict || "" });
       g.append(svg("rect", { x, y, width: W, height: H, rx: 6 }));
       const lines = [
         `${s.service}${s.pool ? ` · ${s.pool}` : " · no GPU pool"}`,
         `p95 ${fmt(s.p95_ms)} ms · own ${fmt(s.own_p95_ms)} ms`,
         `${s.threshold_ms ? `SLO ${fmt(s.threshold_ms)} ms · ` : ""}${s.call_count || 0} calls`,
-        s.culprit ? `BOTTLENECK: ${s.verdict.replaceAll("_", " ")}` : (s.verdict || "").replaceAll("_", " "),
+        outside ? "BOTTLENECK: no GPU pool, GPUs won't help"
+          : s.culprit ? `BOTTLENECK: ${s.verdict.replaceAll("_", " ")}`
+          : (s.verdict || "").replaceAll("_", " "),
       ];
       lines.forEach((text, i) => {
         const t = svg("text", { x: x + 8, y: y + 17 + i * 16, class: i === 3 ? "verdict" : "" });
@@ -310,8 +314,13 @@
       const data = await getJSON(config.bottlenecks);
       if (Array.isArray(data.services) && Array.isArray(data.edges)) {
         const names = data.bottlenecks.length ? data.bottlenecks.join(", ") : "none";
+        // A bottleneck outside every GPU pool is the case where buying GPUs helps least:
+        // said in words above the drawing, not only by the outline.
+        const outside = data.services.filter((s) => s.verdict === "outside_gpu_pools");
         body.replaceChildren(
           el("p", { class: "summary" }, `bottleneck: ${names} · analysed ${data.analysed_at || "not yet"}`),
+          ...outside.map((s) => el("p", { class: "status warning outside", "data-service": s.service },
+            `${s.service} is slow in its own work; buying GPUs will not help (it runs on no GPU pool)`)),
           drawChain(data),
         );
       } else {

@@ -187,8 +187,8 @@ _DELETE = object()
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (b"{not json", "not valid UTF-8 JSON"),
-        (b"\xff\xfe", "not valid UTF-8 JSON"),
+        (b"{not json", "not valid JSON \\(line 1, column 2\\)"),
+        (b"\xff\xfe", "not valid JSON \\(line 1, column 1\\)"),
         (b"[]", "the body must be a JSON object"),
         (b'{"resourceSpans": {}}', "resourceSpans must be a list"),
         (b'{"resourceSpans": [1]}', r"resourceSpans\[0\] must be an object"),
