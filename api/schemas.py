@@ -77,6 +77,9 @@ class HeldLatencyOut(_Out):
     services: list[str] = Field(description="the services whose latency asked for them")
     until: Utc = Field(description="the decision that first no longer wanted them")
     released_at: Utc = Field(description="when the held value leaves the scale-down window")
+    reason: str = Field(
+        default="", description="why latency asked for them, as the analysis said then"
+    )
 
 
 class ExplanationOut(_Out):

@@ -106,19 +106,22 @@ class HeldLatency:
             or asked for less by then).
         released_at: when the held value leaves the scale-down window, if no later
             decision wants as many nodes.
+        reason: why latency asked for them, as the analysis said then ('' if unknown).
     """
 
     nodes: int
     services: tuple[str, ...]
     until: datetime
     released_at: datetime
+    reason: str = ""
 
     @classmethod
     def of(cls, held: DesiredSpan | None, window: timedelta) -> HeldLatency | None:
         """Return what latency added to the value holding a scale-down, None if nothing."""
         if held is None or held.latency is None:
             return None
-        return cls(held.latency.nodes, held.latency.services, held.end, held.end + window)
+        cause = held.latency
+        return cls(cause.nodes, cause.services, held.end, held.end + window, cause.reason)
 
     def describe(self, latency_now: LatencyAdjustment) -> str:
         """Say, for the summary, which nodes latency added and how long they are held.

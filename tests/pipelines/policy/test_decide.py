@@ -277,6 +277,8 @@ def test_held_latency_nodes_keep_naming_their_cause_until_the_window_lets_go() -
         cause = rec.explanation.held_latency
         assert cause is not None
         assert (cause.nodes, cause.services) == (2, ("llm",))
+        # Why, not only who, survives the store between decisions (issue #37).
+        assert cause.reason == "llm p95 800 ms vs SLO 400 ms: +2 nodes"
         assert cause.until == NOW + 4 * MIN  # the first decision without the latency
         assert cause.released_at == NOW + 14 * MIN
         assert (
