@@ -148,14 +148,16 @@ class LatencyTracker:
         with self._lock:
             now = self._clock()
             stats = self.window.stats(now)
+            cfg = self._settings or BottleneckSettings()
             result = analyse(
                 stats,
                 self._pools,
+                recent=self.window.recent_stats(now, cfg.recent_window),
                 current_nodes=current,
                 gpu_util=util,
                 baselines=self._baselines,
                 now=now,
-                settings=self._settings,
+                settings=cfg,
                 services=self._services,
             )
             before = self._adjustments

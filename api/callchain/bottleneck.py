@@ -12,16 +12,17 @@ The rules, in the order they apply:
    in its callees). Its *own limit* is the smaller of its threshold and k times its
    usual own p95 (an exclusive baseline, ready after ``baseline_min_updates``
    analyses, floored at ``own_floor_ms`` so a thin proxy's jitter is no incident).
-   Own p95 past the own limit is *own-slow*, whatever its call duration does: a
-   service whose own work went from 20 to 100 ms is flagged although its callees'
-   time keeps its total under the threshold.
+   Own p95 past the own limit, over the window or over its last ``recent_window``
+   (30 s), is *own-slow*, whatever its call duration does: a service whose own work
+   went from 20 to 100 ms is flagged although its callees' time keeps its total under
+   the threshold, and without waiting for 5 % of a 5-minute window to be slow.
 3. **Blame.** A service is blamed (a culprit) when it is own-slow, or when it is
    ``slow`` while none of its direct callees is slow or own-slow and its own work is
    not known to be healthy (no ready exclusive baseline: the leaf, or time in a callee
-   that sends no spans, which counts as its own). A caller that is slow while one of
-   its callees is slow is blamed only for its own work: never for a callee's breach
-   (its verdict is ``waiting_on_callee``). For the record, a slow service's
-   *residual* is ``max(self_p95, p95 - sum of the slow callees' excess)``.
+   that sends no spans, which counts as its own). A caller slow while a callee is
+   slow is blamed only for its own work, never for the callee's breach
+   (``waiting_on_callee``). A slow service's *residual* is ``max(self_p95, p95 - sum
+   of the slow callees' excess)``.
 4. **Proportional nodes.** A culprit on a pool asks it for
    ``ceil(current_nodes x ratio x gain)`` nodes (``current_nodes`` counted as at
    least 1), ``ratio`` the larger of ``own / own_limit - 1`` and, when it is slow,
@@ -32,21 +33,19 @@ The rules, in the order they apply:
 5. **Downstream.** The services a culprit calls, transitively, will receive the
    traffic it was holding back once it is fixed: a fix that only moves the queue one
    hop down is no fix. Each downstream service that is ``slow`` or ``near`` is scaled
-   with the culprit: its pool is asked for at least the culprit's ratio. Downstream
-   services with headroom are left alone.
+   with the culprit (at least the culprit's ratio); those with headroom are not.
 6. **Per pool.** A pool gets the largest ask of its services (they share the nodes, so
    asks do not add up), capped at ``max_fraction`` x its current nodes (at least 1).
 7. **Not GPU-bound.** When a pool's mean GPU utilisation is below ``gpu_idle_below``
    (default 40 %, per pool if set) no nodes are added for latency: idle GPUs mean more
-   of them would not help. The pool is reported ``not_gpu_bound`` only when one of its
-   services is blamed: a pool whose services are slow only waiting on another pool's
-   service is not the one to fix. An unknown utilisation is assumed GPU-bound.
+   of them would not help. A pool is ``not_gpu_bound`` only when one of its services
+   is blamed: one slow only waiting on another pool's service is not the one to fix.
+   Unknown utilisation counts as GPU-bound.
 
 Baselines learn only from windows in which a service is healthy: a flagged service
 (own-slow, slow or blamed) and the callers of a culprit (their call duration includes
 its excess) keep their baselines as they were, so an incident never teaches them that
-slow is normal. The spans of services past the window's cap on distinct names are
-counted as ``other``, which is never judged.
+slow is normal. Spans of names past the window's cap count as ``other``, never judged.
 """
 
 from __future__ import annotations
@@ -89,6 +88,9 @@ class BottleneckSettings:
         baseline_min_updates: updates before a baseline is used to judge.
         own_floor_ms: the usual own p95 is counted as at least this when judging own
             work, so a 1 ms proxy taking 3 ms is not an incident.
+        recent_window: own work is also judged over this latest part of the window
+            (its p95 turns when 5 % of the recent calls are slow, not 5 % of the
+            window's); the caller passes those statistics as ``recent``.
     """
 
     baseline_factor: float = 2.0
@@ -100,6 +102,7 @@ class BottleneckSettings:
     baseline_half_life: timedelta = timedelta(hours=1)
     baseline_min_updates: int = 5
     own_floor_ms: float = 5.0
+    recent_window: timedelta = timedelta(seconds=30)
 
     def __post_init__(self) -> None:
         if not self.baseline_factor > 1:
@@ -154,6 +157,7 @@ def analyse(
     now: datetime,
     settings: BottleneckSettings | None = None,
     services: Sequence[ServiceConfig] = (),
+    recent: Mapping[str, ServiceStats] | None = None,
 ) -> LatencyAnalysis:
     """Find the bottlenecks in the window's stats and the extra nodes per pool.
 
@@ -167,6 +171,8 @@ def analyse(
         baselines: the baselines so far (``BaselineState()`` to start).
         now: the time of the analysis (for the baselines).
         settings: the knobs; defaults when None.
+        recent: per-service statistics of the last ``settings.recent_window`` of the
+            window, None when not kept: own work past its limit there is own-slow too.
 
     Returns:
         The adjustment of every pool, a report per service and the updated baselines.
@@ -178,8 +184,16 @@ def analyse(
     owner = service_pools(pools)
     configured = {s.name: s for pool in pools for s in pool.services}
     configured.update({s.name: s for s in services})
+    latest = recent or {}
     reports = {
-        name: _judge(name, stats.get(name), owner.get(name), configured.get(name), baselines, cfg)
+        name: _judge(
+            name,
+            (stats.get(name), latest.get(name)),
+            owner.get(name),
+            configured.get(name),
+            baselines,
+            cfg,
+        )
         for name in sorted(set(stats) | set(configured))
     }
     culprit_ratio = _blame(reports, stats)
@@ -242,30 +256,38 @@ def analyse(
 
 def _judge(
     name: str,
-    stat: ServiceStats | None,
+    stats: tuple[ServiceStats | None, ServiceStats | None],
     pool: str | None,
     config: ServiceConfig | None,
     baselines: BaselineState,
     cfg: BottleneckSettings,
 ) -> ServiceReport:
-    """Apply rules 1 and 2: the threshold and status of one service, and its own work."""
+    """Apply rules 1 and 2: the threshold and status of one service, and its own work.
+
+    ``stats`` are the service's statistics over the window and over its recent part.
+    """
+    stat, latest = stats
     baseline, usual = baselines.get(name), baselines.get_exclusive(name)
     threshold: float | None = None
     source: ThresholdSource = "none"
-    if name == OVERFLOW_SERVICE:
-        pass  # a mix of many services: no one to judge
-    elif config is not None and config.slo_p95_ms is not None:
+    overflow = name == OVERFLOW_SERVICE  # a mix of many services: no one to judge
+    if not overflow and config is not None and config.slo_p95_ms is not None:
         threshold, source = config.slo_p95_ms, "slo"
-    elif baseline is not None and is_ready(baseline, cfg.baseline_min_updates):
+    elif not overflow and baseline is not None and is_ready(baseline, cfg.baseline_min_updates):
         threshold, source = _factor(config, cfg) * baseline.p95_ms, "baseline"
     calls = stat.call_count if stat is not None else 0
     p95 = stat.p95_ms if stat is not None else math.nan
     own = finite_or_none(stat.self_p95_ms) if stat is not None else None
+    recent_own = (
+        finite_or_none(latest.self_p95_ms)
+        if latest is not None and latest.call_count >= cfg.min_calls
+        else None
+    )
     usual_p95 = (
         usual.p95_ms if usual is not None and is_ready(usual, cfg.baseline_min_updates) else None
     )
     limits = [] if threshold is None else [threshold]
-    if usual_p95 is not None and name != OVERFLOW_SERVICE:
+    if usual_p95 is not None and not overflow:
         limits.append(_factor(config, cfg) * max(usual_p95, cfg.own_floor_ms))
     own_limit = min(limits) if limits else None
     status: ServiceStatus
@@ -291,8 +313,11 @@ def _judge(
         threshold_source=source,
         own_p95_ms=own,
         own_baseline_p95_ms=usual_p95,
+        recent_own_p95_ms=recent_own,
         own_limit_ms=own_limit,
-        own_slow=judged and own is not None and own_limit is not None and own > own_limit,
+        own_slow=judged
+        and own_limit is not None
+        and max(own or 0.0, recent_own or 0.0) > own_limit,
     )
 
 
@@ -319,7 +344,8 @@ def _blame(
         ]
         ratio = 0.0
         if report.own_slow and report.own_limit_ms:
-            ratio = (report.own_p95_ms or 0.0) / report.own_limit_ms - 1.0
+            own = max(report.own_p95_ms or 0.0, report.recent_own_p95_ms or 0.0)
+            ratio = own / report.own_limit_ms - 1.0
         if report.status == "slow" and report.threshold_ms:
             excess = sum(
                 reports[c].p95_ms - (reports[c].threshold_ms or 0.0)

@@ -269,6 +269,19 @@ class ChainWindow:
             self._cache = (version, now, result)
         return result
 
+    def recent_stats(self, now: datetime, span: timedelta) -> Mapping[str, ServiceStats]:
+        """Return per-service statistics of the buckets overlapping the last ``span``.
+
+        What has settled by the last :meth:`stats` call is counted (call that first).
+        A p95 over the last half minute moves as soon as 5 % of *its* calls are slow,
+        not 5 % of the whole window's: the analysis flags a slowdown from it sooner.
+        """
+        require_aware(now, "now")
+        with self._lock:
+            since = now - span
+            buckets = [b for b in self._buckets if b.start + self.bucket > since]
+        return MappingProxyType(merge(buckets))
+
     def clear(self) -> None:
         """Drop every span and statistic."""
         with self._lock:

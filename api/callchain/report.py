@@ -58,6 +58,8 @@ class ServiceReport:
             without calls.
         residual_p95_ms: p95 with its slow callees' excess removed; None unless slow.
         own_baseline_p95_ms: its usual exclusive p95; None until ready.
+        recent_own_p95_ms: its exclusive p95 over the recent part of the window; None
+            when not kept or with too few calls there.
         own_limit_ms: the most exclusive p95 that is healthy: the smaller of its
             threshold and k x its usual exclusive p95; None when neither is known.
         own_slow: its own work is past ``own_limit_ms`` (it is blamed for that alone).
@@ -81,6 +83,7 @@ class ServiceReport:
     own_p95_ms: float | None = None
     residual_p95_ms: float | None = None
     own_baseline_p95_ms: float | None = None
+    recent_own_p95_ms: float | None = None
     own_limit_ms: float | None = None
     own_slow: bool = False
     culprit: bool = False
@@ -104,6 +107,7 @@ class ServiceReport:
             "own_p95_ms": self.own_p95_ms,
             "residual_p95_ms": self.residual_p95_ms,
             "own_baseline_p95_ms": self.own_baseline_p95_ms,
+            "recent_own_p95_ms": self.recent_own_p95_ms,
             "own_limit_ms": self.own_limit_ms,
             "own_slow": self.own_slow,
             "culprit": self.culprit,
@@ -183,7 +187,9 @@ def _label(report: ServiceReport) -> str:
 def _limit(report: ServiceReport) -> str:
     """Say which bound the own work broke, or the residual that blamed it."""
     if report.own_slow and report.own_limit_ms is not None:
-        return f", over its healthy {report.own_limit_ms:.0f} ms"
+        recent, own = report.recent_own_p95_ms, report.own_p95_ms or 0.0
+        lately = "" if recent is None or recent <= own else f", {recent:.0f} ms lately"
+        return f"{lately}, over its healthy {report.own_limit_ms:.0f} ms"
     if report.residual_p95_ms is not None:
         return f", {report.residual_p95_ms:.0f} ms without slow callees' excess"
     return ""

@@ -20,7 +20,8 @@ _SERVICE_FIELDS = (
     "service, pool, span_count, call_count, p50_ms, p95_ms, self_p50_ms, self_p95_ms, "
     "own_p95_ms (= self_p95_ms: exclusive time, duration minus time in callees), "
     "residual_p95_ms, own_baseline_p95_ms (its usual exclusive p95, null until learnt), "
-    "own_limit_ms (the most healthy own p95: min of threshold and k x usual), own_slow, "
+    "recent_own_p95_ms (over the last 30 s), own_limit_ms (the most healthy own p95: min "
+    "of threshold and k x usual), own_slow, "
     "callers, callees, error_count, threshold_ms, threshold_source, "
     "status, culprit, verdict, scaled_with, slows_pools, extra_nodes, note"
 )

@@ -165,3 +165,17 @@ def test_distinct_services_are_capped_and_the_overflow_counted_as_other() -> Non
     window.add([_root(200, "fresh")], later)
     assert "fresh" in window.stats(later)
     assert window.overflow_spans == 7
+
+
+def test_recent_stats_merge_only_the_latest_buckets() -> None:
+    now = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    window = ChainWindow(settle=timedelta(0), bucket=timedelta(seconds=10))
+    window.add([_root(i, "old") for i in range(5)], now)
+    later = now + timedelta(seconds=60)
+    window.add([_root(10 + i, "new") for i in range(3)], later)
+    assert set(window.stats(later)) == {"old", "new"}
+
+    recent = window.recent_stats(later, timedelta(seconds=30))
+
+    assert set(recent) == {"new"}
+    assert recent["new"].call_count == 3

@@ -152,3 +152,26 @@ def test_the_overflow_bucket_is_never_judged() -> None:
     result = run(stats, 90.0, usual({OVERFLOW_SERVICE: 10.0}, {OVERFLOW_SERVICE: 10.0}))
     other = result.services[OVERFLOW_SERVICE]
     assert (other.status, other.culprit, other.own_slow) == ("unjudged", False, False)
+
+
+def test_own_work_slow_in_the_recent_part_of_the_window_is_flagged() -> None:
+    # The window's p95 still reads usual (under 5 % of its calls are slow); the last
+    # 30 s say tokenizer's own work is 5x its usual.
+    window = {**SLOW_TOKENIZER, "tokenizer": st("tokenizer", 380, 25, ("llm",))}
+    recent = {"tokenizer": st("tokenizer", 479, 127.6, ("llm",))}
+
+    quiet = run(window, 90.0, USUAL)
+    result = analyse(
+        window,
+        POOLS,
+        current_nodes=NODES,
+        gpu_util={"l4-infer": 90.0},
+        baselines=USUAL,
+        now=NOW,
+        recent=recent,
+    )
+
+    assert not quiet.services["tokenizer"].culprit
+    tok = result.services["tokenizer"]
+    assert (tok.own_slow, tok.verdict, tok.recent_own_p95_ms) == (True, "outside_gpu_pools", 127.6)
+    assert "128 ms lately" in tok.note
