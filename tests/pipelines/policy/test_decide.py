@@ -112,20 +112,6 @@ def test_not_gpu_bound_pool_gets_no_latency_nodes_and_says_so() -> None:
     assert rec.explanation.latency.not_gpu_bound is True
 
 
-def test_not_gpu_bound_is_said_once_and_states_no_nodes_it_does_not_add() -> None:
-    # The reason as the call-chain analysis writes it for an idle pool (issue #37).
-    reason = (
-        "llm p95 500 ms vs SLO 800 ms, slow in its own work (own p95 500 ms exclusive of "
-        "callees, usual 100 ms, over its healthy 200 ms); its pool's GPUs idle, so no nodes "
-        "are added for it; GPU utilisation 10% < 40%"
-    )
-    rec = run(f=forecast(), latency=LatencyAdjustment(3, reason, not_gpu_bound=True))
-    summary = rec.explanation.summary
-    assert summary.count("not GPU-bound") == 1
-    assert "+3" not in summary
-    assert "adds 3" not in summary
-
-
 def test_a_bottleneck_outside_every_gpu_pool_is_named_in_the_summary() -> None:
     latency = LatencyAdjustment(0, "tokenizer p95 479 ms ...", outside=("tokenizer",))
     rec = run(f=forecast(), latency=latency)
