@@ -9,7 +9,7 @@ service, and :func:`analyse` turns them, with the pools' SLOs, into one
 """
 
 from api.callchain.baseline import Baseline, BaselineState, is_ready, update_baselines
-from api.callchain.bottleneck import BottleneckSettings, LatencyAnalysis, analyse
+from api.callchain.bottleneck import BottleneckSettings, analyse
 from api.callchain.graph import service_pools
 from api.callchain.otlp import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -23,6 +23,7 @@ from api.callchain.otlp import (
 )
 from api.callchain.report import (
     OVERFLOW_SERVICE,
+    LatencyAnalysis,
     ServiceReport,
     ServiceStatus,
     ThresholdSource,

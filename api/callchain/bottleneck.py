@@ -55,11 +55,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
+from typing import Final
 
 from api.callchain.baseline import BaselineState, is_ready, update_baselines
 from api.callchain.graph import downstream, flagged, pools_on_chain, service_pools
 from api.callchain.report import (
     OVERFLOW_SERVICE,
+    LatencyAnalysis,
     ServiceReport,
     ServiceStatus,
     ThresholdSource,
@@ -69,6 +71,10 @@ from api.callchain.report import (
 from api.callchain.types import ServiceStats, finite_or_none
 from pipelines.config.pools import PoolConfig, ServiceConfig
 from pipelines.policy import LatencyAdjustment, ceil_nodes
+
+_RECENT_CALLS: Final = 5
+"""The recent window judges own work only with this many times ``min_calls`` calls in
+it: the p95 of a few dozen calls is too noisy to blame a service on."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +96,8 @@ class BottleneckSettings:
             work, so a 1 ms proxy taking 3 ms is not an incident.
         recent_window: own work is also judged over this latest part of the window
             (its p95 turns when 5 % of the recent calls are slow, not 5 % of the
-            window's); the caller passes those statistics as ``recent``.
+            window's), given 5 x ``min_calls`` calls there; the caller passes those
+            statistics as ``recent``.
     """
 
     baseline_factor: float = 2.0
@@ -115,36 +122,6 @@ class BottleneckSettings:
             raise ValueError("min_calls and baseline_min_updates must be >= 1")
         if not self.own_floor_ms >= 0:
             raise ValueError(f"own_floor_ms must be >= 0, got {self.own_floor_ms}")
-
-
-@dataclass(frozen=True)
-class LatencyAnalysis:
-    """The result of one analysis.
-
-    Attributes:
-        adjustments: pool name -> what latency asks of it, for every pool passed in.
-        services: service name -> its report, for every service seen or configured.
-        baselines: the baselines updated with this window; pass them to the next call.
-    """
-
-    adjustments: Mapping[str, LatencyAdjustment]
-    services: Mapping[str, ServiceReport]
-    baselines: BaselineState
-
-    def to_dict(self) -> dict[str, object]:
-        """Return a JSON-ready form of the adjustments and the service reports."""
-        return {
-            "pools": {
-                name: {
-                    "extra_nodes": adj.extra_nodes,
-                    "reason": adj.reason,
-                    "not_gpu_bound": adj.not_gpu_bound,
-                    "outside_gpu_pools": list(adj.outside),
-                }
-                for name, adj in self.adjustments.items()
-            },
-            "services": {name: report.to_dict() for name, report in self.services.items()},
-        }
 
 
 def analyse(
@@ -280,7 +257,7 @@ def _judge(
     own = finite_or_none(stat.self_p95_ms) if stat is not None else None
     recent_own = (
         finite_or_none(latest.self_p95_ms)
-        if latest is not None and latest.call_count >= cfg.min_calls
+        if latest is not None and latest.call_count >= _RECENT_CALLS * cfg.min_calls
         else None
     )
     usual_p95 = (

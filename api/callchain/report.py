@@ -9,10 +9,13 @@ adds none: the note then says so instead of "+N nodes").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from api.callchain.baseline import BaselineState
 from api.callchain.types import finite_or_none
+from pipelines.policy import LatencyAdjustment
 
 OVERFLOW_SERVICE: Final = "other"
 """Where spans of services past the window's cap on distinct names are counted."""
@@ -193,3 +196,33 @@ def _limit(report: ServiceReport) -> str:
     if report.residual_p95_ms is not None:
         return f", {report.residual_p95_ms:.0f} ms without slow callees' excess"
     return ""
+
+
+@dataclass(frozen=True)
+class LatencyAnalysis:
+    """The result of one analysis.
+
+    Attributes:
+        adjustments: pool name -> what latency asks of it, for every pool passed in.
+        services: service name -> its report, for every service seen or configured.
+        baselines: the baselines updated with this window; pass them to the next call.
+    """
+
+    adjustments: Mapping[str, LatencyAdjustment]
+    services: Mapping[str, ServiceReport]
+    baselines: BaselineState
+
+    def to_dict(self) -> dict[str, object]:
+        """Return a JSON-ready form of the adjustments and the service reports."""
+        return {
+            "pools": {
+                name: {
+                    "extra_nodes": adj.extra_nodes,
+                    "reason": adj.reason,
+                    "not_gpu_bound": adj.not_gpu_bound,
+                    "outside_gpu_pools": list(adj.outside),
+                }
+                for name, adj in self.adjustments.items()
+            },
+            "services": {name: report.to_dict() for name, report in self.services.items()},
+        }

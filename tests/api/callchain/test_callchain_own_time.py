@@ -175,3 +175,16 @@ def test_own_work_slow_in_the_recent_part_of_the_window_is_flagged() -> None:
     tok = result.services["tokenizer"]
     assert (tok.own_slow, tok.verdict, tok.recent_own_p95_ms) == (True, "outside_gpu_pools", 127.6)
     assert "128 ms lately" in tok.note
+    # 40 recent calls are too few for their p95 to blame anyone on.
+    few = {"tokenizer": ServiceStats("tokenizer", 40, 40, 300, 479, 80, 127.6, (), ("llm",))}
+    noisy = analyse(
+        window,
+        POOLS,
+        current_nodes=NODES,
+        gpu_util={"l4-infer": 90.0},
+        baselines=USUAL,
+        now=NOW,
+        recent=few,
+    )
+    assert noisy.services["tokenizer"].recent_own_p95_ms is None
+    assert not noisy.services["tokenizer"].culprit
