@@ -29,7 +29,7 @@ PORT ?= 8000
 MLFLOW_UI_PORT ?= 5000
 run: $(RUN_STAMP)
 	$(BIN)/python -m pipelines.ports 127.0.0.1 $(PORT) $(MLFLOW_UI_PORT)
-	$(BIN)/foresight train
+	$(BIN)/foresight train --mlflow-ui-port $(MLFLOW_UI_PORT)
 	$(BIN)/foresight serve --clock replay --port $(PORT) --mlflow-ui-port $(MLFLOW_UI_PORT)
 
 lint: $(DEV_STAMP)

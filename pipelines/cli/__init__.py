@@ -133,6 +133,15 @@ def train_command(
     workers: WorkersOption = 2,
     dask_address: DaskOption = None,
     fast: FastOption = False,
+    mlflow_ui_port: Annotated[
+        int,
+        typer.Option(
+            "--mlflow-ui-port",
+            min=1,
+            max=65535,
+            help="The MLflow UI's port in the printed hint (make run passes MLFLOW_UI_PORT).",
+        ),
+    ] = 5000,
 ) -> None:
     """Backtest every model family, pick a champion per series, register and gate it."""
     from rich.text import Text
@@ -183,7 +192,7 @@ def train_command(
         if relative is not None:
             console.print(Text(f"  {relative}"), soft_wrap=True)
         console.print(f"With it: {outcome.peak.describe()}")
-        _print_mlflow_hint(settings, outcome.run_id)
+        _print_mlflow_hint(settings, outcome.run_id, mlflow_ui_port)
 
 
 @app.command("backtest")
@@ -334,7 +343,7 @@ def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
     return training_plan(settings, dataset.step)
 
 
-def _print_mlflow_hint(settings: Settings, run_id: str) -> None:
+def _print_mlflow_hint(settings: Settings, run_id: str, port: int) -> None:
     from forecaster.tracking import (
         ensure_experiment,
         is_tracking_server,
@@ -352,7 +361,7 @@ def _print_mlflow_hint(settings: Settings, run_id: str) -> None:
         review = (
             "Review it in the MLflow UI (`make run` serves it), or start it alone:\n"
             f"  MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false .venv/bin/mlflow ui "
-            f"--backend-store-uri {uri} --port 5000\n"
-            f"  then open {runs_view_url('http://127.0.0.1:5000', experiment_id)}"
+            f"--backend-store-uri {uri} --port {port}\n"
+            f"  then open {runs_view_url(f'http://127.0.0.1:{port}', experiment_id)}"
         )
     console.print(f"Run {run_id} is tracked at {redact_uri(uri)}.\n{review}", soft_wrap=True)

@@ -46,10 +46,17 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_train_then_forecast(workdir: Path) -> None:
     runner = CliRunner()
-    trained = runner.invoke(app, ["train", "--data", "metrics.csv", "--fast", "--workers", "1"])
+    trained = runner.invoke(
+        app,
+        ["train", "--data", "metrics.csv", "--fast", "--workers", "1", "--mlflow-ui-port", "5200"],
+    )
     assert trained.exit_code == 0, trained.output
     assert "promoted to @champion" in trained.output
-    assert "mlflow ui --backend-store-uri sqlite:///" in trained.output
+    hint = " ".join(trained.output.split())
+    assert "mlflow ui --backend-store-uri sqlite:///" in hint
+    assert "--port 5200" in hint
+    assert "http://127.0.0.1:5200/#/experiments/" in hint
+    assert "5000" not in hint
 
     out = workdir / "forecast.csv"
     forecast = runner.invoke(
