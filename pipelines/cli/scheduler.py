@@ -119,6 +119,8 @@ def jobs_command(config: ConfigOption = None) -> None:
             leader = store.leader.current()
         console.print(leader_line(leader), soft_wrap=True)
         console.print(jobs_table(statuses))
+        for line in run_lines(statuses):
+            console.print(line, soft_wrap=True)
         _print_outbox(outbox)
         if not any(status.scheduled for status in statuses):
             console.print(
@@ -136,33 +138,50 @@ def leader_line(leader: Leader | None) -> Text:
 
 
 def jobs_table(statuses: list[JobStatus]) -> Table:
-    """A rich table of job statuses (one row per job)."""
+    """A rich table of job statuses (one row per job), readable at 80 columns.
+
+    The table holds what fits a line (job, trigger, last run, outcome, next run); each
+    run's summary and where it ran follow under it (:func:`run_lines`), so no column
+    is squeezed to a letter when the output is piped or in a CI log.
+    """
     table = Table(title="Scheduled jobs")
     table.add_column("job", no_wrap=True)
-    # Dates never wrap (a date split over two lines misreads at 80 columns); the
-    # trigger and summary text give way instead.
-    columns = ("trigger", "last run (UTC)", "ran on", "outcome", "summary", "next run (UTC)")
-    for column in columns:
-        table.add_column(column, overflow="fold", no_wrap=column.endswith("(UTC)"))
+    table.add_column("trigger", overflow="fold", min_width=13)
+    # Dates never wrap (a date split over two lines misreads at 80 columns).
+    table.add_column("last run (UTC)", no_wrap=True)
+    table.add_column("outcome", no_wrap=True)
+    table.add_column("next run (UTC)", no_wrap=True)
     for status in statuses:
         last = status.last_run
         outcome = last.outcome if last else "never ran"
         style = _OUTCOME_STYLE.get(outcome, "dim")
-        # Text cells: triggers and summaries contain brackets rich would read as markup.
+        # Text cells: triggers contain brackets rich would read as markup.
         table.add_row(
-            Text(status.id),
+            Text(status.name),
             Text(status.trigger),
-            _when(last.started_at) if last else "-",
-            Text(last.runner) if last else "-",
+            _minute(last.started_at) if last else "-",
             Text(outcome, style=style),
-            Text(last.summary if last else ""),
-            _when(status.next_run) if status.scheduled else "not scheduled",
+            _minute(status.next_run) if status.scheduled else "not scheduled",
         )
     return table
 
 
+def run_lines(statuses: list[JobStatus]) -> list[Text]:
+    """Each job's last run in words: ``<job> (on <runner>): <summary>``."""
+    return [
+        Text(f"{status.name} (on {status.last_run.runner}): {status.last_run.summary}")
+        for status in statuses
+        if status.last_run is not None
+    ]
+
+
 def _when(moment: datetime | None) -> str:
     return "paused" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _minute(moment: datetime | None) -> str:
+    """A table date to the minute: two of them and the rest of a row fit 80 columns."""
+    return "paused" if moment is None else moment.strftime("%Y-%m-%d %H:%M")
 
 
 def _print_outbox(counts: Mapping[Status, int]) -> None:
