@@ -83,12 +83,6 @@ def serve_command(
     ] = False,
 ) -> None:
     """Serve the API (recommendations, forecasts, integrations, dashboard) and the jobs."""
-    import uvicorn
-
-    from api.main import create_app
-    from api.publish_runner import serving_job_runner, store_clock
-    from api.server import server_config
-
     with cli_errors():
         if clock not in ("system", "replay"):
             raise ConfigError(f"--clock must be 'system' or 'replay', not {clock!r}")
@@ -102,6 +96,14 @@ def serve_command(
                 "the MLflow UI",
                 "--mlflow-ui-port (make run MLFLOW_UI_PORT=...)",
             )
+        # The app's libraries load only once the options are known to be good: a busy
+        # port or a weak token is said at once.
+        import uvicorn
+
+        from api.main import create_app
+        from api.publish_runner import serving_job_runner, store_clock
+        from api.server import server_config
+
         mode: ClockMode = "replay" if clock == "replay" else "system"
         application = create_app(settings, clock=mode)
         with ExitStack() as stack:
