@@ -23,14 +23,16 @@ $(DEV_STAMP): $(RUN_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(DEV_STAMP)
 
-# Train on the committed sample, then serve the API, the scheduler and the MLflow UI
+# A quick first version on the committed sample (fast model set; skipped once a version
+# holds @champion), then serve the API, the scheduler and the MLflow UI while the full
+# model set trains in the background, promoted only through the gate
 # (other ports: make run PORT=8080 MLFLOW_UI_PORT=5050).
 PORT ?= 8000
 MLFLOW_UI_PORT ?= 5000
 run: $(RUN_STAMP)
 	$(BIN)/python -m pipelines.ports 127.0.0.1 $(PORT) $(MLFLOW_UI_PORT)
-	$(BIN)/foresight train --mlflow-ui-port $(MLFLOW_UI_PORT)
-	$(BIN)/foresight serve --clock replay --port $(PORT) --mlflow-ui-port $(MLFLOW_UI_PORT)
+	$(BIN)/foresight train --fast --unless-champion --mlflow-ui-port $(MLFLOW_UI_PORT)
+	$(BIN)/foresight serve --clock replay --train-now --port $(PORT) --mlflow-ui-port $(MLFLOW_UI_PORT)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
@@ -53,6 +55,7 @@ test-setup:
 # Each benchmark prints a table and writes benchmarks/results/<name>.json.
 bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/cli_startup.py
+	$(BIN)/python benchmarks/first_value.py --baseline
 	$(BIN)/python benchmarks/forecast_accuracy.py
 	$(BIN)/python benchmarks/forecast_headroom.py
 	$(BIN)/python benchmarks/decision_quality.py

@@ -142,6 +142,14 @@ def train_command(
             help="The MLflow UI's port in the printed hint (make run passes MLFLOW_UI_PORT).",
         ),
     ] = 5000,
+    unless_champion: Annotated[
+        bool,
+        typer.Option(
+            "--unless-champion",
+            help="Do nothing (and say so) when a version already holds @champion: make "
+            "run's quick first training, which a later full training replaces via the gate.",
+        ),
+    ] = False,
 ) -> None:
     """Backtest every model family, pick a champion per series, register and gate it."""
     from rich.text import Text
@@ -157,6 +165,13 @@ def train_command(
 
     with cli_errors():
         settings = cli_settings(config)
+        if unless_champion and (serving := _champion_of(settings)) is not None:
+            console.print(
+                f"Version {serving} of {settings.registered_model_name} holds @champion: "
+                "nothing to train (--unless-champion). The scheduled training refreshes it.",
+                soft_wrap=True,
+            )
+            return
         dataset = load_dataset(settings, data, series=series)
         plan = _plan(settings, dataset)
         candidates = candidate_models(settings, dataset.step, plan.horizon, fast=fast)
@@ -341,6 +356,14 @@ def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
     from pipelines.jobs.history import training_plan
 
     return training_plan(settings, dataset.step)
+
+
+def _champion_of(settings: Settings) -> str | None:
+    """The version holding @champion in the settings' registry, if any."""
+    from forecaster.registry import champion_version
+    from pipelines.config.tracking import tracking_config
+
+    return champion_version(settings.registered_model_name, tracking=tracking_config(settings))
 
 
 def _print_mlflow_hint(settings: Settings, run_id: str, port: int) -> None:

@@ -34,6 +34,9 @@ from pipelines.store import open_store
 if TYPE_CHECKING:
     from api.clock import ClockMode
 
+LEAD_WAIT_SECONDS = 30.0
+"""How long ``--train-now`` waits for this process to lead the scheduler."""
+
 
 def serve_command(
     config: ConfigOption = None,
@@ -56,6 +59,15 @@ def serve_command(
             help="Run the scheduled jobs in this process too (one leader among replicas).",
         ),
     ] = True,
+    train_now: Annotated[
+        bool,
+        typer.Option(
+            "--train-now",
+            help="Start the scheduled training (the settings' model set) in the background "
+            "as soon as serving starts, instead of at its cron time (make run: a fast first "
+            "version serves while the full one trains, promoted only through the gate).",
+        ),
+    ] = False,
     mlflow_ui_port: Annotated[
         int | None,
         typer.Option(
@@ -86,6 +98,8 @@ def serve_command(
     with cli_errors():
         if clock not in ("system", "replay"):
             raise ConfigError(f"--clock must be 'system' or 'replay', not {clock!r}")
+        if train_now and not scheduler:
+            raise ConfigError("--train-now needs the scheduler: drop --no-scheduler")
         settings = cli_settings(config)
         check_exposure(settings, host, allow_unauthenticated=allow_unauthenticated)
         ensure_free(host, port, "the API", "--port (make run PORT=...)")
@@ -126,8 +140,15 @@ def serve_command(
                 )
                 # The API serves only stored forecasts: make them before the first request.
                 _forecast_before_serving(settings, runner)
-                stack.enter_context(_scheduler(settings, runner))
+                stack.enter_context(_scheduler(settings, runner, train_now=train_now))
             _print_addresses(host, port, ui, scheduler, settings.publish.grpc_expander_address)
+            if train_now:
+                console.print(
+                    "  training:         the full model set trains now in the background; "
+                    "the version it registers serves once the gate promotes it "
+                    "(`foresight jobs`, the dashboard's model version)",
+                    soft_wrap=True,
+                )
             # Hundreds of thousands of long-lived objects (modules, classes) come with
             # the imports; freezing them keeps full collections from stalling requests
             # for a few hundred milliseconds (benchmarks/api_load.py measured ~240 ms).
@@ -239,10 +260,19 @@ def _forecast_before_serving(settings: Settings, runner: JobRunner) -> None:
 
 
 @contextmanager
-def _scheduler(settings: Settings, runner: JobRunner) -> Iterator[None]:
+def _scheduler(settings: Settings, runner: JobRunner, *, train_now: bool = False) -> Iterator[None]:
     store = open_store(settings.store_url)
     try:
         running = start_scheduler(settings, store, runner=runner)
+        if train_now:
+            if running.wait_until_leader(timeout=LEAD_WAIT_SECONDS):
+                running.run_soon("train")
+            else:
+                console.print(
+                    "[yellow]--train-now: another replica leads the scheduler; the training "
+                    "runs at its scheduled time there.[/]",
+                    soft_wrap=True,
+                )
         try:
             yield
         finally:

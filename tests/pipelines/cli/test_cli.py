@@ -58,6 +58,12 @@ def test_train_then_forecast(workdir: Path) -> None:
     assert "http://127.0.0.1:5200/#/experiments/" in hint
     assert "5000" not in hint
 
+    # make run's quick first training does nothing once a version serves.
+    again = runner.invoke(app, ["train", "--data", "metrics.csv", "--fast", "--unless-champion"])
+    assert again.exit_code == 0, again.output
+    assert "holds @champion: nothing to train (--unless-champion)" in " ".join(again.output.split())
+    assert "Backtesting" not in again.output
+
     out = workdir / "forecast.csv"
     forecast = runner.invoke(
         app, ["forecast", "--data", "metrics.csv", "--steps", "4", "--output", str(out)]
