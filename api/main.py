@@ -275,6 +275,7 @@ def create_app(
     extra_routers: Sequence[APIRouter] = (),
     analysis_seconds: float | None = 2.0,
     follow_champion: bool = True,
+    mlflow_ui: str | None = None,
 ) -> FastAPI:
     """Build the Foresight API app; its lifespan loads what it serves.
 
@@ -297,6 +298,9 @@ def create_app(
         follow_champion: check ``services.champion`` at start and every
             ``service.model_poll_seconds``, serving each newly promoted version (see
             :mod:`api.champion`); False leaves that to the caller.
+        mlflow_ui: the MLflow UI's address (``serve --mlflow-ui-port``), for the
+            dashboard's link to the served model version; None: a tracking server's
+            own address when the tracking URI is one, else no link.
 
     Returns:
         The app, not yet started.
@@ -364,6 +368,7 @@ def create_app(
         docs_url=None,  # served from packaged assets instead of a CDN: install_docs
         redoc_url=None,
     )
+    app.state.mlflow_ui = mlflow_ui
     install_docs(app)
     _install(app, (*CORE_ROUTERS, *extra_routers))
     return app

@@ -28,6 +28,8 @@ ROUTES: Final = {
     "recommendation": "recommendation",
     "forecast": "forecast/",
     "history": "dashboard/history/",
+    "pool_view": "dashboard/pool/",
+    "status": "dashboard/status",
     "docs": "docs",
     "scorecard": "scorecard/",
 }

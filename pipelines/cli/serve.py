@@ -119,7 +119,13 @@ def serve_command(
         from api.server import server_config
 
         mode: ClockMode = "replay" if clock == "replay" else "system"
-        application = create_app(settings, clock=mode)
+        # The dashboard links the served model version in the UI started below; a
+        # tracking server (http) is its own UI, which the app finds by itself.
+        local_ui = mlflow_ui_port is not None and not settings.mlflow_tracking_uri.startswith(
+            ("http://", "https://")
+        )
+        ui_address = f"http://{mlflow_ui_host}:{mlflow_ui_port}" if local_ui else None
+        application = create_app(settings, clock=mode, mlflow_ui=ui_address)
         with ExitStack() as stack:
             ui = (
                 _runs_view(
