@@ -16,6 +16,10 @@ from string import Template
 from typing import Final
 
 ASSETS: Final = {
+    "common.js": "text/javascript; charset=utf-8",
+    "chart.js": "text/javascript; charset=utf-8",
+    "status.js": "text/javascript; charset=utf-8",
+    "chain.js": "text/javascript; charset=utf-8",
     "dashboard.js": "text/javascript; charset=utf-8",
     "dashboard.css": "text/css; charset=utf-8",
     "scorecard.js": "text/javascript; charset=utf-8",
