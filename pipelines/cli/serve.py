@@ -119,12 +119,7 @@ def serve_command(
         from api.server import server_config
 
         mode: ClockMode = "replay" if clock == "replay" else "system"
-        # The dashboard links the served model version in the UI started below; a
-        # tracking server (http) is its own UI, which the app finds by itself.
-        local_ui = mlflow_ui_port is not None and not settings.mlflow_tracking_uri.startswith(
-            ("http://", "https://")
-        )
-        ui_address = f"http://{mlflow_ui_host}:{mlflow_ui_port}" if local_ui else None
+        ui_address = local_ui_address(settings, mlflow_ui_host, mlflow_ui_port)
         application = create_app(settings, clock=mode, mlflow_ui=ui_address)
         with ExitStack() as stack:
             ui = (
@@ -219,6 +214,17 @@ def check_exposure(settings: Settings, host: str, *, allow_unauthenticated: bool
         "(FORESIGHT_SERVICE__WRITE_TOKENS / FORESIGHT_SERVICE__READ_TOKENS, JSON lists), "
         "listen on 127.0.0.1, or pass --allow-unauthenticated to accept the risk"
     )
+
+
+def local_ui_address(settings: Settings, host: str, port: int | None) -> str | None:
+    """The address of the MLflow UI that serve starts, for the dashboard's model link.
+
+    None without ``--mlflow-ui-port``, and for a tracking server (``http(s)://``): it
+    is its own UI, which the app links by itself.
+    """
+    if port is None or settings.mlflow_tracking_uri.startswith(("http://", "https://")):
+        return None
+    return f"http://{host}:{port}"
 
 
 def _runs_view(settings: Settings, ui: str) -> str:
