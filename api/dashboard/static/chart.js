@@ -138,6 +138,7 @@
       ["event-rec", "▲▼ recommendation changed"],
       ["event-nodes", "● nodes changed"],
     ];
+    if (!view.band) items.splice(3, 1); // nothing drawn after "now" without a forecast
     if (view.band) {
       const b = view.band;
       const cal = b.offset === null ? "" : `, calibrated ${b.offset >= 0 ? "+" : ""}${fmt(b.offset, 1)}`;

@@ -33,7 +33,9 @@
       ["desired nodes", fmt(rec.desired_nodes)],
       ["current nodes", fmt(rec.current_nodes)],
       ["headroom pods", fmt(rec.headroom_pods)],
-      [`demand peak q${rec.quantile}`, fmt(rec.forecast_quantiles[`q${rec.quantile}`], 1)],
+      // Without a forecast the quantiles are the live demand the decision used: say so.
+      [rec.mode === "reactive" ? "demand now (GPUs)" : `demand peak q${rec.quantile}`,
+        fmt(rec.forecast_quantiles[`q${rec.quantile}`], 1)],
     ];
     for (const [label, value] of cells) {
       const cell = el("div", { class: "cell", "data-field": label });

@@ -28,11 +28,12 @@
         "serve --mlflow-ui-port)";
     }
     row(table, "model", "served model", version);
+    const none = model.version === null;
     row(table, "promoted", "promoted", model.promoted_at
-      ? `${stamp(model.promoted_at)} (wall clock)` : "not by a train job in this store");
+      ? `${stamp(model.promoted_at)} (wall clock)` : none ? "–" : "not by a train job in this store");
     const run = model.forecast_generated, seen = model.forecast_observed_until;
     row(table, "forecast-run", "forecast run", run.at
-      ? `made ${stamp(run.at)}, ${ago(run.age_seconds)}` : "none stored for this version");
+      ? `made ${stamp(run.at)}, ${ago(run.age_seconds)}` : none ? "–" : "none stored for this version");
     row(table, "observed-until", "made from data until", seen.at
       ? `${stamp(seen.at)}, ${ago(seen.age_seconds)}` : "–");
     return table;
