@@ -17,7 +17,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -30,6 +30,9 @@ from pipelines.ports import ensure_free
 from pipelines.scheduler import start_scheduler
 from pipelines.scheduler.dispatch import JobContext, JobRunner, execute
 from pipelines.store import open_store
+
+if TYPE_CHECKING:
+    from pipelines.jobs.report import JobReport
 
 
 def serve_command(
@@ -110,6 +113,8 @@ def serve_command(
             if scheduler:
                 # The publish job publishes what this app serves (call-chain included).
                 runner = serving_job_runner(lambda: getattr(application.state, "service", None))
+                if clock == "replay":
+                    runner = replay_clock_runner(runner)
                 # The API serves only stored forecasts: make them before the first request.
                 _forecast_before_serving(settings, runner)
                 stack.enter_context(_scheduler(settings, runner))
@@ -184,6 +189,26 @@ def _runs_view(settings: Settings, ui: str) -> str:
         return runs_view_url(ui, ensure_experiment(tracking_config(settings)))
     except TrackingError:
         return ui
+
+
+def replay_clock_runner(runner: JobRunner) -> JobRunner:
+    """Run the forecast job at the replay clock's "now": the newest stored sample.
+
+    Under ``--clock replay`` the service's "now" is the newest sample; a forecast
+    stamped with the wall clock would be newer than every decision (and, being the
+    newest run, served for ever after). Other jobs run through ``runner`` unchanged.
+    """
+    from pipelines.jobs.forecast import run_forecast
+
+    def run(name: str, settings: Settings) -> JobReport:
+        if name != "forecast":
+            return runner(name, settings)
+        with open_store(settings.store_url) as store:
+            newest = max(store.samples.last_timestamps().values(), default=None)
+        now = None if newest is None else newest.to_pydatetime()
+        return run_forecast(settings, now=now)
+
+    return run
 
 
 class _NoFollowUps:
