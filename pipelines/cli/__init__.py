@@ -76,6 +76,11 @@ class _Commands(LazyCommandGroup):
             "simulate_command",
             "Replay a pool's demand against reactive, static, Foresight and oracle policies.",
         ),
+        "twin": LazyCommand(
+            "pipelines.cli.twin",
+            "twin_command",
+            "Run the real service against a simulated cluster; compare with the offline replay.",
+        ),
         "webhooks": LazyCommand(
             "pipelines.cli.webhooks",
             "app",

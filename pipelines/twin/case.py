@@ -111,7 +111,7 @@ def sample_case(sample_dir: Path, pool: str, history: timedelta, steps: int) -> 
 
 
 def trace_case(
-    shared: Path,
+    shared: Path | None,
     history: timedelta,
     steps: int,
     *,
@@ -123,6 +123,8 @@ def trace_case(
     8 GPUs per node, no floor, room for twice the trace's peak, target utilisation 1,
     the given lead; demand = allocated + pending GPUs. Its history is the trace's own
     allocated and pending GPUs with the nodes that demand would occupy.
+
+    ``shared``: the shared traces folder; None finds ``../shared/data``.
 
     Raises:
         SourceError: the shared data folder or the trace is missing.

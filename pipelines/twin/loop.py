@@ -34,7 +34,7 @@ from pipelines.config.pools import PoolConfig
 from pipelines.simulate.result import SimResult
 from pipelines.simulate.types import SimPool
 from pipelines.twin.cluster import Published, Semantics, SimCluster
-from pipelines.twin.service import Served, ServiceClient, TwinError, wait_until
+from pipelines.twin.service import Served, TwinError, wait_until
 
 SERVE_TIMEOUT_S: Final = 120.0
 """How long the service may take to serve a stored run (its refresh runs every 5 s)."""
@@ -60,6 +60,22 @@ class Forecaster(Protocol):
 
     def __call__(self, now: datetime) -> ForecastRun:
         """Run it with ``now`` as the forecast's ``generated_at``."""
+        ...
+
+
+class Service(Protocol):
+    """The running service as the twin uses it (:class:`~.service.ServiceClient`)."""
+
+    def push(self, samples: Sequence[tuple[str, datetime, float]]) -> None:
+        """Store samples ``(series id, time, value)``."""
+        ...
+
+    def forecast(self, pool: str) -> tuple[datetime, str | None] | None:
+        """The served forecast run of ``pool``: its ``generated_at`` and model version."""
+        ...
+
+    def recommendation(self, pool: str) -> Served | None:
+        """The pool's current recommendation, None while there is none."""
         ...
 
 
@@ -118,7 +134,7 @@ def _no_progress(done: int, total: int, ts: pd.Timestamp, cluster: SimCluster) -
 
 
 def _served_run(
-    client: ServiceClient, pool: str, ts: datetime, version: str | None
+    client: Service, pool: str, ts: datetime, version: str | None
 ) -> Callable[[], bool]:
     """True once the service's forecast of ``pool`` is the run made at ``ts``."""
 
@@ -129,7 +145,7 @@ def _served_run(
     return check
 
 
-def _recommendation(client: ServiceClient, pool: str, ts: datetime) -> Served:
+def _recommendation(client: Service, pool: str, ts: datetime) -> Served:
     """The pool's recommendation decided at ``ts`` (polled until the service has it)."""
     got: list[Served] = []
 
@@ -148,7 +164,7 @@ def run_twin(
     pool: PoolConfig,
     demand: pd.Series,
     *,
-    client: ServiceClient,
+    client: Service,
     forecaster: Forecaster,
     initial_nodes: int,
     semantics: Semantics = "replay",
@@ -217,7 +233,7 @@ def run_twin(
                 served.mode,
                 served.term,
                 made.version,
-                dict(served.body["explanation"]["stages"]),
+                dict(served.stages),
             )
         )
         progress(t + 1, len(index), stamp, cluster)

@@ -53,6 +53,7 @@ class Served:
         forecast_at: the time of the forecast the decision used, None without one.
         mode: ``predictive`` or ``reactive``.
         term: the term of the chain that set the number.
+        stages: the node count after each stage of the chain.
         body: the whole answer, as JSON.
     """
 
@@ -62,6 +63,7 @@ class Served:
     forecast_at: datetime | None
     mode: str
     term: str
+    stages: Mapping[str, int]
     body: Mapping[str, Any]
 
 
@@ -122,6 +124,9 @@ class ServiceClient:
             forecast_at=_forecast_at(body),
             mode=str(body["mode"]),
             term=str(body["explanation"]["term"]),
+            stages={
+                k: int(v) for k, v in body["explanation"]["stages"].items() if isinstance(v, int)
+            },
             body=body,
         )
 

@@ -1,0 +1,158 @@
+"""The live loop against the offline replay: the closed-loop twin on real and sample demand.
+
+Each run lays out a throw-away deployment, trains a champion on the case's history
+(the quick model set), starts the real ``foresight serve --clock replay`` (API and
+scheduler) and drives it in lock-step (``pipelines.twin``): per simulated step the
+simulated cluster's readings are pushed over HTTP, the forecast job runs for the
+step, the twin waits until the service serves that run and the cluster acts on the
+recommendation. The same case is then replayed offline (``pipelines.simulate``) with
+the policy fed the forecast runs the twin stored, so the two differ only by the loop.
+
+Cases: Helios Earth total (``../shared/data``; the first 7 days are history, the next
+2 days replayed, 10-min steps; 8 GPUs per node, lead 10 min, target utilisation 1,
+sized as ``decision_quality.py`` sizes it) and the committed sample's ``a100-train``
+pool (its first 7 days are history, the next 12 hours replayed, 5-min steps; the
+pool's own settings). Each case runs with the cluster set to ``desired_nodes`` as the
+replay assumes (``replay``: the 3 % comparison) and as cluster-autoscaler with
+placeholder pods (``autoscaler``: boot delay, 10-min unneeded time; the realistic
+figure). A case without its data is skipped with a message.
+
+Run: ``python benchmarks/live_loop.py [--quick] [--jobs 2]``. Prints a table per run
+(twin vs replay: waiting GPU-hours, node-hours, scale events, relative difference),
+a progress line per simulated hour, and writes ``benchmarks/results/live_loop.json``
+and ``benchmarks/results/live_loop.png`` (nodes over time with demand; the sample's
+as ``live_loop_sample.png``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from forecaster.exceptions import SourceError  # noqa: E402
+from forecaster.loaders import shared_data_dir  # noqa: E402
+from pipelines.config.settings import load_settings  # noqa: E402
+from pipelines.twin.case import TwinCase, sample_case, trace_case  # noqa: E402
+from pipelines.twin.cluster import Semantics  # noqa: E402
+from pipelines.twin.report import comparison_table, hourly_progress, plot_nodes  # noqa: E402
+from pipelines.twin.run import run_case  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "live_loop.json"
+FIGURE = ROOT / "benchmarks" / "results" / "live_loop.png"
+HISTORY = timedelta(days=7)
+EARTH_STEPS = 2 * 144  # 2 days of 10-min steps
+SAMPLE_STEPS = 12 * 12  # 12 hours of 5-min steps
+SAMPLE_POOL = "a100-train"
+SEMANTICS: tuple[Semantics, ...] = ("replay", "autoscaler")
+
+
+def cases(quick: bool, console: Console) -> dict[str, TwinCase]:
+    """The cases whose data is here (a missing shared folder skips Earth, saying so)."""
+    found: dict[str, TwinCase] = {}
+    shared = shared_data_dir()
+    earth_steps, sample_steps = (36, 24) if quick else (EARTH_STEPS, SAMPLE_STEPS)
+    if shared is None:
+        console.print("[yellow]skipping Earth total:[/] ../shared/data not found")
+    else:
+        try:
+            found["earth_total"] = trace_case(shared, HISTORY, earth_steps)
+        except SourceError as exc:
+            console.print(f"[yellow]skipping Earth total:[/] {exc}")
+    sample = load_settings().sample_dir
+    found["sample"] = sample_case(sample, SAMPLE_POOL, HISTORY, sample_steps)
+    return found
+
+
+def one_run(name: str, case: TwinCase, semantics: Semantics, workdir: Path) -> dict[str, Any]:
+    """Run the twin and the replay of one case (in a worker process); plain data back."""
+    began = time.monotonic()
+    report = run_case(
+        case,
+        workdir / f"{name}-{semantics}",
+        semantics=semantics,
+        progress=hourly_progress(f"{name} [{semantics}]"),
+    )
+    data = report.as_json()
+    data["wall_seconds"] = time.monotonic() - began
+    data["frames"] = {
+        "twin": report.twin.result.frame.reset_index(names="ts").to_dict(orient="list"),
+        "replay": report.replay.frame.reset_index(names="ts").to_dict(orient="list"),
+    }
+    return data
+
+
+def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
+    frame = pd.DataFrame(columns)
+    return frame.set_index(pd.DatetimeIndex(frame.pop("ts")))
+
+
+def plot_case(name: str, case: TwinCase, runs: list[dict[str, Any]], path: Path) -> Path:
+    """Nodes held over time: the replay, the twin under each semantics, with demand."""
+    frames: dict[str, pd.DataFrame] = {}
+    for run in runs:
+        if "replay" not in frames:
+            frames["offline replay"] = _frame(run["frames"]["replay"])
+        frames[f"twin ({run['semantics']})"] = _frame(run["frames"]["twin"])
+    title = (
+        f"{name}: the live loop (twin) against the offline replay, "
+        f"q{case.pool.quantile:g}, lead {case.pool.lead_time}"
+    )
+    return plot_nodes(path, title, case.demand, case.pool.gpus_per_node, frames)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every case under both semantics; print, write JSON and the plots."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="36 Earth and 24 sample steps")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once (processes)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="the JSON written")
+    args = parser.parse_args(argv)
+    console = Console()
+    found = cases(args.quick, console)
+    workdir = Path(tempfile.mkdtemp(prefix="foresight-live-loop-"))
+    console.print(f"deployments under {workdir}")
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in found}
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {
+            pool.submit(one_run, name, case, semantics, workdir): name
+            for name, case in found.items()
+            for semantics in SEMANTICS
+        }
+        for future, name in futures.items():
+            runs[name].append(future.result())
+    out: dict[str, Any] = {"history_days": HISTORY.days, "quick": args.quick, "cases": []}
+    for name, case_runs in runs.items():
+        for run in case_runs:
+            title = f"{name}: twin ({run['semantics']}) vs replay, {run['steps']} steps"
+            console.print(comparison_table(title, run["figures"]))
+            console.print(
+                f"desired nodes equal at {run['desired_agreement']:.1%} of steps; "
+                f"modes {run['modes']}; {run['wall_seconds']:,.0f} s"
+            )
+        path = FIGURE if name == "earth_total" else FIGURE.with_name(f"live_loop_{name}.png")
+        figure = plot_case(name, found[name], case_runs, path)
+        for run in case_runs:
+            run.pop("frames")
+            run["figure"] = str(figure.relative_to(ROOT))
+            out["cases"].append(run)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=2, default=str), encoding="utf-8")
+    console.print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
