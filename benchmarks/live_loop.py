@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -87,6 +88,10 @@ def one_run(name: str, case: TwinCase, semantics: Semantics, workdir: Path) -> d
     )
     data = report.as_json()
     data["wall_seconds"] = time.monotonic() - began
+    # Kept beside the deployment too, so a failure later in the benchmark loses no run.
+    (workdir / f"{name}-{semantics}.json").write_text(
+        json.dumps(data, indent=2, default=str), encoding="utf-8"
+    )
     data["frames"] = {
         "twin": report.twin.result.frame.reset_index(names="ts").to_dict(orient="list"),
         "replay": report.replay.frame.reset_index(names="ts").to_dict(orient="list"),
@@ -103,8 +108,10 @@ def plot_case(name: str, case: TwinCase, runs: list[dict[str, Any]], path: Path)
     """Nodes held over time: the replay, the twin under each semantics, with demand."""
     frames: dict[str, pd.DataFrame] = {}
     for run in runs:
-        if "replay" not in frames:
+        if run["semantics"] == "replay":
+            # The replay beside the replay-semantics twin (each run has its own forecasts).
             frames["offline replay"] = _frame(run["frames"]["replay"])
+    for run in runs:
         frames[f"twin ({run['semantics']})"] = _frame(run["frames"]["twin"])
     title = (
         f"{name}: the live loop (twin) against the offline replay, "
@@ -120,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (processes)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="the JSON written")
     args = parser.parse_args(argv)
+    # The runs' MLflow downloads would each draw a progress bar into the log.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     console = Console()
     found = cases(args.quick, console)
     workdir = Path(tempfile.mkdtemp(prefix="foresight-live-loop-"))
