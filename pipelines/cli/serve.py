@@ -14,8 +14,9 @@ import contextlib
 import gc
 import ipaddress
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
@@ -191,22 +192,34 @@ def _runs_view(settings: Settings, ui: str) -> str:
         return ui
 
 
-def replay_clock_runner(runner: JobRunner) -> JobRunner:
+ClockedJob = Callable[[Settings, datetime | None], "JobReport"]
+"""Runs a job at a given ``now`` (None: the wall clock)."""
+
+
+def _forecast_at(settings: Settings, now: datetime | None) -> JobReport:
+    from pipelines.jobs.forecast import run_forecast
+
+    return run_forecast(settings, now=now)
+
+
+def replay_clock_runner(runner: JobRunner, forecast: ClockedJob = _forecast_at) -> JobRunner:
     """Run the forecast job at the replay clock's "now": the newest stored sample.
 
     Under ``--clock replay`` the service's "now" is the newest sample; a forecast
     stamped with the wall clock would be newer than every decision (and, being the
     newest run, served for ever after). Other jobs run through ``runner`` unchanged.
+
+    Args:
+        runner: runs every other job.
+        forecast: runs the forecast job at a time (:func:`run_forecast` by default).
     """
-    from pipelines.jobs.forecast import run_forecast
 
     def run(name: str, settings: Settings) -> JobReport:
         if name != "forecast":
             return runner(name, settings)
         with open_store(settings.store_url) as store:
             newest = max(store.samples.last_timestamps().values(), default=None)
-        now = None if newest is None else newest.to_pydatetime()
-        return run_forecast(settings, now=now)
+        return forecast(settings, None if newest is None else newest.to_pydatetime())
 
     return run
 
