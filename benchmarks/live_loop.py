@@ -43,11 +43,18 @@ from rich.console import Console
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.decision_fleets import default_fleets  # noqa: E402
+from benchmarks.decision_fleets import on_step as fleet_on_step  # noqa: E402
+from benchmarks.decision_quality import LORA_PEAK_GPUS, VCS  # noqa: E402
 from forecaster.exceptions import SourceError  # noqa: E402
 from forecaster.loaders import shared_data_dir  # noqa: E402
 from pipelines.config.settings import load_settings  # noqa: E402
+from pipelines.simulate import simulate  # noqa: E402
+from pipelines.simulate.foresight import ForesightPolicy  # noqa: E402
+from pipelines.simulate.peak import PeakReplayForecaster  # noqa: E402
 from pipelines.twin.case import TwinCase, sample_case, trace_case  # noqa: E402
 from pipelines.twin.cluster import Semantics  # noqa: E402
+from pipelines.twin.compare import FIGURES  # noqa: E402
 from pipelines.twin.report import comparison_table, hourly_progress, plot_nodes  # noqa: E402
 from pipelines.twin.run import run_case  # noqa: E402
 
@@ -88,15 +95,41 @@ def one_run(name: str, case: TwinCase, semantics: Semantics, workdir: Path) -> d
     )
     data = report.as_json()
     data["wall_seconds"] = time.monotonic() - began
-    # Kept beside the deployment too, so a failure later in the benchmark loses no run.
-    (workdir / f"{name}-{semantics}.json").write_text(
-        json.dumps(data, indent=2, default=str), encoding="utf-8"
-    )
     data["frames"] = {
         "twin": report.twin.result.frame.reset_index(names="ts").to_dict(orient="list"),
         "replay": report.replay.frame.reset_index(names="ts").to_dict(orient="list"),
     }
+    # Kept beside the deployment too, so a failure later in the benchmark loses no run.
+    (workdir / f"{name}-{semantics}.json").write_text(
+        json.dumps(data, indent=2, default=str), encoding="utf-8"
+    )
     return data
+
+
+def walk_forward_replay(shared: Path, case: TwinCase) -> dict[str, Any]:
+    """The replay as ``decision_quality.py`` runs it: its own daily-refitted peak model.
+
+    The global peak-quantile model fitted on the Earth total fleet (demand, pending
+    GPUs, pending jobs) at each simulated midnight from the data before it, calibrated
+    online, each step through ``pipelines.policy.decide``: the same pool, quantile,
+    window and initial nodes as the twin, but forecasts of its own (made from the
+    trace up to the step itself, not from the twin's readings up to the step before).
+    """
+    fleet = default_fleets(shared, VCS, LORA_PEAK_GPUS)["earth_total"]
+    step = case.step
+    forecaster = PeakReplayForecaster(
+        fleet_on_step(fleet.frame, pd.Timedelta(step)),
+        fleet.target,
+        (case.pool.quantile,),
+        params=fleet.params,
+    )
+    policy = ForesightPolicy(case.pool, forecaster)
+    result = simulate(case.demand, case.pool, policy, initial_nodes=case.initial_nodes)
+    return {
+        "summary": result.summary(),
+        "fits": sorted({str(ts) for ts in forecaster.fit_log}),
+        "frame": result.frame.reset_index(names="ts").to_dict(orient="list"),
+    }
 
 
 def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
@@ -104,9 +137,15 @@ def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     return frame.set_index(pd.DatetimeIndex(frame.pop("ts")))
 
 
-def plot_case(name: str, case: TwinCase, runs: list[dict[str, Any]], path: Path) -> Path:
-    """Nodes held over time: the replay, the twin under each semantics, with demand."""
-    frames: dict[str, pd.DataFrame] = {}
+def plot_case(
+    name: str,
+    case: TwinCase,
+    runs: list[dict[str, Any]],
+    path: Path,
+    extra: dict[str, pd.DataFrame],
+) -> Path:
+    """Nodes held over time: the replays, the twin under each semantics, with demand."""
+    frames: dict[str, pd.DataFrame] = dict(extra)
     for run in runs:
         if run["semantics"] == "replay":
             # The replay beside the replay-semantics twin (each run has its own forecasts).
@@ -134,33 +173,78 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="foresight-live-loop-"))
     console.print(f"deployments under {workdir}")
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in found}
+    own: dict[str, Any] | None = None
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {
             pool.submit(one_run, name, case, semantics, workdir): name
             for name, case in found.items()
             for semantics in SEMANTICS
         }
+        shared = shared_data_dir()
+        walk = (
+            pool.submit(walk_forward_replay, shared, found["earth_total"])
+            if shared is not None and "earth_total" in found
+            else None
+        )
         for future, name in futures.items():
             runs[name].append(future.result())
+        if walk is not None:
+            own = walk.result()
     out: dict[str, Any] = {"history_days": HISTORY.days, "quick": args.quick, "cases": []}
     for name, case_runs in runs.items():
-        for run in case_runs:
-            title = f"{name}: twin ({run['semantics']}) vs replay, {run['steps']} steps"
-            console.print(comparison_table(title, run["figures"]))
-            console.print(
-                f"desired nodes equal at {run['desired_agreement']:.1%} of steps; "
-                f"modes {run['modes']}; {run['wall_seconds']:,.0f} s"
-            )
-        path = FIGURE if name == "earth_total" else FIGURE.with_name(f"live_loop_{name}.png")
-        figure = plot_case(name, found[name], case_runs, path)
-        for run in case_runs:
-            run.pop("frames")
-            run["figure"] = str(figure.relative_to(ROOT))
-            out["cases"].append(run)
+        extra = own if name == "earth_total" else None
+        report_case(console, name, found[name], case_runs, extra)
+        out["cases"].extend(case_runs)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2, default=str), encoding="utf-8")
     console.print(f"wrote {args.out}")
     return 0
+
+
+def report_case(
+    console: Console,
+    name: str,
+    case: TwinCase,
+    case_runs: list[dict[str, Any]],
+    own: dict[str, Any] | None,
+) -> None:
+    """Print a case's tables, draw its plot and make its runs JSON-ready."""
+    for run in case_runs:
+        title = f"{name}: twin ({run['semantics']}) vs replay, {run['steps']} steps"
+        console.print(comparison_table(title, run["figures"]))
+        console.print(
+            f"desired nodes equal at {run['desired_agreement']:.1%} of steps; "
+            f"modes {run['modes']}; {run['wall_seconds']:,.0f} s"
+        )
+        if own is not None:
+            rows = [
+                {
+                    "figure": figure,
+                    "twin": float(run["twin"][figure]),
+                    "replay": float(own["summary"][figure]),
+                    "relative_difference": _relative(
+                        float(run["twin"][figure]), float(own["summary"][figure])
+                    ),
+                }
+                for figure in FIGURES
+            ]
+            run["walk_forward_replay"] = {
+                "summary": own["summary"],
+                "fits": own["fits"],
+                "figures": rows,
+            }
+            title = f"{name}: twin ({run['semantics']}) vs the replay with its own model"
+            console.print(comparison_table(title, rows))
+    path = FIGURE if name == "earth_total" else FIGURE.with_name(f"live_loop_{name}.png")
+    extra = {} if own is None else {"offline replay, own model": _frame(own["frame"])}
+    figure = plot_case(name, case, case_runs, path, extra)
+    for run in case_runs:
+        run.pop("frames")
+        run["figure"] = str(figure.relative_to(ROOT) if figure.is_relative_to(ROOT) else figure)
+
+
+def _relative(a: float, b: float) -> float:
+    return 0.0 if a == b else (a - b) / b if b else float("inf")
 
 
 if __name__ == "__main__":
