@@ -59,6 +59,22 @@ class CaseReport:
         """The figures side by side (:func:`.compare.compare`)."""
         return compare(self.twin.result, self.replay)
 
+    def disagreements(self) -> list[dict[str, Any]]:
+        """The steps where the service and the replay desired different nodes, with why.
+
+        Each names the step, and the decision chain's stages of both (which stage
+        differs says what separated them: the window maximum, the need, the floor).
+        """
+        return [
+            {
+                "ts": str(step.ts),
+                "twin": dict(step.stages),
+                "replay": self.replay_stages.get(step.ts, {}),
+            }
+            for step in self.twin.steps
+            if self.replay_desired.get(step.ts) != step.desired_nodes
+        ]
+
     def as_json(self) -> dict[str, Any]:
         """The report as plain data."""
         share = agreement(self.twin_desired, self.replay_desired)
@@ -76,6 +92,7 @@ class CaseReport:
             "desired_agreement": None if math.isnan(share) else share,
             "modes": pd.Series([s.mode for s in self.twin.steps]).value_counts().to_dict(),
             "figures": self.rows(),
+            "disagreements": self.disagreements(),
             "twin": self.twin.result.summary(),
             "replay": self.replay.summary(),
             "accounting": self.replay.accounting(),
