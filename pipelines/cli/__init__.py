@@ -79,7 +79,7 @@ class _Commands(LazyCommandGroup):
         "twin": LazyCommand(
             "pipelines.cli.twin",
             "twin_command",
-            "Run the real service against a simulated cluster; compare with the offline replay.",
+            "Run the real service against a simulated cluster and compare with the replay.",
         ),
         "webhooks": LazyCommand(
             "pipelines.cli.webhooks",
