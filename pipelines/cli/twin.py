@@ -84,6 +84,11 @@ def twin_command(
                 f"--kill-after {kills} must name steps from 0 to {steps - 2} (--steps {steps}), "
                 "so the twin continues after the restart"
             )
+        if workdir is not None and workdir.exists() and any(workdir.iterdir()):
+            raise ConfigError(
+                f"--workdir {workdir} is not empty; pass a new or empty directory (the twin "
+                "lays out its own store and model registry there)"
+            )
         from pipelines.twin.case import sample_case, trace_case
         from pipelines.twin.report import comparison_table, hourly_progress
         from pipelines.twin.run import run_case
