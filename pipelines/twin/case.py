@@ -12,6 +12,7 @@ store, and a champion trained on that history (``run_train``, the quick model se
 from __future__ import annotations
 
 import math
+import shutil
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -28,7 +29,7 @@ from pipelines.config.pools import PoolConfig, load_pools
 from pipelines.config.settings import Settings, load_settings
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.train import run_train
-from pipelines.store import Store
+from pipelines.store import Store, open_store
 from pipelines.twin.loop import ForecastRun
 
 SIGNALS: Final = ("allocated_gpus", "queue_gpus", "nodes")
@@ -160,24 +161,11 @@ def trace_case(
     )
 
 
-def prepare(case: TwinCase, workdir: Path, store: Store | None = None) -> tuple[Path, Settings]:
-    """Lay out the case's deployment in ``workdir``: pools, settings, history, champion.
-
-    Returns:
-        The settings file (for ``foresight serve --config``) and the settings.
-
-    Raises:
-        DataValidationError: the champion could not be trained on the history.
-    """
-    workdir.mkdir(parents=True, exist_ok=True)
-    pools_file = workdir / "pools.yaml"
-    pools_file.write_text(
-        yaml.safe_dump({"pools": [case.pool.model_dump(mode="json")]}, sort_keys=False),
-        encoding="utf-8",
-    )
+def _write_config(workdir: Path) -> Path:
+    """The settings file of a deployment in ``workdir`` (its pools file is there too)."""
     config: dict[str, Any] = {
         "root": str(workdir),
-        "pools_file": str(pools_file),
+        "pools_file": str(workdir / "pools.yaml"),
         # No committed sample to seed from: the store holds the case's history only.
         "sample_dir": str(workdir / "no-sample"),
         "scheduler": {
@@ -191,8 +179,25 @@ def prepare(case: TwinCase, workdir: Path, store: Store | None = None) -> tuple[
     }
     config_file = workdir / "settings.yaml"
     config_file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return config_file
+
+
+def prepare(case: TwinCase, workdir: Path) -> tuple[Path, Settings]:
+    """Lay out the case's deployment in ``workdir``: pools, settings, history, champion.
+
+    Returns:
+        The settings file (for ``foresight serve --config``) and the settings.
+
+    Raises:
+        DataValidationError: the champion could not be trained on the history.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "pools.yaml").write_text(
+        yaml.safe_dump({"pools": [case.pool.model_dump(mode="json")]}, sort_keys=False),
+        encoding="utf-8",
+    )
+    config_file = _write_config(workdir)
     settings = load_settings(config_file)
-    from pipelines.store import open_store
 
     with open_store(settings.store_url) as opened:
         opened.samples.upsert_with_demand(case.history)
@@ -201,6 +206,18 @@ def prepare(case: TwinCase, workdir: Path, store: Store | None = None) -> tuple[
     if trained.outcome not in ("ok", "partial"):
         raise DataValidationError(f"training the twin's champion failed: {trained.summary}")
     return config_file, settings
+
+
+def copy_deployment(template: Path, workdir: Path) -> tuple[Path, Settings]:
+    """A deployment :func:`prepare` laid out, copied to ``workdir`` before any run.
+
+    The store (history only) and the model registry are copied, so a second run
+    starts from the same state without training again; the registry's artifacts stay
+    in ``template``, which must outlive the copy.
+    """
+    shutil.copytree(template, workdir, ignore=shutil.ignore_patterns("serve.log"))
+    config_file = _write_config(workdir)
+    return config_file, load_settings(config_file)
 
 
 class JobForecaster:

@@ -21,7 +21,7 @@ from pipelines.policy.types import StabilisationState
 from pipelines.simulate import simulate
 from pipelines.simulate.result import SimResult
 from pipelines.store import Store, open_store
-from pipelines.twin.case import JobForecaster, TwinCase, prepare
+from pipelines.twin.case import JobForecaster, TwinCase, copy_deployment, prepare
 from pipelines.twin.cluster import Semantics
 from pipelines.twin.compare import StoredRunPolicy, agreement, compare
 from pipelines.twin.loop import Progress, TwinRun, run_twin
@@ -106,9 +106,17 @@ def run_case(
     semantics: Semantics = "replay",
     restart_after: Sequence[int] = (),
     progress: Progress | None = None,
+    template: Path | None = None,
 ) -> CaseReport:
-    """Deploy ``case`` in ``workdir``, run the twin against ``foresight serve``, replay it."""
-    config, settings = prepare(case, workdir)
+    """Deploy ``case`` in ``workdir``, run the twin against ``foresight serve``, replay it.
+
+    ``template``: a deployment of the same case that :func:`.case.prepare` laid out and
+    nothing ran on, copied instead of training again (:func:`.case.copy_deployment`).
+    """
+    if template is None:
+        config, settings = prepare(case, workdir)
+    else:
+        config, settings = copy_deployment(template, workdir)
     process = ServeProcess(config, workdir, twin_environment())
     client = ServiceClient(process.base)
 

@@ -1,7 +1,8 @@
 """The closed-loop twin, short: the real ``foresight serve`` driven step by step.
 
 On the committed sample's ``a100-train`` pool (7 days of history, then 10 five-minute
-steps): a champion is trained, ``foresight serve --clock replay`` runs with its
+steps): a champion is trained once (both runs copy that deployment),
+``foresight serve --clock replay`` runs with its
 scheduler, and the twin pushes the simulated cluster's readings, runs the forecast
 job for each step and acts on the recommendation. Checked: every step was decided
 from the complete run made at that step; the figures match the offline replay of
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.twin.case import sample_case
+from pipelines.twin.case import TwinCase, prepare, sample_case
 from pipelines.twin.run import CaseReport, run_case
 
 pytestmark = pytest.mark.integration
@@ -27,9 +28,20 @@ KILL_AFTER = 4
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> CaseReport:
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> tuple[TwinCase, Path]:
+    """The case, and its deployment trained once (each run copies it)."""
     case = sample_case(SAMPLE, "a100-train", timedelta(days=7), STEPS)
-    return run_case(case, tmp_path_factory.mktemp("twin-straight"))
+    template = tmp_path_factory.mktemp("twin-template")
+    prepare(case, template)
+    return case, template
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(
+    deployed: tuple[TwinCase, Path], tmp_path_factory: pytest.TempPathFactory
+) -> CaseReport:
+    case, template = deployed
+    return run_case(case, tmp_path_factory.mktemp("runs") / "straight", template=template)
 
 
 @pytest.mark.timeout(600)
@@ -55,10 +67,10 @@ def test_the_twin_matches_the_offline_replay_within_3_percent(
 
 @pytest.mark.timeout(600)
 def test_a_kill_9_mid_run_loses_no_decision_state(
-    uninterrupted: CaseReport, tmp_path: Path
+    deployed: tuple[TwinCase, Path], uninterrupted: CaseReport, tmp_path: Path
 ) -> None:
-    case = uninterrupted.case
-    killed = run_case(case, tmp_path / "twin-killed", restart_after=(KILL_AFTER,))
+    case, template = deployed
+    killed = run_case(case, tmp_path / "killed", restart_after=(KILL_AFTER,), template=template)
     assert killed.twin.restarts == 1
     assert [s.desired_nodes for s in killed.twin.steps] == [
         s.desired_nodes for s in uninterrupted.twin.steps
