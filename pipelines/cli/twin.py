@@ -64,6 +64,14 @@ def twin_command(
             "same store (repeatable).",
         ),
     ] = None,
+    kill_mid: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--kill-mid",
+            help="Kill the service with SIGKILL within this step (after the push it decided "
+            "on, before the step's forecast run) and start it again (repeatable).",
+        ),
+    ] = None,
     workdir: Annotated[
         Path | None,
         typer.Option("--workdir", help="Directory of the twin's deployment; default a temp dir."),
@@ -84,6 +92,9 @@ def twin_command(
                 f"--kill-after {kills} must name steps from 0 to {steps - 2} (--steps {steps}), "
                 "so the twin continues after the restart"
             )
+        mids = sorted(set(kill_mid or ()))
+        if any(k < 0 or k >= steps for k in mids):
+            raise ConfigError(f"--kill-mid {mids} must name steps from 0 to {steps - 1}")
         if workdir is not None and workdir.exists() and any(workdir.iterdir()):
             raise ConfigError(
                 f"--workdir {workdir} is not empty; pass a new or empty directory (the twin "
@@ -107,6 +118,7 @@ def twin_command(
             directory,
             semantics="replay" if semantics == "replay" else "autoscaler",
             restart_after=kills,
+            restart_mid=mids,
             progress=hourly_progress(f"twin {case.name}", console),
         )
         data = report.as_json()

@@ -33,7 +33,7 @@ import pandas as pd
 from pipelines.config.pools import PoolConfig
 from pipelines.simulate.result import SimResult
 from pipelines.simulate.types import SimPool
-from pipelines.twin.cluster import Published, Semantics, SimCluster
+from pipelines.twin.cluster import Published, Reading, Semantics, SimCluster
 from pipelines.twin.service import Served, TwinError, wait_until
 
 SERVE_TIMEOUT_S: Final = 120.0
@@ -160,6 +160,15 @@ def _recommendation(client: Service, pool: str, ts: datetime) -> Served:
     return got[-1]
 
 
+def _samples(pool: PoolConfig, ts: datetime, reading: Reading) -> list[tuple[str, datetime, float]]:
+    """The readings as the pool's series, stamped ``ts``."""
+    return [
+        (pool.series_id("allocated_gpus"), ts, reading.allocated_gpus),
+        (pool.series_id("queue_gpus"), ts, reading.queue_gpus),
+        (pool.series_id("nodes"), ts, float(reading.nodes)),
+    ]
+
+
 def run_twin(
     pool: PoolConfig,
     demand: pd.Series,
@@ -169,6 +178,7 @@ def run_twin(
     initial_nodes: int,
     semantics: Semantics = "replay",
     restart_after: Sequence[int] = (),
+    restart_mid: Sequence[int] = (),
     restarter: Restarter | None = None,
     progress: Progress = _no_progress,
 ) -> TwinRun:
@@ -183,7 +193,10 @@ def run_twin(
         semantics: how the cluster applies a recommendation (:mod:`.cluster`).
         restart_after: step numbers after which the service is killed (SIGKILL) and
             started again on the same store.
-        restarter: does the kill and restart; needed when ``restart_after`` is set.
+        restart_mid: step numbers at which the service is killed and started again
+            between the push of the step's samples (which it decided on) and the
+            step's forecast run.
+        restarter: does the kill and restart; needed when a restart is asked for.
         progress: told after each step.
 
     Returns:
@@ -192,8 +205,8 @@ def run_twin(
     Raises:
         TwinError: a forecast run was not ``ok``, or the service did not serve a step.
     """
-    if restart_after and restarter is None:
-        raise ValueError("restart_after needs a restarter")
+    if (restart_after or restart_mid) and restarter is None:
+        raise ValueError("restart_after and restart_mid need a restarter")
     index = pd.DatetimeIndex(demand.index)
     step = (index[1] - index[0]).to_pytimedelta()
     cluster = SimCluster(SimPool.of(pool, step), index, initial_nodes, semantics)
@@ -204,13 +217,10 @@ def run_twin(
         ts = stamp.to_pydatetime()
         cluster.begin(t)
         reading = cluster.arrive(t, float(values[t]))
-        client.push(
-            [
-                (pool.series_id("allocated_gpus"), ts, reading.allocated_gpus),
-                (pool.series_id("queue_gpus"), ts, reading.queue_gpus),
-                (pool.series_id("nodes"), ts, float(reading.nodes)),
-            ]
-        )
+        client.push(_samples(pool, ts, reading))
+        if t in restart_mid and restarter is not None:
+            restarter()
+            restarts += 1
         made = forecaster(ts)
         if made.outcome != "ok":
             raise TwinError(

@@ -105,6 +105,7 @@ def run_case(
     *,
     semantics: Semantics = "replay",
     restart_after: Sequence[int] = (),
+    restart_mid: Sequence[int] = (),
     progress: Progress | None = None,
     template: Path | None = None,
 ) -> CaseReport:
@@ -136,6 +137,7 @@ def run_case(
                 initial_nodes=case.initial_nodes,
                 semantics=semantics,
                 restart_after=restart_after,
+                restart_mid=restart_mid,
                 restarter=restart,
                 **({"progress": progress} if progress is not None else {}),
             )

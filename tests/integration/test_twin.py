@@ -6,8 +6,9 @@ steps): a champion is trained once (both runs copy that deployment),
 scheduler, and the twin pushes the simulated cluster's readings, runs the forecast
 job for each step and acts on the recommendation. Checked: every step was decided
 from the complete run made at that step; the figures match the offline replay of
-the same case within 3 %; and a run whose service is killed with SIGKILL mid-run and
-started again on the same store decides exactly what the uninterrupted run decided.
+the same case within 3 %; and a run whose service is killed with SIGKILL twice (after a
+step, and within a step, between the push it decided on and the step's forecast run)
+and started again on the same store decides exactly what the uninterrupted run did.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.integration
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
 STEPS = 10
 KILL_AFTER = 4
+KILL_MID = 7
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +72,14 @@ def test_a_kill_9_mid_run_loses_no_decision_state(
     deployed: tuple[TwinCase, Path], uninterrupted: CaseReport, tmp_path: Path
 ) -> None:
     case, template = deployed
-    killed = run_case(case, tmp_path / "killed", restart_after=(KILL_AFTER,), template=template)
-    assert killed.twin.restarts == 1
+    killed = run_case(
+        case,
+        tmp_path / "killed",
+        restart_after=(KILL_AFTER,),
+        restart_mid=(KILL_MID,),
+        template=template,
+    )
+    assert killed.twin.restarts == 2
     assert [s.desired_nodes for s in killed.twin.steps] == [
         s.desired_nodes for s in uninterrupted.twin.steps
     ]

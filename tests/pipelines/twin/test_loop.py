@@ -107,7 +107,9 @@ def test_the_restarter_runs_after_the_named_steps() -> None:
         forecaster=_Forecaster(service),
         initial_nodes=5,
         restart_after=(2, 7),
+        restart_mid=(5,),
         restarter=restart,
     )
-    assert done == [3, 8]
-    assert run.restarts == 2
+    # After step 2 (3 pushes), within step 5 (after its push), after step 7.
+    assert done == [3, 6, 8]
+    assert run.restarts == 3
