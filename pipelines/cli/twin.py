@@ -18,12 +18,15 @@ import json
 import tempfile
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from forecaster.exceptions import ConfigError
 from pipelines.cli.support import cli_errors, console
+
+if TYPE_CHECKING:
+    from pipelines.twin.case import TwinCase
 
 SOURCES = ("sample", "earth-total")
 
@@ -82,35 +85,11 @@ def twin_command(
 ) -> None:
     """Run the real service against a simulated cluster and compare with the replay."""
     with cli_errors():
-        if source not in SOURCES:
-            raise ConfigError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
-        if semantics not in ("replay", "autoscaler"):
-            raise ConfigError(f"--semantics must be 'replay' or 'autoscaler', not {semantics!r}")
-        kills = sorted(set(kill_after or ()))
-        if any(k < 0 or k >= steps - 1 for k in kills):
-            raise ConfigError(
-                f"--kill-after {kills} must name steps from 0 to {steps - 2} (--steps {steps}), "
-                "so the twin continues after the restart"
-            )
-        mids = sorted(set(kill_mid or ()))
-        if any(k < 0 or k >= steps for k in mids):
-            raise ConfigError(f"--kill-mid {mids} must name steps from 0 to {steps - 1}")
-        if workdir is not None and workdir.exists() and any(workdir.iterdir()):
-            raise ConfigError(
-                f"--workdir {workdir} is not empty; pass a new or empty directory (the twin "
-                "lays out its own store and model registry there)"
-            )
-        from pipelines.twin.case import sample_case, trace_case
-        from pipelines.twin.report import comparison_table, hourly_progress
+        kills, mids = _check(source, semantics, steps, kill_after, kill_mid, workdir)
+        from pipelines.twin.report import hourly_progress
         from pipelines.twin.run import run_case
 
-        history = timedelta(days=history_days)
-        if source == "sample":
-            from pipelines.config.settings import load_settings
-
-            case = sample_case(load_settings().sample_dir, pool, history, steps)
-        else:
-            case = trace_case(shared_data, history, steps)
+        case = _case(source, pool, shared_data, timedelta(days=history_days), steps)
         directory = workdir or Path(tempfile.mkdtemp(prefix="foresight-twin-"))
         console.print(f"twin: {case.name}, {steps} steps, deployment in {directory}")
         report = run_case(
@@ -121,15 +100,61 @@ def twin_command(
             restart_mid=mids,
             progress=hourly_progress(f"twin {case.name}", console),
         )
-        data = report.as_json()
-        title = f"{case.name}: twin ({semantics}) vs replay, {steps} steps"
-        console.print(comparison_table(title, data["figures"]))
-        agreement = data["desired_agreement"]
-        console.print(
-            f"desired nodes equal at {agreement:.1%} of steps; restarts: {data['restarts']}"
-            if agreement is not None
-            else f"restarts: {data['restarts']}"
-        )
+        _show(report.as_json(), f"{case.name}: twin ({semantics}) vs replay, {steps} steps")
         if json_out is not None:
-            json_out.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+            json_out.write_text(json.dumps(report.as_json(), indent=2, default=str), "utf-8")
             console.print(f"wrote {json_out}")
+
+
+def _show(data: dict[str, Any], title: str) -> None:
+    """Print the table and the step agreement."""
+    from pipelines.twin.report import comparison_table
+
+    console.print(comparison_table(title, data["figures"]))
+    agreement = data["desired_agreement"]
+    console.print(
+        f"desired nodes equal at {agreement:.1%} of steps; restarts: {data['restarts']}"
+        if agreement is not None
+        else f"restarts: {data['restarts']}"
+    )
+
+
+def _check(
+    source: str,
+    semantics: str,
+    steps: int,
+    kill_after: list[int] | None,
+    kill_mid: list[int] | None,
+    workdir: Path | None,
+) -> tuple[list[int], list[int]]:
+    """Refuse bad options, naming them; return the kill steps, sorted."""
+    if source not in SOURCES:
+        raise ConfigError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
+    if semantics not in ("replay", "autoscaler"):
+        raise ConfigError(f"--semantics must be 'replay' or 'autoscaler', not {semantics!r}")
+    kills = sorted(set(kill_after or ()))
+    if any(k < 0 or k >= steps - 1 for k in kills):
+        raise ConfigError(
+            f"--kill-after {kills} must name steps from 0 to {steps - 2} (--steps {steps}), "
+            "so the twin continues after the restart"
+        )
+    mids = sorted(set(kill_mid or ()))
+    if any(k < 0 or k >= steps for k in mids):
+        raise ConfigError(f"--kill-mid {mids} must name steps from 0 to {steps - 1}")
+    if workdir is not None and workdir.exists() and any(workdir.iterdir()):
+        raise ConfigError(
+            f"--workdir {workdir} is not empty; pass a new or empty directory (the twin "
+            "lays out its own store and model registry there)"
+        )
+    return kills, mids
+
+
+def _case(source: str, pool: str, shared: Path | None, history: timedelta, steps: int) -> TwinCase:
+    """The sample's pool or Earth total, with ``history`` before ``steps`` replayed."""
+    from pipelines.twin.case import sample_case, trace_case
+
+    if source == "sample":
+        from pipelines.config.settings import load_settings
+
+        return sample_case(load_settings().sample_dir, pool, history, steps)
+    return trace_case(shared, history, steps)

@@ -160,6 +160,24 @@ def _recommendation(client: Service, pool: str, ts: datetime) -> Served:
     return got[-1]
 
 
+def _decided(
+    client: Service, forecaster: Forecaster, pool: str, ts: datetime
+) -> tuple[ForecastRun, Served]:
+    """Run the step's forecast job, wait until it is served, read the decision on it."""
+    made = forecaster(ts)
+    if made.outcome != "ok":
+        raise TwinError(
+            f"the forecast job at {ts} ended {made.outcome!r} ({made.summary}); the twin "
+            "acts only on complete runs"
+        )
+    wait_until(
+        _served_run(client, pool, ts, made.version),
+        SERVE_TIMEOUT_S,
+        f"the service to serve the forecast run made at {ts}",
+    )
+    return made, _recommendation(client, pool, ts)
+
+
 def _samples(pool: PoolConfig, ts: datetime, reading: Reading) -> list[tuple[str, datetime, float]]:
     """The readings as the pool's series, stamped ``ts``."""
     return [
@@ -221,18 +239,7 @@ def run_twin(
         if t in restart_mid and restarter is not None:
             restarter()
             restarts += 1
-        made = forecaster(ts)
-        if made.outcome != "ok":
-            raise TwinError(
-                f"the forecast job at {ts} ended {made.outcome!r} ({made.summary}); the twin "
-                "acts only on complete runs"
-            )
-        wait_until(
-            _served_run(client, pool.name, ts, made.version),
-            SERVE_TIMEOUT_S,
-            f"the service to serve the forecast run made at {ts}",
-        )
-        served = _recommendation(client, pool.name, ts)
+        made, served = _decided(client, forecaster, pool.name, ts)
         cluster.act(t, Published(served.desired_nodes, served.headroom_pods))
         cluster.serve(t)
         steps.append(
