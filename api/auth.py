@@ -7,12 +7,17 @@ The rules (``service.read_tokens`` / ``service.write_tokens`` in the settings):
 - Any token configured: a write (any method but GET, HEAD, OPTIONS) needs a write
   token; a read needs a read or a write token when ``read_tokens`` is non-empty and is
   open otherwise.
+- Tokens must be non-empty; beyond loopback ``foresight serve`` also refuses
+  well-known placeholders and tokens under 16 characters before it starts
+  (:func:`token_problems`).
 - No usable ``Authorization: Bearer`` header where one is needed: 401 with
   ``WWW-Authenticate: Bearer``; a token that matches none: 401 ``invalid_token``; a
   read token on a write: 403 ``insufficient_scope`` (RFC 6750 section 3).
 
 ``/healthz``, ``/readyz`` and the OpenAPI docs are not guarded: probes rarely carry
-tokens, and none of them reveals a recommendation. ``/metrics`` does (each pool's
+tokens, and none of them reveals a recommendation. ``/readyz`` gives its details
+(problems, store URL, versions) only to a request that may read (:func:`may_read`);
+others get the status and cause codes. ``/metrics`` does (each pool's
 desired and current nodes), so it is guarded like any read
 (:func:`authorize_metrics`) unless ``service.metrics_public`` opens it for a scraper
 that cannot carry a token. :mod:`api.main` puts :func:`authorize` on every other
@@ -31,7 +36,7 @@ import logging
 from collections.abc import Iterable
 from typing import Annotated, Final, Literal
 
-from fastapi import FastAPI, HTTPException, Request, Security, status
+from fastapi import Depends, FastAPI, HTTPException, Request, Security, status
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -174,6 +179,54 @@ class TokenGuard:
             )
 
 
+MIN_TOKEN_LENGTH: Final = 16
+"""The shortest token accepted when serving beyond loopback (``openssl rand -hex 32``
+gives 64 characters)."""
+
+_PLACEHOLDERS: Final = frozenset(
+    {"changeme", "change-me", "change_me", "replaceme", "replace-me", "secret", "password",
+     "token", "test", "example", "default", "admin", "foresight", "xxx", "todo"}
+)  # fmt: skip
+_PLACEHOLDER_PREFIXES: Final = ("change-me", "changeme", "change_me", "replace-me", "your-")
+
+
+def is_placeholder(token: str) -> bool:
+    """True for a well-known placeholder (``CHANGE-ME-read-token``, ``secret``, ...)."""
+    lowered = token.strip().lower()
+    return lowered in _PLACEHOLDERS or lowered.startswith(_PLACEHOLDER_PREFIXES)
+
+
+def token_problems(settings: ServiceSettings, *, exposed: bool) -> list[str]:
+    """Say why the configured tokens may not be used, one sentence per token ([] if fine).
+
+    An empty token or one with surrounding whitespace is refused everywhere (it could
+    never be presented as configured); when ``exposed`` (listening beyond loopback) a
+    well-known placeholder or a token under :data:`MIN_TOKEN_LENGTH` characters is
+    refused too. The messages name the setting and the rule, never the token.
+    """
+    problems: list[str] = []
+    for field, tokens in (
+        ("read_tokens", settings.read_tokens),
+        ("write_tokens", settings.write_tokens),
+    ):
+        for index, secret in enumerate(tokens):
+            token = secret.get_secret_value()
+            where = f"service.{field}[{index}]"
+            if not token or token != token.strip():
+                problems.append(f"{where} is empty or has surrounding whitespace")
+            elif exposed and is_placeholder(token):
+                problems.append(
+                    f"{where} is a well-known placeholder (such as CHANGE-ME-...); replace it "
+                    "with a random token, e.g. `openssl rand -hex 32`"
+                )
+            elif exposed and len(token) < MIN_TOKEN_LENGTH:
+                problems.append(
+                    f"{where} has {len(token)} characters; a token must have at least "
+                    f"{MIN_TOKEN_LENGTH} when serving beyond loopback"
+                )
+    return problems
+
+
 def warn_if_open(guard: TokenGuard) -> None:
     """Log, once per start, that the API is unguarded."""
     if guard.is_open:
@@ -210,6 +263,27 @@ async def authorize(
         )
     needed: Scope = "read" if request.method in READ_METHODS else "write"
     guard.check(needed, None if credentials is None else credentials.credentials)
+
+
+async def may_read(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_BEARER)],
+) -> bool:
+    """Return whether the request may see details (``/readyz``): never refused.
+
+    True when no token is configured at all, or the request carries a read or write
+    token; a probe without one (or with a wrong one) gets False, not a 401.
+    """
+    guard: TokenGuard | None = getattr(request.app.state, "auth", None)
+    if guard is None:
+        return False
+    if guard.is_open:
+        return True
+    return credentials is not None and "read" in guard.scopes(credentials.credentials)
+
+
+ReaderDep = Annotated[bool, Depends(may_read)]
+"""Whether the request may read details; see :func:`may_read`."""
 
 
 async def authorize_metrics(

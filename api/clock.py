@@ -1,24 +1,44 @@
-"""The service's clock: wall time, or "as of the last sample" for replaying old data.
+"""The process's one clock: wall time, or "as of the newest sample" for replaying old data.
 
 Decisions take ``now`` as a parameter (the policy never reads a clock); the service
-asks its :data:`Clock` once per decision. Two clocks ship:
+asks its :data:`Clock` once per decision, and everything else that dates a served
+value asks the same clock: ``generated_at`` and ``valid_until``, every input's age,
+the stabilisation timers, the dashboard's times, and, in ``foresight serve``, the
+``generated_at`` of the forecasts the scheduler's forecast job stores (see
+:mod:`api.publish_runner`). Two clocks ship:
 
 - :func:`system_clock`: UTC wall time, for live metrics.
-- :class:`ReplayClock`: the newest sample timestamp in the store. The committed sample
-  data set ends in the past, so on the wall clock every reading would be days old and
-  every pool would fall back to reactive for stale data. Replaying makes the data
-  drive time: ``now`` is the last sample, and it moves only when newer samples
-  arrive. Consequently a scale-down stabilisation window also elapses only as data
-  arrives. ``make run``'s embedded default serves with it. It never runs ahead of
-  its fallback (the wall clock) by more than a tolerance: a sample stamped in the
-  future cannot drag "now" there.
+- :class:`ReplayClock`: the newest sample timestamp of the pools' live signals. The
+  committed sample data set ends in the past, so on the wall clock every reading
+  would be days old and every pool would fall back to reactive for stale data.
+  Replaying makes the data drive time: ``now`` is the newest sample, and it moves
+  only when newer samples arrive. ``make run``'s embedded default serves with it.
+
+The replay's window (:class:`ReplayWindow`): a pushed sample may be at most
+:data:`REPLAY_AHEAD_STEPS` steps of the data past the replay's ``now``; a later one
+is refused with a 422 that says so, and never moves ``now``. Earlier samples are
+accepted (down to :data:`~api.sample_checks.EARLIEST_SAMPLE`): a backfill cannot
+move ``now``, which only ever reads the newest sample.
+
+Time without data: in replay, time is the data's. When no sample arrives, ``now``
+stands still, so nothing ages: live readings and the forecast stay as fresh as they
+were, and a scale-down stabilisation window elapses only as samples arrive. That is
+deliberate: advancing ``now`` past the newest sample (with the wall clock, or by
+steps) would decide at a time the data does not reach, make every reading stale after
+three steps (every pool reactive, the failure replay exists to avoid), and part from
+the offline replay, which decides at each sample's time. Push the next samples to
+move time; serve with ``--clock system`` for live data.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Final, Literal
+
+logger = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 """Returns the current time, timezone-aware."""
@@ -26,10 +46,48 @@ Clock = Callable[[], datetime]
 ClockMode = Literal["system", "replay"]
 """``system``: wall time. ``replay``: as of the newest sample (see :class:`ReplayClock`)."""
 
+REPLAY_AHEAD_STEPS: Final = 3
+"""How many steps of the data a pushed sample may lie past the replay's ``now``.
+
+The same three steps after which live readings are stale: one push can move ``now``
+no further than the newest readings of the other pools stay fresh."""
+
+WALL_AHEAD: Final = timedelta(minutes=5)
+"""The default of how far past the wall clock the replay's ``now`` may ever be."""
+
 
 def system_clock() -> datetime:
     """Return the current UTC wall time."""
     return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class ReplayWindow:
+    """The times a pushed sample may carry under the replay clock: at most ``latest``.
+
+    Attributes:
+        now: the replay's ``now`` (the newest sample) when the push arrived.
+        step: the data's step (the largest of the pools' series steps).
+        steps: how many steps past ``now`` are accepted.
+    """
+
+    now: datetime
+    step: timedelta
+    steps: int = REPLAY_AHEAD_STEPS
+
+    @property
+    def latest(self) -> datetime:
+        """The latest time accepted: ``now + steps x step``."""
+        return self.now + self.steps * self.step
+
+    def describe(self) -> str:
+        """Say what the window is and why, for a refusal's message."""
+        minutes = self.steps * self.step.total_seconds() / 60
+        return (
+            f"the replay's window ends at {self.latest.isoformat()} (--clock replay: 'now' "
+            f"is the newest sample, {self.now.isoformat()}, and a sample may lie at most "
+            f"{self.steps} steps of the data, {minutes:g} min, past it)"
+        )
 
 
 class ReplayClock:
@@ -38,15 +96,17 @@ class ReplayClock:
     Args:
         newest: returns the newest sample timestamp known, None when there is none
             (it is called per decision, so it must be cheap: an in-memory lookup).
-        fallback: the clock used while no sample is known.
-        ahead: how far past the fallback's time "now" may be at most.
+        fallback: the clock used while no sample is known (the wall clock).
+        ahead: how far past the fallback's time "now" may be at most: samples
+            written by others than the push route (which checks the replay's
+            window) cannot drag "now" far into the future either.
     """
 
     def __init__(
         self,
         newest: Callable[[], datetime | None],
         fallback: Clock = system_clock,
-        ahead: timedelta = timedelta(minutes=5),
+        ahead: timedelta = WALL_AHEAD,
     ) -> None:
         self._newest = newest
         self._fallback = fallback
@@ -57,3 +117,67 @@ class ReplayClock:
         newest = self._newest()
         bound = self._fallback()
         return bound if newest is None else min(newest, bound + self._ahead)
+
+    def window(self, step: timedelta) -> ReplayWindow | None:
+        """Return the replay's window for data of ``step``; None before any sample.
+
+        Before the first sample there is no replay to protect: the first push sets
+        ``now`` (within the wall clock's tolerance, which every push must meet).
+        """
+        if self._newest() is None:
+            return None
+        return ReplayWindow(self(), step)
+
+
+def decision_clock(
+    mode: ClockMode, newest: Callable[[], datetime | None], ahead: timedelta = WALL_AHEAD
+) -> Clock:
+    """Return the clock a process decides by in ``mode``.
+
+    Args:
+        mode: ``system`` (the wall clock) or ``replay`` (a :class:`ReplayClock`).
+        newest: the newest sample of the pools' live signals (replay only).
+        ahead: how far past the wall clock the replay's ``now`` may be at most
+            (``service.max_sample_future_seconds``).
+    """
+    if mode == "replay":
+        return ReplayClock(newest, fallback=system_clock, ahead=ahead)
+    return system_clock
+
+
+def from_another_clock(at: datetime | None, now: datetime, skew: timedelta) -> bool:
+    """Whether ``at`` lies more than ``skew`` past ``now``: it was dated by another clock.
+
+    A stored time that far ahead of the decision cannot have been made by this
+    clock (e.g. a forecast or a stabilisation state written by a process on the wall
+    clock while this one replays last month); within ``skew`` it is the ordinary
+    disagreement of two replicas' clocks, or of a poll that has not yet seen the
+    newest sample.
+    """
+    return at is not None and at > now + skew
+
+
+def warn_another_clock(
+    seen: set[tuple[str, str, datetime]], pool: str, what: str, at: datetime, now: datetime
+) -> None:
+    """Log, once per stored value (``seen`` remembers), that an input dated after now is unused.
+
+    Args:
+        seen: the ``(pool, what, at)`` already logged; updated.
+        pool: the pool whose input it is.
+        what: the input, for the message.
+        at: its time.
+        now: the decision's time.
+    """
+    key = (pool, what, at)
+    if key in seen:
+        return
+    seen.add(key)
+    logger.warning(
+        "pool %s: the stored %s is dated %s, after now (%s): another clock dated it, so "
+        "it is not used (see docs/api.md, 'One clock')",
+        pool,
+        what,
+        at.isoformat(),
+        now.isoformat(),
+    )

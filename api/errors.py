@@ -19,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.callchain.jsonload import json_problem
 from forecaster.exceptions import ConfigError, DataValidationError, ForesightError, TrackingError
 from pipelines.errors import PublishError, StoreError
 
@@ -115,18 +116,21 @@ _PARSE_FAILED: Final = "There was an error parsing the body"
 _SHOWN_PATH: Final = 200
 
 
-def _http_message(request: Request, code: int, detail: str) -> str:
-    """The framework's terse details, said with what to do about them."""
+def _http_message(
+    request: Request, code: int, detail: str, cause: BaseException | None = None
+) -> str:
+    """The framework's terse details, said with what to do about them.
+
+    A body the framework could not parse is described from the parser's error
+    (``cause``): a 5,000-digit number is not "send uncompressed JSON".
+    """
     path = request.url.path[:_SHOWN_PATH]
     if code == status.HTTP_404_NOT_FOUND and detail == "Not Found":
         return f"no route {path}; the routes are listed at /docs"
     if code == status.HTTP_405_METHOD_NOT_ALLOWED:
         return f"{request.method} is not allowed on {path}; the routes are listed at /docs"
     if code == status.HTTP_400_BAD_REQUEST and detail == _PARSE_FAILED:
-        return (
-            "the body could not be read: send uncompressed UTF-8 JSON with "
-            "Content-Type: application/json"
-        )
+        return json_problem(cause) if cause is not None else "the body is not valid JSON"
     return detail
 
 
@@ -134,7 +138,7 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)  # registered for it only
     code = exc.status_code
     name = _HTTP_ERRORS.get(code, "client_error" if code < 500 else "server_error")
-    message = _http_message(request, code, str(exc.detail))
+    message = _http_message(request, code, str(exc.detail), exc.__cause__)
     return JSONResponse(error_body(name, message), status_code=code, headers=exc.headers)
 
 

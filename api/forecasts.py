@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -85,6 +85,10 @@ class ForecastCache:
         model: the served champion (its version selects the stored forecasts); None
             when none is loaded.
         missing_model_reason: why ``model`` is None, for the explanation.
+        until: the latest generation time a run may have to be read (the decision
+            clock's now plus the skew it allows); runs another clock dated after it
+            (a wall-clock run in a store this process replays) are passed over for
+            the newest one before. None reads the newest whatever its time.
     """
 
     def __init__(
@@ -93,10 +97,12 @@ class ForecastCache:
         model: LoadedModel | None,
         *,
         missing_model_reason: str = "no champion model is loaded",
+        until: Callable[[], datetime] | None = None,
     ) -> None:
         self._store = store
         self._model = model
         self._missing = missing_model_reason
+        self._until = until
         self._forecasts: dict[str, PoolForecast] = {}
         self._run: datetime | None = None
         self._lock = threading.Lock()
@@ -135,12 +141,13 @@ class ForecastCache:
         """
         if self._model is None:
             return set()
-        run = self._store.forecast_runs.newest(self._model.version)
+        until = None if self._until is None else self._until()
+        run = self._store.forecast_runs.newest(self._model.version, until=until)
         if run is not None and run == self._run:
             return set()
         wanted = list(pools)
         newest = self._store.forecasts.newest(
-            [pool.series_id(DEMAND) for pool in wanted], self._model.version
+            [pool.series_id(DEMAND) for pool in wanted], self._model.version, until=until
         )
         changed: set[str] = set()
         for pool in wanted:
@@ -162,7 +169,8 @@ class ForecastCache:
             )
         version = self._model.version
         sid = pool.series_id(DEMAND)
-        rows = self._store.forecasts.latest(sid, version)
+        until = None if self._until is None else self._until()
+        rows = self._store.forecasts.latest(sid, version, until=until)
         if rows.empty:
             reason = (
                 f"the store holds no forecast of {sid} by model version {version}; the "

@@ -50,10 +50,15 @@ class LatencyTracker:
     Args:
         window: the spans to analyse.
         pools: the configured pools (their services and SLOs).
-        clock: the window's clock, the same the trace routes add spans with.
+        clock: the window's clock, the same the trace routes add spans with (wall
+            time: spans settle and expire by their arrival, whatever the decisions'
+            clock; it is never served).
         settings: the analysis knobs; the defaults when None.
         services: services on no GPU pool, with their SLOs (the pools file's top-level
             ``services``).
+        stamp: the clock that dates an analysis where it is served (``analysed_at``):
+            the decision clock, so the chain shows the time the recommendations do;
+            default ``clock``.
     """
 
     def __init__(
@@ -64,8 +69,10 @@ class LatencyTracker:
         clock: Clock = system_clock,
         settings: BottleneckSettings | None = None,
         services: Sequence[ServiceConfig] = (),
+        stamp: Clock | None = None,
     ) -> None:
         self.window = window
+        self._stamp = stamp or clock
         self._pools = list(pools)
         self._services = list(services)
         self._clock = clock
@@ -141,14 +148,16 @@ class LatencyTracker:
         with self._lock:
             now = self._clock()
             stats = self.window.stats(now)
+            cfg = self._settings or BottleneckSettings()
             result = analyse(
                 stats,
                 self._pools,
+                recent=self.window.recent_stats(now, cfg.recent_window),
                 current_nodes=current,
                 gpu_util=util,
                 baselines=self._baselines,
                 now=now,
-                settings=self._settings,
+                settings=cfg,
                 services=self._services,
             )
             before = self._adjustments
@@ -159,7 +168,7 @@ class LatencyTracker:
                 != before.get(pool.name, NO_LATENCY)
             }
             self._baselines = result.baselines
-            self._latest = _Latest(result, stats, now)
+            self._latest = _Latest(result, stats, self._stamp())
             self._adjustments = result.adjustments
         return changed
 

@@ -34,7 +34,7 @@ from forecaster.loaders import DEMAND
 from forecaster.types import quantile_column
 from pipelines.config.pools import PoolConfig
 from pipelines.errors import StoreError
-from pipelines.jobs.evaluate import CALIBRATION, LIVE_MASE, MODEL_VERSION_KEY
+from pipelines.jobs.evaluate import CALIBRATION, EVALUATED_AT, LIVE_MASE, MODEL_VERSION_KEY
 from pipelines.jobs.evaluate import JOB as EVALUATE_JOB
 from pipelines.policy import Calibration
 from pipelines.store import Store
@@ -86,6 +86,24 @@ def calibrations_of(
     return out
 
 
+def measured_at(details: Mapping[str, Any], finished: datetime | None) -> datetime | None:
+    """When an evaluate run measured its error: its ``now``, else (older runs) its end.
+
+    The run's ``now`` is on the clock the evaluation ran by, the one decisions use
+    (``foresight serve --clock replay``: the newest sample's time); the run record's
+    end is always the wall clock's.
+    """
+    stamped = details.get(EVALUATED_AT)
+    if isinstance(stamped, str):
+        try:
+            parsed = datetime.fromisoformat(stamped)
+        except ValueError:
+            return finished
+        if parsed.tzinfo is not None:
+            return parsed
+    return finished
+
+
 def _calibration(values: object) -> Calibration | None:
     if not isinstance(values, Mapping):
         return None
@@ -132,7 +150,7 @@ class StoredLiveError:
                 version = self._version()
                 self._errors = LiveErrors(
                     errors_of(run.details, version),
-                    run.finished_at or run.started_at,
+                    measured_at(run.details, run.finished_at or run.started_at),
                     calibrations_of(run.details, version),
                 )
                 break

@@ -19,7 +19,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
@@ -28,7 +28,7 @@ from api.auth import AUTH_RESPONSES, TokenGuard, authorize, install_auth_handler
 from api.callchain.feed import SpanFeed
 from api.callchain.incremental import ChainWindow
 from api.champion import ChampionFollower, RegistryChampion, load_model
-from api.clock import ClockMode, ReplayClock, system_clock
+from api.clock import Clock, ClockMode, decision_clock
 from api.dashboard import page_router as dashboard_page_router
 from api.dashboard import router as dashboard_router
 from api.docs_ui import install_docs
@@ -45,6 +45,7 @@ from api.routers import (
     integrations,
     pools,
     recommendation,
+    scorecard,
     signals,
     spans,
 )
@@ -76,6 +77,7 @@ CORE_ROUTERS: tuple[APIRouter, ...] = (
     chain.router,
     integrations.router,
     metrics_route.router,
+    scorecard.router,
 )
 """The routers every app has."""
 
@@ -114,6 +116,9 @@ def build_services(settings: Settings, *, seed_from_sample: bool = True) -> Serv
     window = ChainWindow(
         max_age=timedelta(seconds=chain.window_seconds),
         settle=timedelta(seconds=chain.settle_seconds),
+        max_services=chain.max_services,
+        reserved=[s.name for p in pools_config.pools for s in p.services]
+        + [s.name for s in pools_config.services],
     )
     return Services(
         settings,
@@ -230,6 +235,15 @@ def _unwire_live_error(built: Services, wired: tuple[bool, bool]) -> None:
         built.calibration = uncalibrated
 
 
+def _current_clock(built: Services) -> Clock:
+    """A clock reading whichever decision clock ``built`` holds at the time."""
+
+    def now() -> datetime:
+        return built.clock()
+
+    return now
+
+
 def _wire_latency(built: Services) -> tuple[LatencyTracker, bool]:
     """Return the tracker of the span window, and whether it became the latency source.
 
@@ -241,6 +255,9 @@ def _wire_latency(built: Services) -> tuple[LatencyTracker, bool]:
         clock=built.span_clock,
         services=built.pools.services,
         settings=bottleneck_settings(built.settings),
+        # Spans age on the wall clock; the analysis is served on the decision clock,
+        # read through ``built`` at each analysis (a caller may swap the clock).
+        stamp=_current_clock(built),
     )
     wired = built.latency is no_latency
     if wired:
@@ -258,6 +275,7 @@ def create_app(
     extra_routers: Sequence[APIRouter] = (),
     analysis_seconds: float | None = 2.0,
     follow_champion: bool = True,
+    mlflow_ui: str | None = None,
 ) -> FastAPI:
     """Build the Foresight API app; its lifespan loads what it serves.
 
@@ -280,6 +298,9 @@ def create_app(
         follow_champion: check ``services.champion`` at start and every
             ``service.model_poll_seconds``, serving each newly promoted version (see
             :mod:`api.champion`); False leaves that to the caller.
+        mlflow_ui: the MLflow UI's address (``serve --mlflow-ui-port``), for the
+            dashboard's link to the served model version; None: a tracking server's
+            own address when the tracking URI is one, else no link.
 
     Returns:
         The app, not yet started.
@@ -294,9 +315,9 @@ def create_app(
                 build_services, chosen, seed_from_sample=seed_from_sample
             )
         service = RecommendationService(built)
-        if services is None and clock == "replay":
+        if services is None:
             ahead = timedelta(seconds=built.settings.service.max_sample_future_seconds)
-            built.clock = ReplayClock(service.live.newest, fallback=system_clock, ahead=ahead)
+            built.clock = decision_clock(clock, service.live.newest, ahead)
         error_wiring = _wire_live_error(built)
         tracker, wired = _wire_latency(built)
         feed = SpanFeed(built.spans)
@@ -347,6 +368,7 @@ def create_app(
         docs_url=None,  # served from packaged assets instead of a CDN: install_docs
         redoc_url=None,
     )
+    app.state.mlflow_ui = mlflow_ui
     install_docs(app)
     _install(app, (*CORE_ROUTERS, *extra_routers))
     return app

@@ -26,8 +26,13 @@ Exposed (``foresight_`` prefix):
   :mod:`api.champion`.
 - ``recommendation_available{pool}``: 1 when the pool has a recommendation.
 - ``spans_in_window``: spans held for call-chain analysis.
+- ``span_services_overflow_total``: spans counted as service ``other`` because the
+  window already held ``callchain.max_services`` distinct names.
 - ``webhook_outbox_items{status}``: webhook deliveries pending, delivered and dead
   (:mod:`api.outbox_metrics`).
+- ``publish_object_result{object,result}``, ``publish_objects{result}``,
+  ``publish_last_run_timestamp_seconds{outcome}``: the last publish run per object
+  (:mod:`api.publish_metrics`).
 - per call-chain service, from the latest analysis: ``service_p95_ms{service,pool}``
   (p95 call duration), ``service_own_p95_ms{service,pool}`` (p95 exclusive time),
   ``service_slo_ms{service,pool}`` (its threshold, when judged),
@@ -35,6 +40,9 @@ Exposed (``foresight_`` prefix):
   ``service_bottleneck{service,pool,verdict}`` (1 when blamed: verdict ``bottleneck``,
   ``not_gpu_bound`` or ``outside_gpu_pools``, else 0); ``pool`` is ``""`` for a service
   on no GPU pool.
+- ``scorecard_waiting_gpu_hours{pool,window,side}``, ``scorecard_node_hours{...}``,
+  ``scorecard_coverage_ratio{pool,window}``, ``scorecard_samples{pool,window}``: the
+  shadow scorecard (:mod:`api.scorecard_metrics`).
 - ``http_request_duration_seconds{method,route,status}``: a histogram.
 """
 
@@ -52,12 +60,14 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.latency import LatencyTracker
 from api.outbox_metrics import OutboxCollector
+from api.publish_metrics import PublishCollector
+from api.scorecard_metrics import ScorecardCollector
 from api.service import PoolEntry, RecommendationService
 from forecaster.exceptions import ForesightError
 from pipelines.config.pools import PoolConfig
@@ -104,7 +114,7 @@ class ServiceCollector(Collector):
         self._service = service
         self._tracker = tracker
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         """Yield the gauges; nothing while the service is not started."""
         service = self._service()
         if service is None:
@@ -161,12 +171,19 @@ class ServiceCollector(Collector):
         yield from _model_gauges(service)
         yield from self._chain_gauges(service)
 
-    def _chain_gauges(self, service: RecommendationService) -> Iterator[GaugeMetricFamily]:
+    def _chain_gauges(self, service: RecommendationService) -> Iterator[Metric]:
         spans = GaugeMetricFamily(
             "foresight_spans_in_window", "Spans held for call-chain analysis."
         )
         spans.add_metric([], len(service.services.spans))
         yield spans
+        overflow = CounterMetricFamily(
+            "foresight_span_services_overflow",
+            "Spans counted as service 'other': the window already held "
+            "callchain.max_services distinct service names.",
+        )
+        overflow.add_metric([], service.services.spans.overflow_spans)
+        yield overflow
         tracker = self._tracker()
         if tracker is not None:
             yield from _service_gauges(tracker)
@@ -265,6 +282,8 @@ class AppMetrics:
         )
         self.registry.register(ServiceCollector(service, tracker))
         self.registry.register(OutboxCollector(service))
+        self.registry.register(ScorecardCollector(service))
+        self.registry.register(PublishCollector(service))
 
     def exposition(self) -> tuple[bytes, str]:
         """Return the text exposition of every metric and its content type.

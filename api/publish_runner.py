@@ -6,22 +6,34 @@ spans, so it publishes without the latency adjustment ``/recommendation`` applie
 When the scheduler runs in the API's process, :func:`serving_job_runner` hands the
 publish job the running service instead: the ConfigMap, the buffers and the webhook
 body are then built from the very recommendations ``/recommendation`` serves, at the
-service's own clock. The other jobs run as usual.
+service's own clock.
+
+One clock: the forecast and evaluate jobs run at the time of the clock the service
+decides by (:func:`pipelines.scheduler.clocked.clocked_runner`), so a forecast's
+``generated_at`` is on the same clock as every decision that reads it (with
+``--clock replay``, the newest sample's time, not the wall clock's). Before the app
+has started (the forecast ``serve`` runs first) that clock is read from the store
+(:func:`store_clock`), by the same rule. The other jobs run as usual.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 
 import httpx
 
-from api.publishing import ClusterWriter, PublishOutcome, publish_once
+from api.clock import Clock, ClockMode, decision_clock, system_clock
+from api.live import LiveIndex
+from api.publish_cluster import ClusterWriter
+from api.publishing import PublishOutcome, publish_once
 from api.service import RecommendationService
+from pipelines.config.pools import load_pools
 from pipelines.config.settings import Settings
 from pipelines.jobs.publish import Publisher, publishing_runner
+from pipelines.scheduler.clocked import ClockedJob, clocked_runner
 from pipelines.scheduler.dispatch import JobRunner, default_runner
-from pipelines.store import Store
+from pipelines.store import Store, open_store
 
 ServiceLookup = Callable[[], RecommendationService | None]
 """Returns the running API's service, or None while the app has not started (or stopped)."""
@@ -45,20 +57,59 @@ def running_service_publisher(
     return publish
 
 
+def store_clock(settings: Settings, mode: ClockMode) -> Clock:
+    """Return the decision clock of ``mode`` read from the store, for use without an API.
+
+    The same rule as the API's clock (:func:`~api.clock.decision_clock`); in replay
+    each reading opens the store and reads the pools' newest live samples, so it
+    suits a job run, not a request.
+    """
+    ahead = timedelta(seconds=settings.service.max_sample_future_seconds)
+    if mode == "system":
+        return system_clock
+
+    def now() -> datetime:
+        pools = load_pools(settings.pools_file).pools
+        with open_store(settings.store_url) as store:
+            live = LiveIndex(store, pools)
+            live.poll()
+            return decision_clock(mode, live.newest, ahead)()
+
+    return now
+
+
+def serving_clock(lookup: ServiceLookup, before: Clock) -> Clock:
+    """Return the running service's clock, or ``before`` while no service runs."""
+
+    def now() -> datetime:
+        service = lookup()
+        return before() if service is None else service.now()
+
+    return now
+
+
 def serving_job_runner(
     lookup: ServiceLookup,
     *,
     kube: ClusterWriter | None = None,
     http: httpx.Client | None = None,
     runner: JobRunner = default_runner,
+    before: Clock = system_clock,
+    jobs: Mapping[str, ClockedJob] | None = None,
+    replay: bool = False,
 ) -> JobRunner:
-    """Return a job runner whose ``publish`` publishes from the running service.
+    """Return a job runner on the running service's clock, publishing from the service.
 
     Args:
         lookup: finds the running service (``app.state.service`` in ``foresight serve``).
         kube: the cluster writer (tests); default one from the settings per run.
         http: the webhook client (tests); default a new one per run.
         runner: runs every other job; default the registry's.
+        before: the decision clock while the app has not started (``serve`` builds it
+            with :func:`store_clock`); the forecast and evaluate jobs run at its time.
+        jobs: the forecast and evaluate jobs taking ``now`` (tests); default the real ones.
+        replay: the service decides by the replay clock: a forecast run with no new
+            sample since the last does nothing and says so.
 
     Returns:
         The runner to give :func:`~pipelines.scheduler.start_scheduler`. A publish due
@@ -71,4 +122,5 @@ def serving_job_runner(
             return None
         return running_service_publisher(service, kube=kube, http=http)
 
-    return publishing_runner(publisher, runner)
+    clocked = clocked_runner(serving_clock(lookup, before), runner, jobs=jobs, replay=replay)
+    return publishing_runner(publisher, clocked)

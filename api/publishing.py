@@ -6,12 +6,16 @@ scheduler's publish job:
 1. compute every pool's current recommendation with the same
    :class:`~api.service.RecommendationService` the API serves from (same policy, same
    stabilisation state in the store);
-2. build the priority-expander ConfigMap and the capacity buffers, each validated
+2. read the live priority-expander ConfigMap and plan the one to write: Foresight's
+   ranking merged with the operator's hand-made entries
+   (:mod:`api.consumers.priority_live`); build the capacity buffers; each validated
    offline (an invalid one raises here, before anything is written);
 3. write them through the Kubernetes API only when ``apply`` is true *and*
    ``service.forecast_only`` is false; otherwise a dry run: with a reachable cluster
    every write is sent with ``dryRun=All`` and compared with what is there, without
-   one the objects are only reported;
+   one the objects are only reported. One object's trouble stays its own: a
+   ConfigMap Foresight must not overwrite is *skipped* with the reason, a refused
+   write *failed*, and the other objects (and the webhooks) still go out;
 4. when ``apply`` is true, queue one webhook delivery per configured URL if the set
    changed since the last one queued for that URL, then run one delivery pass over
    the outbox. Webhooks are not gated by ``forecast_only``: a receiver is a consumer
@@ -22,10 +26,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal
 
 import httpx
 
@@ -40,17 +44,18 @@ from api.consumers.delivery import DeliveryPolicy, DeliveryResult, deliver_due
 from api.consumers.k8s import Manifest
 from api.consumers.kube_writer import (
     Change,
-    ClusterUnreachableError,
-    KubeWriter,
-    PruneScope,
-    summarize,
-    validate_manifest,
 )
-from api.consumers.priority_expander import PriorityExpanderConfig, priority_expander_configmap
+from api.consumers.priority_expander import CONFIGMAP_NAME
+from api.consumers.priority_live import (
+    ConfigMapPlan,
+    plan_configmap,
+    read_live,
+)
 from api.consumers.webhooks import changed, encode, idempotency_key, payload
+from api.publish_cluster import ClusterWriter, cluster_for, sync_objects
+from api.publish_results import PROBLEMS, ObjectResult, object_results
 from api.service import RecommendationService, Services
-from forecaster.exceptions import ConfigError
-from pipelines.config.pools import load_pools
+from pipelines.config.pools import PoolConfig, load_pools
 from pipelines.config.settings import Settings
 from pipelines.policy.recommendation import Recommendation
 from pipelines.store import Store
@@ -59,26 +64,6 @@ logger = logging.getLogger(__name__)
 
 Mode = Literal["apply", "dry_run"]
 """``apply``: objects written; ``dry_run``: nothing persisted in the cluster."""
-
-
-class ClusterWriter(Protocol):
-    """What publishing needs from a cluster (:class:`KubeWriter`, or a fake in tests)."""
-
-    @property
-    def host(self) -> str:
-        """The API server, for messages."""
-        ...
-
-    def sync(
-        self,
-        desired: list[Manifest],
-        *,
-        prune: list[PruneScope],
-        keep_pools: set[str],
-        dry_run: bool,
-    ) -> list[Change]:
-        """Write ``desired`` (``dryRun=All`` when ``dry_run``), then prune."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -109,13 +94,17 @@ class PublishOutcome:
         cluster: how the objects were checked: the API server's URL, or why none.
         recommendations: the set, pools in name order.
         missing: pools without a recommendation and why (their objects are kept).
-        configmap: the priority-expander ConfigMap.
+        configmap: the priority-expander ConfigMap as it is (or would be) written,
+            merged with the live one, and how.
         buffers: the capacity buffers, both shapes.
         shape: the buffer shape written.
         changes: per object, what was (or would be) done; ``planned`` when no cluster
-            could be asked.
+            could be asked; ``skipped`` / ``failed`` with the reason.
         webhooks: per configured URL, whether a delivery was queued.
         deliveries: what the delivery pass did (apply only).
+        objects: per object (``Kind namespace/name``), its result in one word and why.
+        problems: the objects skipped or failed, and why.
+        modes: per pool with a recommendation, ``predictive`` or ``reactive``.
     """
 
     generated_at: datetime
@@ -124,12 +113,15 @@ class PublishOutcome:
     cluster: str
     recommendations: tuple[Recommendation, ...]
     missing: Mapping[str, str]
-    configmap: PriorityExpanderConfig
+    configmap: ConfigMapPlan
     buffers: BufferManifests
     shape: str
     changes: tuple[Change, ...]
     webhooks: tuple[WebhookPlan, ...] = ()
     deliveries: tuple[DeliveryResult, ...] = field(default=())
+    objects: Mapping[str, ObjectResult] = field(default_factory=dict)
+    problems: Mapping[str, str] = field(default_factory=dict)
+    modes: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def applied(self) -> bool:
@@ -207,31 +199,64 @@ def publish_once(
     recs = tuple(sorted((entry.recommendation for entry in entries), key=lambda r: r.pool))
     publish = settings.publish
     pools = service.services.pools.pools
-    configmap = priority_expander_configmap(pools, recs, namespace=publish.namespace)
     buffers = capacity_buffers(recs, BufferSettings(namespace=publish.buffers_namespace))
-    desired = [configmap.manifest, *_buffer_objects(buffers, publish.buffer_shape)]
-
     write = apply and not settings.service.forecast_only
-    reason = "" if write else _dry_run_reason(apply)
-    changes, cluster = _sync(settings, kube, desired, set(missing), write=write)
+    plan, changes, cluster = _write_objects(
+        settings, kube, pools, recs, buffers, set(missing), write=write
+    )
     webhooks = _queue_webhooks(settings, store, recs, when, enqueue=apply)
     deliveries: tuple[DeliveryResult, ...] = ()
     if apply and publish.webhook_urls:
         deliveries = _deliver(settings, store, http, now)
+    results = object_results(changes)
     return PublishOutcome(
         generated_at=when,
         mode="apply" if write else "dry_run",
-        reason=reason,
+        reason="" if write else _dry_run_reason(apply),
         cluster=cluster,
         recommendations=recs,
         missing=dict(missing),
-        configmap=configmap,
+        configmap=plan,
         buffers=buffers,
         shape=publish.buffer_shape,
         changes=tuple(changes),
         webhooks=tuple(webhooks),
         deliveries=deliveries,
+        objects={target: result for target, (result, _) in results.items()},
+        problems={t: why for t, (result, why) in results.items() if result in PROBLEMS},
+        modes={rec.pool: rec.mode for rec in recs},
     )
+
+
+def _write_objects(
+    settings: Settings,
+    kube: ClusterWriter | None,
+    pools: Sequence[PoolConfig],
+    recs: tuple[Recommendation, ...],
+    buffers: BufferManifests,
+    keep_pools: set[str],
+    *,
+    write: bool,
+) -> tuple[ConfigMapPlan, list[Change], str]:
+    """Plan the ConfigMap against the live one, then write (or dry-run) every object."""
+    publish = settings.publish
+    with cluster_for(settings, kube, write=write) as (writer, offline):
+        live = read_live(writer, publish.namespace, offline)
+        plan = plan_configmap(
+            pools, recs, live, namespace=publish.namespace,
+            version=publish.cluster_autoscaler_version,
+        )  # fmt: skip
+        desired = [] if plan.skipped else [plan.manifest]
+        desired += _buffer_objects(buffers, publish.buffer_shape)
+        changes, cluster = sync_objects(settings, writer, offline, desired, keep_pools, write=write)
+    if plan.skipped:
+        # Named first, where the ConfigMap's line would have been.
+        where = (publish.namespace, not write)
+        changes = [
+            Change("skipped", "ConfigMap", CONFIGMAP_NAME, *where, reason=plan.note),
+            *changes,
+        ]
+    return plan, changes, cluster
 
 
 def _dry_run_reason(apply: bool) -> str:
@@ -246,67 +271,6 @@ def _buffer_objects(buffers: BufferManifests, shape: str) -> list[Manifest]:
     if shape == "overprovisioning":
         return buffers.objects("overprovisioning")
     return []
-
-
-def prune_scopes(buffers_namespace: str) -> list[PruneScope]:
-    """Return where Foresight's buffer objects live, whatever the shape now written.
-
-    Switching the shape therefore removes the other shape's objects.
-    """
-    return [
-        PruneScope("PodTemplate", buffers_namespace),
-        PruneScope("CapacityBuffer", buffers_namespace),
-        PruneScope("Deployment", buffers_namespace),
-        PruneScope("PriorityClass", None),
-    ]
-
-
-def _sync(
-    settings: Settings,
-    kube: ClusterWriter | None,
-    desired: list[Manifest],
-    keep_pools: set[str],
-    *,
-    write: bool,
-) -> tuple[list[Change], str]:
-    """Write (or dry-run) ``desired``; offline ``planned`` changes when no cluster answers."""
-    owned: KubeWriter | None = None
-    try:
-        if kube is None:
-            try:
-                owned = kube = KubeWriter.from_settings(settings.publish)
-            except ConfigError as exc:
-                if write:
-                    raise
-                return _planned(desired), f"offline (no cluster: {exc})"
-        scopes = prune_scopes(settings.publish.buffers_namespace)
-        try:
-            changes = kube.sync(desired, prune=scopes, keep_pools=keep_pools, dry_run=not write)
-        except ClusterUnreachableError as exc:
-            if write:
-                raise
-            logger.warning("dry run offline: %s", exc)
-            return _planned(desired), f"offline ({exc})"
-        return changes, kube.host
-    finally:
-        if owned is not None:
-            owned.close()
-
-
-def _planned(desired: list[Manifest]) -> list[Change]:
-    for manifest in desired:
-        validate_manifest(manifest)
-    return [
-        Change(
-            "planned",
-            m["kind"],
-            m["metadata"]["name"],
-            m["metadata"].get("namespace"),
-            dry_run=True,
-            detail=summarize(m),
-        )
-        for m in desired
-    ]
 
 
 def _queue_webhooks(

@@ -6,12 +6,16 @@ and whether the registry answered that check.
 
 A replica that fails any check still answers ``/recommendation`` (reactively when the
 model is missing), but says it is not ready so an orchestrator can tell.
+
+The details (exception text with store paths or SQL, URLs, versions) are for readers
+only: :meth:`Readiness.redacted` keeps the verdict, a cause code per failed check
+(:data:`Cause`) and each check's ``ok``, which is what a probe without a token gets.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from api.champion import RegistryView
 from api.service import STALE_STEPS, RecommendationService
@@ -20,14 +24,31 @@ from forecaster.registry import LoadedModel
 from forecaster.types import SeriesId
 from pipelines.errors import StoreError
 
+Cause = Literal["model_missing", "store_unreachable", "store_not_writable", "data_stale"]
+"""Why a replica is not ready, as a code that reveals nothing of the deployment."""
+
 
 @dataclass(frozen=True)
 class Readiness:
-    """The verdict: ready or not, the failed checks in words, and every check's details."""
+    """The verdict: ready or not, the failed checks in words, and every check's details.
+
+    ``causes`` holds one code per entry of ``reasons``, in the same order.
+    """
 
     ready: bool
     reasons: list[str]
     checks: dict[str, dict[str, Any]]
+    causes: list[Cause] = field(default_factory=list)
+
+    def redacted(self) -> Readiness:
+        """Return the verdict for a caller without a read token: cause codes as the
+        reasons and only each check's ``ok``."""
+        return Readiness(
+            ready=self.ready,
+            reasons=list(self.causes),
+            checks={name: {"ok": bool(check.get("ok"))} for name, check in self.checks.items()},
+            causes=list(self.causes),
+        )
 
 
 def registry_check(view: RegistryView | None, served: LoadedModel | None) -> dict[str, Any]:
@@ -61,9 +82,11 @@ def check_readiness(service: RecommendationService) -> Readiness:
     freshness of every pool's live data."""
     services = service.services
     reasons: list[str] = []
+    causes: list[Cause] = []
     model = services.model
     if model is None:
         reasons.append(f"no model is loaded: {services.model_problem or 'unknown reason'}")
+        causes.append("model_missing")
         model_check: dict[str, Any] = {"ok": False, "problem": services.model_problem}
     else:
         model_check = {"ok": True, "version": model.version, "source": model.source}
@@ -75,10 +98,12 @@ def check_readiness(service: RecommendationService) -> Readiness:
         store_check: dict[str, Any] = {"ok": True, "url": services.store.url}
     except StoreError as exc:
         reasons.append(f"the store is unreachable: {exc}")
+        causes.append("store_unreachable")
         store_check = {"ok": False, "url": services.store.url, "problem": str(exc)}
     written = service.store_probe.check()
     if not written.ok:
         reasons.append(f"the store is not writable: {written.problem}")
+        causes.append("store_not_writable")
     write_check = {"ok": written.ok, **({"problem": written.problem} if written.problem else {})}
     now = service.now()
     stale: dict[str, float | None] = {}
@@ -91,6 +116,7 @@ def check_readiness(service: RecommendationService) -> Readiness:
     if stale:
         described = ", ".join(f"{name} ({_age(age)})" for name, age in stale.items())
         reasons.append(f"live data is missing or stale for pools: {described}")
+        causes.append("data_stale")
     data_check = {"ok": not stale, "now": now.isoformat(), "stale_pools": sorted(stale)}
     return Readiness(
         ready=not reasons,
@@ -101,6 +127,7 @@ def check_readiness(service: RecommendationService) -> Readiness:
             "store_write": write_check,
             "data": data_check,
         },
+        causes=causes,
     )
 
 

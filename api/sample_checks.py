@@ -11,7 +11,11 @@ decision clock, the live readings and every later training. So a sample is refus
   :data:`MAX_COUNT`, or ``gpu_util`` is outside 0-100;
 - its time is before :data:`EARLIEST_SAMPLE` or later than the wall clock plus the
   tolerance ``service.max_sample_future_seconds``: a sample from 2262 would move the
-  replay clock there (and pin a pool's live readings for good on the wall clock).
+  replay clock there (and pin a pool's live readings for good on the wall clock);
+- under the replay clock, its time is past the replay's window
+  (:class:`~api.clock.ReplayWindow`: a few steps of the data past the replay's
+  ``now``): a sample stamped with the wall clock would move ``now`` months ahead and
+  turn every pool reactive for stale data.
 
 Every message names the series, the limit and the fix; at most ten are listed.
 """
@@ -26,6 +30,7 @@ from typing import Final
 
 import pandas as pd
 
+from api.clock import ReplayWindow
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, SeriesId, Y
@@ -56,15 +61,28 @@ MAX_SHOWN: Final = 10
 
 @dataclass(frozen=True)
 class TimeWindow:
-    """The times a pushed sample may carry: ``[earliest, latest]``."""
+    """The times a pushed sample may carry: ``[earliest, latest]``, and the replay's bound.
+
+    Attributes:
+        earliest: no sample is older.
+        latest: the wall clock plus its tolerance (every clock).
+        replay: under the replay clock, its window (a sample past its end is refused
+            too); None on the wall clock, or before the replay has a sample.
+    """
 
     earliest: datetime
     latest: datetime
+    replay: ReplayWindow | None = None
 
     @classmethod
-    def around(cls, wall_now: datetime, future_tolerance: timedelta) -> TimeWindow:
+    def around(
+        cls,
+        wall_now: datetime,
+        future_tolerance: timedelta,
+        replay: ReplayWindow | None = None,
+    ) -> TimeWindow:
         """The window from :data:`EARLIEST_SAMPLE` to ``wall_now + future_tolerance``."""
-        return cls(EARLIEST_SAMPLE, wall_now + future_tolerance)
+        return cls(EARLIEST_SAMPLE, wall_now + future_tolerance, replay)
 
 
 def declared_signals(pool: PoolConfig) -> frozenset[str]:
@@ -89,6 +107,8 @@ def time_problems(frame: pd.DataFrame, window: TimeWindow) -> list[str]:
     """The samples of ``frame`` outside ``window``, described with the limit they break."""
     early = pd.Timestamp(window.earliest)
     late = pd.Timestamp(window.latest)
+    replay = window.replay
+    replay_end = None if replay is None else pd.Timestamp(replay.latest)
     problems: list[str] = []
     for sid, ts in zip(frame[UID], frame[DS], strict=True):
         if ts < early:
@@ -101,6 +121,12 @@ def time_problems(frame: pd.DataFrame, window: TimeWindow) -> list[str]:
                 f"{sid}: time {ts.isoformat()} is later than now + the tolerance "
                 f"({late.isoformat()}, service.max_sample_future_seconds); "
                 "send observations when they happen, and check the sender's clock"
+            )
+        elif replay is not None and replay_end is not None and ts > replay_end:
+            problems.append(
+                f"{sid}: time {ts.isoformat()} is outside the replay's window: "
+                f"{replay.describe()}; a later sample would move 'now' there. Push the "
+                "replayed data in time order, or serve live data with --clock system"
             )
     return problems
 

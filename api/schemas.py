@@ -23,7 +23,7 @@ from pydantic import (
     Strict,
 )
 
-from forecaster.types import quantile_column
+from forecaster.types import DEFAULT_LEVELS, quantile_column
 from pipelines.policy import Action, HealthReason, Mode, Recommendation, StabilisationLimit, Term
 from pipelines.policy.explain import Explanation
 
@@ -77,6 +77,9 @@ class HeldLatencyOut(_Out):
     services: list[str] = Field(description="the services whose latency asked for them")
     until: Utc = Field(description="the decision that first no longer wanted them")
     released_at: Utc = Field(description="when the held value leaves the scale-down window")
+    reason: str = Field(
+        default="", description="why latency asked for them, as the analysis said then"
+    )
 
 
 class ExplanationOut(_Out):
@@ -145,7 +148,10 @@ class PoolRecommendation(_Out):
     quantile: float = Field(description="the demand quantile provisioned for")
     forecast_quantiles: dict[str, float] = Field(
         description="quantiles of the demand peak (GPUs) over the lead time, e.g. q0.9: the "
-        "stored peak forecast, else the largest per-step quantile over the decision window"
+        "stored peak forecast, else the largest per-step quantile over the decision window; "
+        "without any forecast (mode reactive) the live demand the decision used, under q0.5, "
+        "q0.9, q0.95 and the pool's own quantile, so a KEDA valueLocation such as "
+        "pools.0.forecast_quantiles.q0\\.9 reads a number in every mode"
     )
     model_version: str | None
     data_freshness_seconds: float = Field(description="age of the oldest live reading used")
@@ -171,15 +177,29 @@ class PoolRecommendation(_Out):
             headroom_pods=rec.headroom_pods,
             gpus_per_placeholder_pod=rec.gpus_per_placeholder_pod,
             quantile=rec.quantile,
-            forecast_quantiles={
-                quantile_column(level): value for level, value in rec.forecast_quantiles.items()
-            },
+            forecast_quantiles=_quantiles(rec),
             model_version=rec.model_version,
             data_freshness_seconds=rec.data_freshness_seconds,
             generated_at=rec.generated_at,
             valid_until=rec.valid_until,
             explanation=ExplanationOut.of(rec.explanation),
         )
+
+
+def _quantiles(rec: Recommendation) -> dict[str, float]:
+    """The recommendation's quantiles by column name; the live demand when it has none.
+
+    A reactive decision without a forecast provisions for the demand of now: that is
+    every quantile it used, and a consumer reading one (KEDA's ``valueLocation``)
+    must not find the key missing when the forecast goes away.
+    """
+    if rec.forecast_quantiles:
+        return {quantile_column(level): value for level, value in rec.forecast_quantiles.items()}
+    demand = rec.explanation.inputs.get("live_demand_gpus")
+    if demand is None or demand.value is None:
+        return {}
+    levels = sorted({*DEFAULT_LEVELS, rec.quantile})
+    return {quantile_column(level): float(demand.value) for level in levels}
 
 
 class UnavailablePool(_Out):

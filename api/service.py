@@ -23,9 +23,15 @@ from typing import TYPE_CHECKING, Any, Final
 import pandas as pd
 
 from api.callchain.incremental import ChainWindow
-from api.clock import Clock, system_clock
+from api.clock import (
+    Clock,
+    ReplayClock,
+    from_another_clock,
+    system_clock,
+    warn_another_clock,
+)
 from api.errors import PoolUnavailableError, UnknownPoolError
-from api.forecasts import ForecastCache, PoolForecast
+from api.forecasts import DEFAULT_STEP, ForecastCache, PoolForecast
 from api.ingest import Ingested, ingest
 from api.live import LiveIndex
 from api.pool_states import PoolLocks, update_states
@@ -176,6 +182,7 @@ class RecommendationService:
             services.store,
             services.model,
             missing_model_reason=services.model_problem or "no champion model is loaded",
+            until=self._forecasts_until,
         )
         self._pools = {pool.name: pool for pool in services.pools.pools}
         self._entries: dict[str, PoolEntry] = {}
@@ -188,6 +195,8 @@ class RecommendationService:
         # state write), then the service lock (entries, dirty marks, the audit).
         self._pool_locks = PoolLocks(self._pools)
         self._lock = threading.RLock()
+        # Inputs dated by another clock already logged: (pool, input, its time).
+        self._warned: set[tuple[str, str, datetime]] = set()
         # ``/readyz`` checks that the store takes writes, not only reads.
         self.store_probe = StoreWriteProbe(services.store)
 
@@ -251,14 +260,27 @@ class RecommendationService:
             DataValidationError: the samples are invalid (nothing is stored).
             StoreError: the store failed.
         """
-        tolerance = timedelta(seconds=self.services.settings.service.max_sample_future_seconds)
-        window = TimeWindow.around(self.services.wall_clock(), tolerance)
-        done = ingest(self.services.store, self.services.pools, frame, window)
+        done = ingest(self.services.store, self.services.pools, frame, self.sample_window())
         moved = self.live.moved_by(zip(frame[UID].tolist(), frame[DS].tolist(), strict=True))
         changed = self.live.poll(moved) if moved else set()
         self.invalidate(changed)
         self._decide([self._pools[name] for name in done.pools if name in changed])
         return done
+
+    def sample_window(self) -> TimeWindow:
+        """Return the times a pushed sample may carry now (see :mod:`api.sample_checks`).
+
+        Every clock bounds them by the wall clock plus ``max_sample_future_seconds``;
+        the replay clock also by its window (:class:`~api.clock.ReplayWindow`), in
+        steps of the data: the largest of the pools' series steps.
+        """
+        services = self.services
+        tolerance = timedelta(seconds=services.settings.service.max_sample_future_seconds)
+        replay = None
+        if isinstance(services.clock, ReplayClock):
+            step = max((self.forecasts.step(name) for name in self._pools), default=DEFAULT_STEP)
+            replay = services.clock.window(step)
+        return TimeWindow.around(services.wall_clock(), tolerance, replay)
 
     def invalidate(self, pools: Iterable[str] | None = None) -> None:
         """Recompute these pools (all when None) on the next request, e.g. after new latency."""
@@ -305,7 +327,7 @@ class RecommendationService:
             self.services.model = loaded
             self.services.model_problem = ""
             return
-        cache = ForecastCache(self.services.store, loaded)
+        cache = ForecastCache(self.services.store, loaded, until=self._forecasts_until)
         cache.reload(self._pools.values())
         with self._lock:
             self.forecasts = cache
@@ -373,12 +395,22 @@ class RecommendationService:
 
         Raises:
             UnknownPoolError: no such pool.
-            PoolUnavailableError: no forecast can be made (no model, too little history).
+            PoolUnavailableError: no forecast can be made (no model, too little history),
+                or the stored one was dated by another clock (recommendations ignore it).
         """
         pool = self.pool(name)
         made = self.forecasts.get(pool)
         if made.forecast is None:
             raise PoolUnavailableError(name, f"no demand forecast: {made.reason}")
+        now = self.now()
+        if from_another_clock(made.forecast.generated_at, now, self._skew()):
+            raise PoolUnavailableError(
+                name,
+                f"no demand forecast: the newest stored one was made at "
+                f"{made.forecast.generated_at.isoformat()}, after now ({now.isoformat()}), so "
+                "another clock dated it and recommendations do not use it; see 'One clock' in "
+                "docs/api.md",
+            )
         return made
 
     def _current(self, pool: PoolConfig, now: datetime) -> PoolEntry | str:
@@ -483,9 +515,25 @@ class RecommendationService:
         made = self.forecasts.get(pool)
         services = self.services
         forecast = made.forecast
+        skew = self._skew()
+        if forecast is not None and from_another_clock(forecast.generated_at, now, skew):
+            # Made after now: not by this clock (a forecast job on the wall clock while
+            # this process replays). Its age would be negative and its data unknown.
+            warn_another_clock(self._warned, pool.name, "forecast", forecast.generated_at, now)
+            forecast = None
         if forecast is not None and services.settings.service.live_calibration:
             forecast = forecast.calibrated(services.calibration(pool, forecast.level))
         error, error_at = services.live_error(pool, now)
+        if error_at is not None and from_another_clock(error_at, now, skew):
+            # Measured after now: by an evaluation on another clock; not this decision's.
+            warn_another_clock(self._warned, pool.name, "live forecast error", error_at, now)
+            error, error_at = None, None
+        last = state.last_decision_at
+        if last is not None and from_another_clock(last, now, skew):
+            # Kept, its timers would run backwards (a scale-down warming up for months);
+            # starting afresh only delays the next scale-down by one window.
+            warn_another_clock(self._warned, pool.name, "stabilisation state", last, now)
+            state = StabilisationState()
         health = ForecastHealth(
             recent_error=error,
             error_bound=ERROR_BOUND,
@@ -494,6 +542,20 @@ class RecommendationService:
             error_at=error_at,
         )
         return decide(pool, forecast, live, health, services.latency(pool, now), state, now)
+
+    def _forecasts_until(self) -> datetime:
+        """The latest generation time of a forecast run this clock can have made."""
+        return self.now() + self._skew()
+
+    def _skew(self) -> timedelta:
+        """How far past now a stored time may lie and still be this clock's.
+
+        The skew a pushed sample may carry (``service.max_sample_future_seconds``):
+        replicas' clocks disagree that much, and a replica's replay clock lags the
+        newest sample by up to one poll. Further ahead, a time was dated by another
+        clock (see :func:`~api.clock.from_another_clock`).
+        """
+        return timedelta(seconds=self.services.settings.service.max_sample_future_seconds)
 
     def _publish(self, pool: str, made: Recommendation | str, mark: int) -> PoolEntry | str:
         """Make a decision the pool's answer (audited); the caller holds the lock.

@@ -35,6 +35,7 @@ CASES: dict[str, list[str]] = {
     "foresight serve --help": ["serve", "--help"],
     "foresight simulate --help": ["simulate", "--help"],
     "foresight train --workers 0 (option error)": ["train", "--workers", "0"],
+    "foresight simulate --lead 10 (option error)": ["simulate", "--pool", "x", "--lead", "10"],
     "foresight jobs --help": ["jobs", "--help"],
 }
 

@@ -18,6 +18,7 @@ metrics, so a missing actual never turns a whole score into NaN.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
@@ -212,6 +213,69 @@ def score_backtest(
         return pd.DataFrame(columns=[*columns, N_WINDOWS])
     result = pd.concat(out, ignore_index=True)
     return result[[*columns, N_WINDOWS]]
+
+
+@dataclass(frozen=True)
+class RelativeMase:
+    """The champion's MASE relative to a reference's, over series x horizon cells.
+
+    Attributes:
+        geomean: geometric mean of the per-cell ratios (the M-competitions' relative
+            measure: one cell's 10x cannot outweigh ten cells' 0.9x, and a ratio and
+            its inverse cancel); NaN when no cell counts.
+        ratio_of_means: mean champion MASE over mean reference MASE, on the same cells.
+        worst: the highest per-cell ratio; NaN when no cell counts.
+        worst_cell: ``(unique_id, horizon)`` of ``worst``; None when no cell counts.
+        cells: the cells counted.
+        left_out: cells left out: the reference's MASE is 0 or undefined there (a flat
+            window), or the champion's is undefined or 0 (no ratio has a logarithm).
+    """
+
+    geomean: float
+    ratio_of_means: float
+    worst: float
+    worst_cell: tuple[str, str] | None
+    cells: int
+    left_out: int
+
+
+def relative_mase(
+    scores: pd.DataFrame, champions: Mapping[str, str], reference: str = "persistence"
+) -> RelativeMase | None:
+    """Compare each series' champion with ``reference`` cell by cell on a score frame.
+
+    Args:
+        scores: ``score_backtest``'s frame (``unique_id, model, horizon, mase``).
+        champions: ``unique_id -> model`` of the champion's rows.
+        reference: the model every cell is divided by.
+
+    Returns:
+        The summary; None when ``scores`` has no ``reference`` rows to compare with.
+    """
+    if scores.empty or not scores[MODEL].eq(reference).any():
+        return None
+    keys = [UID, HORIZON]
+    chosen = scores[scores[UID].astype(str).map(champions).eq(scores[MODEL])]
+    base = scores[scores[MODEL].eq(reference)]
+    cells = chosen[[*keys, "mase"]].merge(
+        base[[*keys, "mase"]], on=keys, suffixes=("_champion", "_reference")
+    )
+    new = cells["mase_champion"].to_numpy(dtype=np.float64)
+    old = cells["mase_reference"].to_numpy(dtype=np.float64)
+    ok = np.isfinite(new) & np.isfinite(old) & (old > 0.0) & (new > 0.0)
+    if not ok.any():
+        return RelativeMase(np.nan, np.nan, np.nan, None, 0, len(cells))
+    ratio = new[ok] / old[ok]
+    worst = int(np.argmax(ratio))
+    where = cells[ok].iloc[worst]
+    return RelativeMase(
+        geomean=float(np.exp(np.mean(np.log(ratio)))),
+        ratio_of_means=float(new[ok].mean() / old[ok].mean()),
+        worst=float(ratio[worst]),
+        worst_cell=(str(where[UID]), str(where[HORIZON])),
+        cells=int(ok.sum()),
+        left_out=int((~ok).sum()),
+    )
 
 
 def _levels_in(frame: pd.DataFrame) -> list[float]:

@@ -7,8 +7,8 @@ procedure can be replayed (:mod:`forecaster.procedure`) without importing MLflow
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -46,6 +46,10 @@ class TrainingPlan:
             fits (the pools' lead times in steps); empty: no peak model.
         peak_levels: quantile levels of the peak model (the pools' provisioning
             quantiles and ``levels``).
+        served_levels: the levels pools provision at, where the promotion gate scores
+            the peak model (:mod:`forecaster.gate`); empty: every ``peak_levels``.
+        peak_params: other hyperparameters of the peak model
+            (``PeakQuantileForecaster``'s keyword arguments); empty: its defaults.
     """
 
     horizon: int
@@ -58,6 +62,8 @@ class TrainingPlan:
     champion: ChampionRule = "guarded"
     peak_leads: tuple[int, ...] = ()
     peak_levels: Levels = ()
+    served_levels: Levels = ()
+    peak_params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.heldout_windows < 1 or self.n_windows < 1:
@@ -66,6 +72,17 @@ class TrainingPlan:
                 f"{self.n_windows} and {self.heldout_windows}: the champion must be scored "
                 "on windows its selection never saw"
             )
+        unknown = sorted(set(self.served_levels) - set(self.peak_levels))
+        if unknown:
+            raise ValueError(
+                f"served_levels {unknown} are not among peak_levels {list(self.peak_levels)}: "
+                "the peak model must forecast every level the gate scores it at"
+            )
+
+    @property
+    def gated_levels(self) -> tuple[float, ...]:
+        """The levels the gate scores the peak model at: ``served_levels``, else all."""
+        return tuple(self.served_levels or self.peak_levels)
 
 
 def recent_history(df: pd.DataFrame, max_train: int | None) -> pd.DataFrame:

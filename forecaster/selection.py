@@ -5,8 +5,9 @@ margin (5 % by default) of the lowest: a more complex model must earn its place 
 more than the noise of a handful of windows, because where the level persists
 nothing beats persistence for free, and a lucky streak on the selection windows is
 exactly how a fragile model gets picked.
-The gate promotes a challenger only when it beats the current champion on the same
-backtest windows: the same series, cutoffs and steps, scored the same way.
+The point check of the promotion gate (:mod:`forecaster.gate`) passes a challenger
+only when it beats the current champion on the same backtest windows: the same
+series, cutoffs and steps, scored the same way.
 """
 
 from __future__ import annotations

@@ -20,6 +20,14 @@ stores it inside the same logged model as the champion, so the registered versio
 its ``champion`` alias and its last-known-good copy carry both. Too little history
 means no peak model (the reason is logged and tagged ``foresight.peak``).
 
+The gate (:mod:`forecaster.gate`) judges both: the point forecasts against the
+current champion's on the held-out windows, with no series x horizon cell above
+1.10x persistence's MASE, and the peak model, fitted before the first held-out cutoff
+and scored after it (:mod:`forecaster.peak_gate`), against the trailing-day buffer and
+the current champion's peak model by pinball at the levels pools serve. The decision
+is a :class:`~forecaster.gate.GateDecision`; its checks are the run's ``gate/...``
+metrics and ``foresight.gate.*`` tags.
+
 The order of the side effects is what keeps a crash harmless: the run is logged
 first, the new version is registered next, the ``champion`` alias moves only after
 the gate said so, and the last-known-good copy is replaced last (atomically). A
@@ -45,7 +53,8 @@ from forecaster.backtest import (
 from forecaster.champion import ChampionForecaster
 from forecaster.exceptions import TrackingError
 from forecaster.fleet import nested_fleet_backtest
-from forecaster.metrics import score_backtest
+from forecaster.gate import GateDecision, guard_check, point_check
+from forecaster.metrics import relative_mase, score_backtest
 from forecaster.models.combination import with_median_rows
 from forecaster.models.guarded import (
     calibrated,
@@ -54,9 +63,10 @@ from forecaster.models.guarded import (
     with_guarded_rows,
 )
 from forecaster.peak.fitting import PeakFit, fit_peak
+from forecaster.peak_gate import peak_checks
 from forecaster.plan import COMBINATION_RULES, TrainingPlan, recent_history
-from forecaster.pool_review import log_pool_review
 from forecaster.registry import (
+    LoadedModel,
     champion_version,
     export_last_known_good,
     load_champion,
@@ -64,18 +74,20 @@ from forecaster.registry import (
     register,
 )
 from forecaster.selection import (
-    PromotionDecision,
     choose_families,
     default_family,
     promotion_gate,
 )
-from forecaster.tracking import (
-    TrackingConfig,
-    describe_pools,
-    start_training_run,
-    summary_metrics,
+from forecaster.tracking import TrackingConfig, start_training_run
+from forecaster.training_run import (
+    TrainingRecord,
+    champion_rows,
+    data_span_tags,
+    default_run_name,
+    log_training,
+    nested_metrics,
 )
-from forecaster.types import DS, MODEL, UID, Progress
+from forecaster.types import UID, Progress
 
 __all__ = [
     "Progress",
@@ -99,6 +111,8 @@ class TrainingOutcome:
     Attributes:
         scores: held-out scores (windows selection never saw), per series and model.
         selection_scores: the scores selection was made on (earlier windows).
+        decision: the promotion gate's checks (:class:`~forecaster.gate.GateDecision`);
+            ``decision.failed`` names those that held the version back.
         peak: the global peak-quantile model stored with the version, or why there is
             none (``peak.model`` None).
     """
@@ -106,7 +120,7 @@ class TrainingOutcome:
     run_id: str
     selection: dict[str, str]
     scores: pd.DataFrame
-    decision: PromotionDecision
+    decision: GateDecision
     version: str
     promoted: bool
     champion: ChampionForecaster
@@ -142,23 +156,7 @@ def train(
         executor: fans the backtests and the champion's fit out per series.
     """
     report = progress or (lambda stage, done, total: None)
-    # A plain backtest unless a candidate is joint (global_gbm): see forecaster.fleet.
-    result = nested_fleet_backtest(
-        calibrated(candidates),  # rows carry the errors the guarded choice is built from
-        df,
-        horizon=plan.horizon,
-        n_windows=plan.n_windows,
-        heldout_windows=plan.heldout_windows,
-        # A combination selects nothing: only the held-out windows (scores, gate) are fitted.
-        roles="heldout" if plan.champion in COMBINATION_RULES else "all",
-        levels=plan.levels,
-        max_train=plan.max_train,
-        progress=lambda done, total: report("backtest", done, total),
-        executor=executor,
-    )
-    names = [c.model_name for c in candidates]
-    frame = with_guarded_rows(with_median_rows(result.frame, names), guarded_members(names))
-    result = replace(result, frame=frame)
+    result = _backtest(candidates, df, plan, report, executor)
     chosen, heldout = split_heldout(result)
     selection_scores = score_backtest(chosen.frame, chosen.scales, plan.levels, plan.horizons)
     scores = score_backtest(heldout.frame, heldout.scales, plan.levels, plan.horizons)
@@ -166,43 +164,28 @@ def train(
     selection = choose_families(
         plan.champion, selection_scores, series, horizon=plan.selection_horizon
     )
-    challenger_rows = champion_rows(heldout.frame, selection)
-    incumbent_rows = _incumbent_rows(
-        df,
-        plan,
-        heldout.frame,
-        with_combinations(candidates),
-        tracking=tracking,
-        model_name=model_name,
-        models_dir=models_dir,
-        executor=executor,
-    )
-    decision = promotion_gate(challenger_rows, incumbent_rows, scales=heldout.scales)
     report("fit", 0, 1)
     champion = ChampionForecaster(
         selection, with_combinations(candidates), default=default_family(plan.champion)
     ).fit(recent_history(df, plan.max_train), executor=executor)
     # The same history the champion is fitted on: both describe the data up to now.
-    peak = fit_peak(recent_history(df, plan.max_train), plan.peak_leads, plan.peak_levels)
+    peak = fit_peak(
+        recent_history(df, plan.max_train), plan.peak_leads, plan.peak_levels, plan.peak_params
+    )
     report("fit", 1, 1)
-
+    incumbent = _incumbent(model_name, tracking=tracking, models_dir=models_dir)
+    decision = _judge(
+        df, plan, heldout, scores, selection, candidates, incumbent, peak, executor=executor
+    )
     with start_training_run(
         tracking,
         run_name=run_name or default_run_name(df),
         tags={"foresight.model_name": model_name, **data_span_tags(df)},
     ) as run:
-        run.log_params(_params(plan, candidates, df))
-        run.log_metrics(nested_metrics(selection_scores, scores, selection))
-        run.log_frame("scores.csv", scores)  # held out: what the evaluate job compares with
-        run.log_frame("scores_selection.csv", selection_scores)
-        run.log_champions(selection)
-        run.log_frame("backtest.parquet", result.frame)
-        if not result.failures.empty:
-            run.log_frame("failures.csv", result.failures)
-        log_pool_review(run, challenger_rows, scores, selection, level=max(plan.levels))
-        run.set_tags({"foresight.gate": decision.reason[:500]})
-        run.set_tags({"foresight.peak": peak.describe()[:500]})
-        info = run.log_forecaster(champion, levels=plan.levels, peak=peak.model)
+        record = TrainingRecord(
+            plan, candidates, df, result, heldout.frame, selection, selection_scores, scores
+        )
+        info = log_training(run, record, decision, champion, peak)
         run_id = run.run_id
     version = register(info.model_uri, model_name, tracking=tracking, run_id=run_id)
     promoted = promote(model_name, version, decision, tracking=tracking)
@@ -228,50 +211,75 @@ def train(
     )
 
 
-def nested_metrics(
-    selection_scores: pd.DataFrame, heldout_scores: pd.DataFrame, selection: Mapping[str, str]
-) -> dict[str, float]:
-    """MLflow metrics of both score sets: ``selection/...`` and ``heldout/...``.
-
-    Keys are ``<set>/<metric>/<model>/<horizon>``; ``<model>`` includes ``champion``
-    (each series' selected family). Only ``heldout/`` figures are out of sample.
-    """
-    out: dict[str, float] = {}
-    for prefix, scores in (("selection", selection_scores), ("heldout", heldout_scores)):
-        for key, value in summary_metrics(scores, selection).items():
-            out[f"{prefix}/{key}"] = value
-    return out
-
-
-def default_run_name(df: pd.DataFrame) -> str:
-    """Name a run by its pools, series count and last timestamp.
-
-    E.g. ``train a100-train,l4-infer (10 series) to 2025-03-30 23:55Z``: many runs named
-    just "train" cannot be told apart in the MLflow UI's run list.
-    """
-    pools = describe_pools(df[UID].astype(str).unique())
-    if len(pools) > 60:
-        pools = pools[:57] + "..."
-    end = pd.Timestamp(df[DS].max()).strftime("%Y-%m-%d %H:%MZ")
-    return f"train {pools} ({df[UID].nunique()} series) to {end}"
-
-
-def data_span_tags(df: pd.DataFrame) -> dict[str, str]:
-    """Tags with the first and last timestamp trained on (searchable in the MLflow UI)."""
-    return {
-        "foresight.data_start": pd.Timestamp(df[DS].min()).isoformat(),
-        "foresight.data_end": pd.Timestamp(df[DS].max()).isoformat(),
-    }
+def _backtest(
+    candidates: Sequence[Estimator],
+    df: pd.DataFrame,
+    plan: TrainingPlan,
+    report: Progress,
+    executor: Executor | None,
+) -> BacktestResult:
+    """The nested backtest of the candidates, with the median's and guarded choice's rows."""
+    # A plain backtest unless a candidate is joint (global_gbm): see forecaster.fleet.
+    result = nested_fleet_backtest(
+        calibrated(candidates),  # rows carry the errors the guarded choice is built from
+        df,
+        horizon=plan.horizon,
+        n_windows=plan.n_windows,
+        heldout_windows=plan.heldout_windows,
+        # A combination selects nothing: only the held-out windows (scores, gate) are fitted.
+        roles="heldout" if plan.champion in COMBINATION_RULES else "all",
+        levels=plan.levels,
+        max_train=plan.max_train,
+        progress=lambda done, total: report("backtest", done, total),
+        executor=executor,
+    )
+    names = [c.model_name for c in candidates]
+    frame = with_guarded_rows(with_median_rows(result.frame, names), guarded_members(names))
+    return replace(result, frame=frame)
 
 
-def champion_rows(frame: pd.DataFrame, selection: Mapping[str, str]) -> pd.DataFrame:
-    """Return the backtest rows of each series' selected model, renamed ``champion``.
+def _judge(
+    df: pd.DataFrame,
+    plan: TrainingPlan,
+    heldout: BacktestResult,
+    scores: pd.DataFrame,
+    selection: Mapping[str, str],
+    candidates: Sequence[Estimator],
+    incumbent: LoadedModel | None,
+    peak: PeakFit,
+    *,
+    executor: Executor | None,
+) -> GateDecision:
+    """Run every check of the gate (:mod:`forecaster.gate`) on the held-out windows."""
+    prototypes = with_combinations(candidates)
+    rows = _incumbent_rows(df, plan, heldout.frame, prototypes, incumbent, executor=executor)
+    point = promotion_gate(champion_rows(heldout.frame, selection), rows, scales=heldout.scales)
+    relative = relative_mase(scores, selection)
+    buffer, versus, losses = peak_checks(
+        df,
+        plan,
+        heldout.heldout_from,
+        peak,
+        incumbent.peak if incumbent is not None else None,
+        has_champion=incumbent is not None,
+    )
+    checks = (point_check(point), guard_check(relative), buffer, versus)
+    return GateDecision(point, checks, relative, losses)
 
-    Equal to backtesting a ``ChampionForecaster`` with this selection, since it
-    refits the same family with the same parameters on the same windows.
-    """
-    chosen = frame[frame[MODEL].eq(frame[UID].map(selection))]
-    return chosen.assign(**{MODEL: "champion"}).reset_index(drop=True)
+
+def _incumbent(
+    model_name: str, *, tracking: TrackingConfig, models_dir: Path
+) -> LoadedModel | None:
+    """The current champion from the registry; ``None`` when there is none or it is unreadable."""
+    try:
+        if champion_version(model_name, tracking=tracking) is None:
+            return None
+        return load_champion(
+            model_name, models_dir=models_dir, tracking=tracking, refresh_last_known_good=False
+        )
+    except TrackingError as exc:
+        logger.warning("no current champion to compare with: %s", exc)
+        return None
 
 
 def _incumbent_rows(
@@ -279,10 +287,8 @@ def _incumbent_rows(
     plan: TrainingPlan,
     heldout: pd.DataFrame,
     prototypes: Mapping[str, Estimator],
+    loaded: LoadedModel | None,
     *,
-    tracking: TrackingConfig,
-    model_name: str,
-    models_dir: Path,
     executor: Executor | None,
 ) -> pd.DataFrame | None:
     """The current champion's rows on the same held-out windows; ``None`` when there is none.
@@ -292,14 +298,7 @@ def _incumbent_rows(
     own backtest, the median included): the same fits, made once. Otherwise it is
     backtested on those windows.
     """
-    try:
-        if champion_version(model_name, tracking=tracking) is None:
-            return None
-        loaded = load_champion(
-            model_name, models_dir=models_dir, tracking=tracking, refresh_last_known_good=False
-        )
-    except TrackingError as exc:
-        logger.warning("no current champion to compare with: %s", exc)
+    if loaded is None:
         return None
     incumbent = loaded.model
     if not isinstance(incumbent, ChampionForecaster):
@@ -330,24 +329,3 @@ def _incumbent_rows(
         executor=executor,
     )
     return result.frame
-
-
-def _params(
-    plan: TrainingPlan, candidates: Sequence[Estimator], df: pd.DataFrame
-) -> dict[str, object]:
-    params: dict[str, object] = {
-        "horizon": plan.horizon,
-        "horizons": dict(plan.horizons),
-        "selection_horizon": plan.selection_horizon,
-        "champion_rule": plan.champion,
-        "n_windows": plan.n_windows,
-        "heldout_windows": plan.heldout_windows,
-        "levels": list(plan.levels),
-        "max_train": plan.max_train,
-        "n_series": df[UID].nunique(),
-        "n_rows": len(df),
-    }
-    for candidate in candidates:
-        for key, value in candidate.get_params().items():
-            params[f"{candidate.model_name}.{key}"] = value
-    return params

@@ -9,15 +9,8 @@ service, and :func:`analyse` turns them, with the pools' SLOs, into one
 """
 
 from api.callchain.baseline import Baseline, BaselineState, is_ready, update_baselines
-from api.callchain.bottleneck import (
-    BottleneckSettings,
-    LatencyAnalysis,
-    ServiceReport,
-    ServiceStatus,
-    ThresholdSource,
-    analyse,
-    service_pools,
-)
+from api.callchain.bottleneck import BottleneckSettings, analyse
+from api.callchain.graph import service_pools
 from api.callchain.otlp import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     JSON,
@@ -27,6 +20,14 @@ from api.callchain.otlp import (
     decode_json,
     decode_protobuf,
     export_response,
+)
+from api.callchain.report import (
+    OVERFLOW_SERVICE,
+    LatencyAnalysis,
+    ServiceReport,
+    ServiceStatus,
+    ThresholdSource,
+    Verdict,
 )
 from api.callchain.spanlist import (
     SpanIn,
@@ -49,6 +50,7 @@ from api.callchain.window import AddResult, SpanWindow
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "JSON",
+    "OVERFLOW_SERVICE",
     "PROTOBUF",
     "AddResult",
     "Baseline",
@@ -67,6 +69,7 @@ __all__ = [
     "SpanWindow",
     "ThresholdSource",
     "UnsupportedMediaTypeError",
+    "Verdict",
     "analyse",
     "decode_export",
     "decode_export_request",

@@ -6,9 +6,12 @@ on a slow callee is blamed only when its own work is unusual, see
 :mod:`api.callchain.bottleneck`). The average weighs an
 update by the time since the previous one (``weight = 1 - 0.5 ** (elapsed / half_life)``),
 so the baseline means the same whether the analysis runs every ten seconds or every
-minute. While a service is slow against its baseline the baseline is frozen: otherwise
-an incident would slowly teach the baseline that slow is normal. (The flip side: a
+minute. A service the analysis flags is left out of the update (``skip``), and a
+baseline is frozen while the value is past ``freeze_above`` times it: otherwise an
+incident would slowly teach the baseline that slow is normal. (The flip side: a
 release that is permanently slower stays flagged until someone sets an SLO for it.)
+A baseline not updated for ``forget_after`` is dropped, so the state holds the
+services seen lately, not every name ever sent.
 
 The state is a frozen value passed in and returned, like the policy's stabilisation
 state, with a JSON form for the store.
@@ -17,15 +20,18 @@ state, with a JSON form for the store.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 from api.callchain.types import ServiceStats
 from forecaster.exceptions import DataValidationError
 from pipelines.policy.types import iso_utc, require_aware
+
+DEFAULT_FORGET_AFTER: Final = timedelta(days=1)
+"""A baseline not updated for this long is dropped (its service has gone quiet)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,8 @@ def update_baselines(
     min_calls: int = 20,
     freeze_above: float = 2.0,
     min_updates: int = 5,
+    skip: Collection[str] = (),
+    forget_after: timedelta = DEFAULT_FORGET_AFTER,
 ) -> BaselineState:
     """Fold the window's p95 of every service into its baselines.
 
@@ -140,17 +148,21 @@ def update_baselines(
         freeze_above: a ready baseline is not updated while the service's p95 exceeds
             ``freeze_above`` times it.
         min_updates: a baseline with this many updates is ready (see :func:`is_ready`).
+        skip: services not updated from this window (the analysis flagged them).
+        forget_after: baselines last updated longer ago than this are dropped.
 
     Returns:
-        The new state; services without stats keep their baseline.
+        The new state; services without stats (or skipped) keep their baseline until
+        it is ``forget_after`` old.
     """
     require_aware(now, "now")
     if half_life <= timedelta(0):
         raise ValueError(f"half_life must be positive, got {half_life}")
-    services = dict(state.services)
-    exclusive = dict(state.exclusive)
+    forget = now - forget_after
+    services = {n: b for n, b in state.services.items() if b.updated_at >= forget}
+    exclusive = {n: b for n, b in state.exclusive.items() if b.updated_at >= forget}
     for name, stat in stats.items():
-        if stat.call_count < min_calls:
+        if stat.call_count < min_calls or name in skip:
             continue
         for into, value in ((services, stat.p95_ms), (exclusive, stat.self_p95_ms)):
             if math.isfinite(value):

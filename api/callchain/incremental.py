@@ -18,34 +18,40 @@ settles replaces the earlier one, after it settles it is ignored.
 
 The definitions (a *call* is a local-root span, self time is duration minus the union
 of the calls it made, clipped to it) are those of :mod:`api.callchain.stats`.
+
+Distinct service names are capped: once ``max_services`` names have sent spans within
+the window, a span of a new name is counted as service ``other`` (never judged) and
+in :attr:`ChainWindow.overflow_spans`, so a sender inventing names cannot grow the
+statistics, ``/signals/chain`` or ``/metrics`` beyond a fixed size. The services the
+pools file names (``reserved``) always keep their own name.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Final
 
-from ddsketch import DDSketch
-
+from api.callchain.buckets import Bucket, merge
+from api.callchain.report import OVERFLOW_SERVICE
 from api.callchain.stats import union_ns
 from api.callchain.types import ServiceStats, Span, SpanKind, SpanStatus
 from api.callchain.window import DEFAULT_MAX_AGE, DEFAULT_MAX_SPANS, AddResult
 from api.pacing import Pacer
 from pipelines.policy.types import require_aware
 
-RELATIVE_ACCURACY: Final = 0.001
-"""Quantiles are within 0.1 % of a value of the data (400 ms reads as 399.6-400.4)."""
-
 DEFAULT_SETTLE: Final = timedelta(seconds=5)
 """How long after arrival a span is folded in (its relatives have arrived by then)."""
 
 DEFAULT_BUCKET: Final = timedelta(seconds=10)
 """The width of a time bucket of sketches; the window moves in these steps."""
+
+DEFAULT_MAX_SERVICES: Final = 100
+"""Distinct service names per window by default (call chains feeding GPU pools have
+tens; a name per request id or pod is a sender's bug)."""
 
 MIN_RETAIN: Final = timedelta(seconds=10)
 """Spans are held for lookups and duplicate checks at least this long after arrival."""
@@ -69,42 +75,18 @@ _END: Final = 6
 _STATUS: Final = 8
 
 
-def _held(span: Span) -> _Held:
+def _held(span: Span, service: str) -> _Held:
     return (
         span.trace_id,
         span.span_id,
         span.parent_span_id,
-        span.service,
+        service,
         span.name,
         span.start_ns,
         span.end_ns,
         span.kind,
         span.status,
     )
-
-
-@dataclass
-class _Service:
-    """What one bucket knows of one service."""
-
-    spans: int = 0
-    errors: int = 0
-    durations: DDSketch = field(default_factory=lambda: DDSketch(RELATIVE_ACCURACY))
-    self_times: DDSketch = field(default_factory=lambda: DDSketch(RELATIVE_ACCURACY))
-    callers: set[str] = field(default_factory=set)
-    callees: set[str] = field(default_factory=set)
-
-
-@dataclass
-class _Bucket:
-    start: datetime
-    services: dict[str, _Service] = field(default_factory=dict)
-
-    def service(self, name: str) -> _Service:
-        found = self.services.get(name)
-        if found is None:
-            found = self.services[name] = _Service()
-        return found
 
 
 class ChainWindow:
@@ -116,6 +98,10 @@ class ChainWindow:
         max_age: how long a span counts after it arrives, > 0.
         settle: how long after arrival a span is folded into the statistics, >= 0.
         bucket: the width of a time bucket, > 0 and at most ``max_age``.
+        max_services: the most distinct service names within the window, >= 1; spans
+            of further names count as ``other``.
+        reserved: service names always kept (the configured ones), not counted in
+            ``max_services``.
     """
 
     def __init__(
@@ -125,6 +111,8 @@ class ChainWindow:
         *,
         settle: timedelta = DEFAULT_SETTLE,
         bucket: timedelta = DEFAULT_BUCKET,
+        max_services: int = DEFAULT_MAX_SERVICES,
+        reserved: Collection[str] = (),
     ) -> None:
         if max_spans < 1:
             raise ValueError(f"max_spans must be >= 1, got {max_spans}")
@@ -132,6 +120,8 @@ class ChainWindow:
             raise ValueError(f"max_age must be positive, got {max_age}")
         if settle < timedelta(0) or not timedelta(0) < bucket <= max_age:
             raise ValueError("settle must be >= 0 and bucket in (0, max_age]")
+        if max_services < 1:
+            raise ValueError(f"max_services must be >= 1, got {max_services}")
         self.max_spans = max_spans
         self.max_age = max_age
         self.settle = settle
@@ -141,10 +131,22 @@ class ChainWindow:
         self._recent: OrderedDict[_Key, tuple[datetime, _Held, bool]] = OrderedDict()
         self._children: dict[_Key, dict[_Key, _Held]] = {}
         self._pending: deque[tuple[datetime, _Key]] = deque()
-        self._buckets: deque[_Bucket] = deque()
+        self._buckets: deque[Bucket] = deque()
         self._version = 0
         self._cache: tuple[int, datetime, Mapping[str, ServiceStats]] | None = None
         self._size = 0
+        self.max_services = max_services
+        self._reserved = frozenset(reserved)
+        # Admitted names by last arrival, oldest first; a name is forgotten once no
+        # bucket can hold it any more (window + settle + bucket after its last span).
+        self._names: OrderedDict[str, datetime] = OrderedDict()
+        self._name_ttl = max_age + settle + bucket
+        self._overflow = 0
+
+    @property
+    def overflow_spans(self) -> int:
+        """Spans counted as ``other`` since the start: their name was past the cap."""
+        return self._overflow
 
     def __len__(self) -> int:
         """Spans counted in the window: settled in its buckets, or waiting to settle.
@@ -207,12 +209,28 @@ class ChainWindow:
             pending.append((now, key))
         else:
             self._unlink(key, held[1])
-        record = _held(span)
+        record = _held(span, self._admit(span.service, now))
         self._recent[key] = (now, record, False)
         if span.parent_span_id is not None:
             parent = (span.trace_id, span.parent_span_id)
             self._children.setdefault(parent, {})[key] = record
         return 1
+
+    def _admit(self, service: str, now: datetime) -> str:
+        """Return the name a span of ``service`` is counted under (lock held)."""
+        if service in self._reserved:
+            return service
+        names = self._names
+        if service not in names:
+            cutoff = now - self._name_ttl
+            while names and next(iter(names.values())) <= cutoff:
+                names.popitem(last=False)
+            if len(names) >= self.max_services:
+                self._overflow += 1
+                return OVERFLOW_SERVICE
+        names[service] = now
+        names.move_to_end(service)
+        return service
 
     def spans(self, now: datetime) -> list[Span]:
         """Return the spans still held for lookups (see the module doc), oldest first."""
@@ -246,10 +264,23 @@ class ChainWindow:
                 return cache[2]
             buckets = list(self._buckets)
             version = self._version
-        result: Mapping[str, ServiceStats] = MappingProxyType(_merge(buckets))
+        result: Mapping[str, ServiceStats] = MappingProxyType(merge(buckets))
         with self._lock:
             self._cache = (version, now, result)
         return result
+
+    def recent_stats(self, now: datetime, span: timedelta) -> Mapping[str, ServiceStats]:
+        """Return per-service statistics of the buckets overlapping the last ``span``.
+
+        What has settled by the last :meth:`stats` call is counted (call that first).
+        A p95 over the last half minute moves as soon as 5 % of *its* calls are slow,
+        not 5 % of the whole window's: the analysis flags a slowdown from it sooner.
+        """
+        require_aware(now, "now")
+        with self._lock:
+            since = now - span
+            buckets = [b for b in self._buckets if b.start + self.bucket > since]
+        return MappingProxyType(merge(buckets))
 
     def clear(self) -> None:
         """Drop every span and statistic."""
@@ -258,6 +289,7 @@ class ChainWindow:
             self._children.clear()
             self._pending.clear()
             self._buckets.clear()
+            self._names.clear()
             self._version += 1
             self._count()
 
@@ -314,12 +346,12 @@ class ChainWindow:
                     waits.append((start, end))
         return max(0, call[_END] - call[_START] - union_ns(waits))
 
-    def _bucket_at(self, arrived: datetime) -> _Bucket:
+    def _bucket_at(self, arrived: datetime) -> Bucket:
         if self._buckets and arrived < self._buckets[-1].start + self.bucket:
             # A span settling late still lands in the newest bucket: buckets only grow
             # at the end, so expiry stays a pop from the front.
             return self._buckets[-1]
-        bucket = _Bucket(arrived)
+        bucket = Bucket(arrived)
         self._buckets.append(bucket)
         return bucket
 
@@ -353,40 +385,3 @@ class ChainWindow:
             siblings.pop(key, None)
             if not siblings:
                 del self._children[parent]
-
-
-def _merge(buckets: list[_Bucket]) -> dict[str, ServiceStats]:
-    """Merge the buckets' sketches into one :class:`ServiceStats` per service."""
-    merged: dict[str, _Service] = {}
-    pacer = Pacer()  # ~0.2 ms a bucket, 6 ms for a 5-minute window of four services
-    for bucket in buckets:
-        pacer.tick()
-        for name, part in bucket.services.items():
-            into = merged.setdefault(name, _Service())
-            into.spans += part.spans
-            into.errors += part.errors
-            into.durations.merge(part.durations)
-            into.self_times.merge(part.self_times)
-            into.callers |= part.callers
-            into.callees |= part.callees
-    return {name: _stats(name, merged[name]) for name in sorted(merged)}
-
-
-def _quantile(sketch: DDSketch, q: float) -> float:
-    value = sketch.get_quantile_value(q) if sketch.count else None
-    return float("nan") if value is None else float(value)
-
-
-def _stats(name: str, acc: _Service) -> ServiceStats:
-    return ServiceStats(
-        service=name,
-        span_count=acc.spans,
-        call_count=int(acc.durations.count),
-        p50_ms=_quantile(acc.durations, 0.5),
-        p95_ms=_quantile(acc.durations, 0.95),
-        self_p50_ms=_quantile(acc.self_times, 0.5),
-        self_p95_ms=_quantile(acc.self_times, 0.95),
-        callers=tuple(sorted(acc.callers)),
-        callees=tuple(sorted(acc.callees)),
-        error_count=acc.errors,
-    )

@@ -166,7 +166,10 @@ def decompress(body: bytes, content_encoding: str | None, max_bytes: int) -> byt
         try:
             raw = inflater.decompress(body, max_bytes + 1)
         except zlib.error as exc:
-            raise DataValidationError(f"the {encoding} body is corrupt: {exc}") from exc
+            raise DataValidationError(
+                f"the body is not a valid {encoding} stream (Content-Encoding: {encoding}); "
+                "send it compressed whole, or uncompressed without the header"
+            ) from exc
         if len(raw) <= max_bytes and not inflater.eof:
             raise DataValidationError(f"the {encoding} body is truncated")
     else:
@@ -200,7 +203,9 @@ def decode_protobuf_batch(body: bytes) -> Decoded:
         request = ExportTraceServiceRequest.FromString(body)
     except (DecodeError, RecursionError) as exc:
         raise DataValidationError(
-            f"the body is not a protobuf ExportTraceServiceRequest: {exc}"
+            "the body is not a protobuf ExportTraceServiceRequest (it does not parse, or "
+            "nests too deeply); send OTLP/HTTP protobuf or use Content-Type: "
+            f"{JSON!r} for OTLP JSON"
         ) from exc
     # Protobuf parses stray bytes as unknown fields; a non-empty request always has
     # resource_spans (its only field), so none means it was some other message.

@@ -222,6 +222,23 @@ class Decoded(NamedTuple):
         suffix = f" (and {more} more)" if more > 0 else ""
         return f"{len(self.rejected)} of {self.total} spans rejected: {shown}{suffix}"
 
+    def within(self, earliest: datetime, latest: datetime) -> Decoded:
+        """Return the spans whose times lie in ``[earliest, latest]``, the rest rejected.
+
+        The limits are those of pushed metric samples (:mod:`api.sample_checks`): a
+        span from 2262 or 1970 is a sender's clock or unit mistake, not an observation.
+        """
+        low, high = datetime_to_ns(earliest), datetime_to_ns(latest)
+        kept: list[Span] = []
+        rejected = list(self.rejected)
+        for span in self.spans:
+            problem = _time_problem(span, low, high)
+            if problem is None:
+                kept.append(span)
+            else:
+                rejected.append(f"span {span.span_id!r} of trace {span.trace_id!r}: {problem}")
+        return Decoded(kept, rejected)
+
     def require_all(self) -> list[Span]:
         """Return the spans, or raise when any was rejected (strict callers).
 
@@ -241,3 +258,25 @@ class Decoded(NamedTuple):
         if self.rejected and not self.spans:
             raise DataValidationError(self.summary())
         return self
+
+
+def _time_problem(span: Span, low: int, high: int) -> str | None:
+    """Say which time of ``span`` breaks which limit, None when both are within."""
+    if span.start_ns < low:
+        return (
+            f"start time {iso(span.start_ns)} is before the earliest accepted "
+            f"{iso(low)}; send Unix nanoseconds (not seconds) of the real start"
+        )
+    for field, value in (("start", span.start_ns), ("end", span.end_ns)):
+        if value > high:
+            return (
+                f"{field} time {iso(value)} is later than now + the tolerance ({iso(high)}, "
+                "service.max_sample_future_seconds); send finished spans and check the "
+                "sender's clock"
+            )
+    return None
+
+
+def iso(ns: int) -> str:
+    """Return a Unix time in nanoseconds as ISO 8601 UTC to the second (``...Z``)."""
+    return ns_to_datetime(ns).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -12,6 +12,7 @@ from api.consumers.capacity_buffers import (
     capacity_buffers,
     validate_capacity_buffer,
 )
+from api.consumers.go_regex import quote_meta
 from api.consumers.priority_expander import (
     CONFIGMAP_KEY,
     CONFIGMAP_NAME,
@@ -19,7 +20,6 @@ from api.consumers.priority_expander import (
     RankedPool,
     node_group_regex,
     priority_expander_configmap,
-    quote_meta,
     rank_pools,
     validate_priorities,
     validate_value_text,

@@ -14,6 +14,10 @@ models), and an existing object without Foresight's label is never replaced or
 deleted (a hand-made ConfigMap stays the operator's). In the priority-expander
 ConfigMap Foresight owns only its node groups' entries: the others are kept
 (:mod:`api.consumers.priority_merge`), or the write is refused when one conflicts.
+
+One object's trouble is that object's alone: a refused or failed write is reported as
+that object's change (``skipped`` or ``failed``, with the reason) and the others are
+still written. Only an unreachable API server stops the run.
 """
 
 from __future__ import annotations
@@ -21,37 +25,33 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from dataclasses import dataclass, replace
+from typing import Final, Literal
 
-from kubernetes.client import (  # type: ignore[import-untyped]
-    ApiClient,
-    AppsV1Api,
-    CoreV1Api,
-    CustomObjectsApi,
-    SchedulingV1Api,
-)
+from kubernetes.client import ApiClient  # type: ignore[import-untyped]
 from kubernetes.client.exceptions import ApiException  # type: ignore[import-untyped]
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from api.consumers.capacity_buffers import (
-    CAPACITY_BUFFER_API,
-    PLACEHOLDER_LABEL,
-    validate_capacity_buffer,
-)
+from api.consumers.capacity_buffers import PLACEHOLDER_LABEL, validate_capacity_buffer
 from api.consumers.k8s import MANAGED_BY, Manifest, check_typed
 from api.consumers.kube_credentials import load_configuration
 from api.consumers.kube_diff import differences
+from api.consumers.kube_resource import OWNED_SELECTOR, KubeResource
 from api.consumers.priority_expander import CONFIGMAP_KEY, CONFIGMAP_NAME, validate_value_text
-from api.consumers.priority_merge import is_priority_configmap, merge_priorities
-from pipelines.config.sections import PublishSettings
+from api.consumers.priority_merge import (
+    NEWEST_VERSION,
+    PriorityConflictError,
+    is_priority_configmap,
+    merge_priorities,
+)
+from pipelines.config.sections import ClusterAutoscalerVersion, PublishSettings
 from pipelines.errors import PublishError
 
-ChangeAction = Literal["create", "replace", "unchanged", "delete", "planned"]
-"""What a write did (or, dry-run, would do); ``planned``: no cluster to compare with."""
+ChangeAction = Literal["create", "replace", "unchanged", "delete", "planned", "skipped", "failed"]
+"""What a write did (or, dry-run, would do); ``planned``: no cluster to compare with;
+``skipped``: deliberately not written (the reason says why and what to do); ``failed``:
+the write was tried and refused."""
 
-CAPACITY_BUFFER_GROUP, _, CAPACITY_BUFFER_VERSION = CAPACITY_BUFFER_API.partition("/")
-OWNED_SELECTOR: Final = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
 _TYPED_MODELS: Final = {
     "ConfigMap": "V1ConfigMap",
     "PodTemplate": "V1PodTemplate",
@@ -62,6 +62,10 @@ _TYPED_MODELS: Final = {
 
 class ClusterUnreachableError(PublishError):
     """The Kubernetes API server could not be reached (nothing was written)."""
+
+
+class NotOwnedError(PublishError):
+    """The object exists and is not Foresight's: it is left as it is."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,7 @@ class Change:
         namespace: its namespace, None when cluster-scoped.
         dry_run: True when nothing was persisted.
         detail: what differs (``path: old -> new`` lines), or a summary.
+        reason: why it was skipped or failed (empty otherwise).
     """
 
     action: ChangeAction
@@ -83,6 +88,7 @@ class Change:
     namespace: str | None
     dry_run: bool
     detail: tuple[str, ...] = ()
+    reason: str = ""
 
     @property
     def target(self) -> str:
@@ -102,99 +108,6 @@ class PruneScope:
 
     kind: str
     namespace: str | None = None
-
-
-class _Resource:
-    """get / list / create / replace / delete of one kind, returning plain dicts.
-
-    Reads ask for the raw response (``_preload_content=False``): the server's JSON is
-    compared with the desired dict as is, without a round trip through the models.
-    """
-
-    _TYPED: Final[dict[str, tuple[Any, str]]] = {
-        "ConfigMap": (CoreV1Api, "namespaced_config_map"),
-        "PodTemplate": (CoreV1Api, "namespaced_pod_template"),
-        "Deployment": (AppsV1Api, "namespaced_deployment"),
-        "PriorityClass": (SchedulingV1Api, "priority_class"),
-    }
-
-    def __init__(self, client: ApiClient, kind: str) -> None:
-        self.kind = kind
-        self._custom = kind == "CapacityBuffer"
-        if self._custom:
-            self._api: Any = CustomObjectsApi(client)
-            self._suffix = "namespaced_custom_object"
-        elif kind in self._TYPED:
-            api_class, self._suffix = self._TYPED[kind]
-            self._api = api_class(client)
-        else:
-            raise PublishError(f"Foresight does not write {kind} objects")
-        self.namespaced = kind != "PriorityClass"
-
-    def _method(self, verb: str) -> Any:
-        if self._custom and verb == "read":
-            verb = "get"
-        return getattr(self._api, f"{verb}_{self._suffix}")
-
-    def _scope(self, namespace: str | None) -> tuple[str | None, ...]:
-        """The positional arguments before the name: CRD coordinates and namespace."""
-        if self._custom:
-            return (CAPACITY_BUFFER_GROUP, CAPACITY_BUFFER_VERSION, namespace, "capacitybuffers")
-        return (namespace,) if self.namespaced else ()
-
-    def get(self, name: str, namespace: str | None) -> Manifest | None:
-        # Typed reads take the name first; custom objects take it last.
-        args = (*self._scope(namespace), name) if self._custom else (name, *self._scope(namespace))
-        try:
-            return _json(self._method("read")(*args, _preload_content=False))
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def list_owned(self, namespace: str | None) -> list[Manifest]:
-        try:
-            found = _json(
-                self._method("list")(
-                    *self._scope(namespace), label_selector=OWNED_SELECTOR, _preload_content=False
-                )
-            )
-        except ApiException as exc:
-            # A kind the cluster does not serve (the CapacityBuffer CRD not installed)
-            # has nothing of ours to prune.
-            if exc.status == 404:
-                return []
-            raise
-        return [item for item in found.get("items") or [] if isinstance(item, dict)]
-
-    def create(self, body: Manifest, namespace: str | None, dry_run: str | None) -> None:
-        self._method("create")(
-            *self._scope(namespace), body, dry_run=dry_run, _preload_content=False
-        )
-
-    def replace(
-        self, name: str, body: Manifest, namespace: str | None, dry_run: str | None
-    ) -> None:
-        args = (
-            (*self._scope(namespace), name, body)
-            if self._custom
-            else (name, *self._scope(namespace), body)
-        )
-        self._method("replace")(*args, dry_run=dry_run, _preload_content=False)
-
-    def delete(self, name: str, namespace: str | None, dry_run: str | None) -> None:
-        args = (*self._scope(namespace), name) if self._custom else (name, *self._scope(namespace))
-        # Background: the placeholder pods of a pruned Deployment go with it.
-        self._method("delete")(
-            *args, dry_run=dry_run, propagation_policy="Background", _preload_content=False
-        )
-
-
-def _json(response: Any) -> Manifest:
-    data = json.loads(response.data or b"{}")
-    if not isinstance(data, dict):
-        raise PublishError("the Kubernetes API answered with something that is not an object")
-    return data
 
 
 def validate_manifest(manifest: Manifest) -> None:
@@ -221,6 +134,12 @@ def validate_manifest(manifest: Manifest) -> None:
         raise PublishError(f"{kind} objects Foresight writes must carry the label {OWNED_SELECTOR}")
 
 
+def _failed(manifest: Manifest, reason: str, dry_run: bool) -> Change:
+    metadata = manifest.get("metadata") or {}
+    kind, name = str(manifest.get("kind")), str(metadata.get("name"))
+    return Change("failed", kind, name, metadata.get("namespace"), dry_run, reason=reason)
+
+
 def _owned(manifest: Manifest) -> bool:
     labels = manifest.get("metadata", {}).get("labels") or {}
     return all(labels.get(key) == value for key, value in MANAGED_BY.items())
@@ -234,10 +153,17 @@ class KubeWriter:
         source: where its credentials came from, for messages.
     """
 
-    def __init__(self, client: ApiClient, *, source: str = "the given API client") -> None:
+    def __init__(
+        self,
+        client: ApiClient,
+        *,
+        source: str = "the given API client",
+        version: ClusterAutoscalerVersion = NEWEST_VERSION,
+    ) -> None:
         self._client = client
         self.source = source
-        self._resources: dict[str, _Resource] = {}
+        self.version = version
+        self._resources: dict[str, KubeResource] = {}
 
     @classmethod
     def from_settings(cls, publish: PublishSettings) -> KubeWriter:
@@ -249,7 +175,9 @@ class KubeWriter:
                 message names what is missing and the setting to change.
         """
         configuration, source = load_configuration(publish)
-        return cls(ApiClient(configuration), source=source)
+        return cls(
+            ApiClient(configuration), source=source, version=publish.cluster_autoscaler_version
+        )
 
     @property
     def host(self) -> str:
@@ -260,9 +188,21 @@ class KubeWriter:
         """Release the client's connections."""
         self._client.close()
 
-    def _resource(self, kind: str) -> _Resource:
+    def read(
+        self, kind: str, name: str, namespace: str | None, *, timeout_s: float = 5.0
+    ) -> Manifest | None:
+        """Return the live object, None when there is none.
+
+        Raises:
+            ClusterUnreachableError: the API server could not be reached.
+            PublishError: the API server refused the read (e.g. 403).
+        """
+        with self._errors(f"read {kind} {name}"):
+            return self._resource(kind).get(name, namespace, timeout_s=timeout_s)
+
+    def _resource(self, kind: str) -> KubeResource:
         if kind not in self._resources:
-            self._resources[kind] = _Resource(self._client, kind)
+            self._resources[kind] = KubeResource(self._client, kind)
         return self._resources[kind]
 
     def sync(
@@ -283,28 +223,58 @@ class KubeWriter:
             dry_run: send every write with ``dryRun=All``.
 
         Returns:
-            One change per object written, left alone or pruned.
+            One change per object written, left alone, skipped, failed or pruned.
 
         Raises:
-            PublishError: an object is invalid (nothing after it is written), an
-                existing object is not Foresight's, or the API server refused or could
-                not be reached.
+            ClusterUnreachableError: the API server could not be reached.
         """
-        for manifest in desired:
-            validate_manifest(manifest)
-        changes = [self.apply(manifest, dry_run=dry_run) for manifest in desired]
+        # Every object is checked before the first request: an invalid one is reported
+        # failed without being sent, the valid ones are still written.
+        invalid: dict[int, str] = {}
+        for index, manifest in enumerate(desired):
+            try:
+                validate_manifest(manifest)
+            except PublishError as exc:
+                invalid[index] = str(exc)
+        changes = [
+            _failed(manifest, invalid[index], dry_run)
+            if index in invalid
+            else self._apply_one(manifest, dry_run=dry_run)
+            for index, manifest in enumerate(desired)
+        ]
         wanted = {
             (m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]) for m in desired
         }
         for scope in prune:
-            changes += self._prune(scope, wanted, set(keep_pools), dry_run=dry_run)
+            try:
+                changes += self._prune(scope, wanted, set(keep_pools), dry_run=dry_run)
+            except ClusterUnreachableError:
+                raise
+            except PublishError as exc:
+                where = scope.namespace or "(cluster)"
+                changes.append(Change("failed", scope.kind, "*", where, dry_run, reason=str(exc)))
         return changes
+
+    def _apply_one(self, manifest: Manifest, *, dry_run: bool) -> Change:
+        """:meth:`apply`, with a refusal or failure reported as the object's change."""
+        try:
+            return self.apply(manifest, dry_run=dry_run)
+        except ClusterUnreachableError:
+            raise
+        except (NotOwnedError, PriorityConflictError) as exc:
+            return replace(_failed(manifest, str(exc), dry_run), action="skipped")
+        except PublishError as exc:
+            return _failed(manifest, str(exc), dry_run)
 
     def apply(self, manifest: Manifest, *, dry_run: bool) -> Change:
         """Create ``manifest`` or replace the existing object of its name.
 
         Raises:
-            PublishError: as for :meth:`sync`.
+            NotOwnedError: the object exists without Foresight's label.
+            PriorityConflictError: the live priority ConfigMap holds an entry that
+                cannot be kept.
+            ClusterUnreachableError: the API server could not be reached.
+            PublishError: the object is invalid or the API server refused the write.
         """
         validate_manifest(manifest)
         kind, metadata = manifest["kind"], manifest["metadata"]
@@ -317,13 +287,13 @@ class KubeWriter:
                 resource.create(manifest, namespace, flag)
                 return Change("create", kind, name, namespace, dry_run, summarize(manifest))
             if not _owned(existing):
-                raise PublishError(
+                raise NotOwnedError(
                     f"{kind} {namespace or ''}/{name} exists and is not managed by Foresight; "
                     f"label it {OWNED_SELECTOR} to hand it over, or delete it"
                 )
             if is_priority_configmap(manifest):
                 # Keep the operator's entries; refuse those that fight Foresight's.
-                manifest = merge_priorities(existing, manifest)
+                manifest = merge_priorities(existing, manifest, version=self.version)
             diff = differences(existing, manifest)
             if not diff:
                 return Change("unchanged", kind, name, namespace, dry_run)

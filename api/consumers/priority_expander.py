@@ -10,24 +10,29 @@ nothing here is returned before it has been checked.
 
 Ranking rule (documented for users): pools with the largest predicted shortfall
 (``(desired_nodes - current_nodes) x gpus_per_node``, in GPUs) come first, then the
-cheaper per GPU (``cost_per_node_hour / gpus_per_node``), then by name. Pools without a
-recommendation rank after all pools with one (by cost, then name). Rank ``r`` of ``n``
-pools gets priority ``spacing x (n - r)``, so priorities are distinct and leave room
-for hand-made entries in between; a ``.*`` catch-all at priority 0 keeps every other
-node group usable, at the lowest preference.
+cheaper per GPU (``cost_per_node_hour / gpus_per_node``). Pools without a
+recommendation rank after all pools with one (by cost). Pools that neither number
+tells apart share one priority, so cluster-autoscaler hands the tie to its next
+expander instead of Foresight breaking it by name. Rank ``r`` of ``n`` distinct places
+gets the slot ``spacing x (n - r)``; a slot an operator's own entry already uses is
+moved to the nearest free number inside its gap (up first), so Foresight never ties
+with a hand-made entry and its numbers change only when the ranking or the operator's
+numbers do. A ``.*`` catch-all at priority 0 keeps every other node group usable, at
+the lowest preference.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import re2  # type: ignore[import-untyped]
 import yaml
 
+from api.consumers.go_regex import compile_re2, quote_meta, re2_options
 from api.consumers.k8s import (
     MANAGED_BY,
     Manifest,
@@ -38,6 +43,7 @@ from api.consumers.k8s import (
 )
 from pipelines.config.pools import PoolConfig
 from pipelines.errors import PublishError
+from pipelines.policy import Mode
 from pipelines.policy.recommendation import Recommendation
 
 CONFIGMAP_NAME: Final = "cluster-autoscaler-priority-expander"
@@ -55,19 +61,8 @@ CATCH_ALL: Final = ".*"
 CATCH_ALL_PRIORITY: Final = 0
 DEFAULT_SPACING: Final = 10
 
-# Go's regexp.QuoteMeta escapes exactly these; Go rejects escapes of letters and digits
-# that Python's re.escape may emit for other characters, so the set is Go's, not Python's.
-_GO_META: Final = frozenset("\\.+*?()|[]{}^$")
-# Look-arounds and back-references (and \C, which C++ RE2 accepts but Go does not).
-_LOOKAROUNDS: Final = ("(?=", "(?!", "(?<=", "(?<!")
-_BAD_ESCAPES: Final = frozenset("123456789kgC")
 _PLAIN_INT_KEY: Final = re.compile(r"(0|[1-9][0-9]*):")
 _GO_INT_MAX: Final = 2**63 - 1
-
-
-def quote_meta(text: str) -> str:
-    """Escape ``text`` so Go's RE2 matches it literally (Go's ``regexp.QuoteMeta``)."""
-    return "".join("\\" + ch if ch in _GO_META else ch for ch in text)
 
 
 def node_group_regex(node_group_id: str) -> str:
@@ -87,6 +82,8 @@ class RankedPool:
             recommendation.
         cost_per_gpu_hour: ``cost_per_node_hour / gpus_per_node``.
         priority: the priority written to the ConfigMap.
+        mode: the recommendation's mode (``reactive``: no trusted forecast behind the
+            shortfall); None without a recommendation.
     """
 
     pool: str
@@ -95,6 +92,7 @@ class RankedPool:
     shortfall_gpus: int | None
     cost_per_gpu_hour: float
     priority: int
+    mode: Mode | None = None
 
 
 @dataclass(frozen=True)
@@ -123,17 +121,22 @@ def rank_pools(
     recommendations: Iterable[Recommendation],
     *,
     spacing: int = DEFAULT_SPACING,
+    reserved: Collection[int] = (),
 ) -> tuple[RankedPool, ...]:
-    """Order pools by the ranking rule and give each a distinct priority.
+    """Order pools by the ranking rule and give each place its priority.
 
     Args:
         pools: the configured pools.
         recommendations: the latest recommendation per pool; those of pools not in
             ``pools`` are ignored.
-        spacing: the gap between consecutive priorities, >= 1.
+        spacing: the gap between consecutive slots, >= 1.
+        reserved: priorities an operator's hand-made entries use; no pool gets one.
 
     Returns:
-        The pools, highest priority first.
+        The pools, highest priority first (pools in one place in name order).
+
+    Raises:
+        PublishError: a slot and every other number of its gap are reserved.
     """
     if spacing < 1:
         raise ValueError(f"spacing must be >= 1, got {spacing}")
@@ -145,13 +148,18 @@ def rank_pools(
             return None
         return (rec.desired_nodes - rec.current_nodes) * pool.gpus_per_node
 
-    def key(pool: PoolConfig) -> tuple[int, int, float, str]:
+    def key(pool: PoolConfig) -> tuple[int, int, float]:
         gpus = shortfall(pool)
         missing = 1 if gpus is None else 0
-        return (missing, -(gpus or 0), pool.cost_per_node_hour / pool.gpus_per_node, pool.name)
+        return (missing, -(gpus or 0), pool.cost_per_node_hour / pool.gpus_per_node)
 
-    ordered = sorted(pools, key=key)
-    count = len(ordered)
+    ordered = sorted(pools, key=lambda pool: (key(pool), pool.name))
+    places = sorted({key(pool) for pool in pools})
+    taken = {int(number) for number in reserved}
+    slots = {
+        place: _free_priority(spacing * (len(places) - rank), spacing, taken)
+        for rank, place in enumerate(places)
+    }
     return tuple(
         RankedPool(
             pool=pool.name,
@@ -159,9 +167,30 @@ def rank_pools(
             regex=node_group_regex(pool.node_group_id),
             shortfall_gpus=shortfall(pool),
             cost_per_gpu_hour=pool.cost_per_node_hour / pool.gpus_per_node,
-            priority=CATCH_ALL_PRIORITY + spacing * (count - rank),
+            priority=slots[key(pool)],
+            mode=None if pool.name not in by_pool else by_pool[pool.name].mode,
         )
-        for rank, pool in enumerate(ordered)
+        for pool in ordered
+    )
+
+
+def _free_priority(slot: int, spacing: int, taken: set[int]) -> int:
+    """Return ``slot``, or the nearest number of its gap no operator entry uses.
+
+    Up first (an operator entry at the slot then ranks just below the pool), never
+    reaching the next slot up or the catch-all's 0.
+    """
+    candidates: list[int] = [
+        slot,
+        *range(slot + 1, slot + spacing),
+        *range(slot - 1, slot - spacing, -1),
+    ]
+    for number in candidates:
+        if number > CATCH_ALL_PRIORITY and number not in taken:
+            return number
+    raise PublishError(
+        f"hand-made priority entries use every number from {slot - spacing + 1} to "
+        f"{slot + spacing - 1}, so a Foresight pool would tie with one; move some of them"
     )
 
 
@@ -178,74 +207,6 @@ def render_priorities(priorities: Mapping[int, Sequence[str]]) -> str:
     """Return the ``priorities`` value: YAML with plain integer keys, highest first."""
     ordered = {int(p): list(priorities[p]) for p in sorted(priorities, reverse=True)}
     return to_yaml(ordered)
-
-
-def unsupported_constructs(pattern: str) -> list[str]:
-    """Return the look-arounds and back-references in ``pattern`` (RE2 has neither).
-
-    Escaped characters and bracket expressions are skipped, so a literal ``\\(?=`` or
-    ``[(?=]`` is not reported.
-    """
-    found: list[str] = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            escaped = pattern[i + 1 : i + 2]
-            if escaped and escaped in _BAD_ESCAPES:
-                found.append("\\" + escaped)
-            i += 2
-        elif ch == "[":
-            i = _class_end(pattern, i)
-        else:
-            if ch == "(":
-                found.extend(op for op in _LOOKAROUNDS if pattern.startswith(op, i))
-            i += 1
-    return found
-
-
-def _class_end(pattern: str, start: int) -> int:
-    """Return the index just past the bracket expression opening at ``start``."""
-    i = start + 1
-    i += 1 if pattern.startswith("^", i) else 0
-    # A ']' first in the class is a member, not its end.
-    i += 1 if pattern.startswith("]", i) else 0
-    while i < len(pattern):
-        if pattern[i] == "\\":
-            i += 2
-        elif pattern.startswith("[:", i) and ":]" in pattern[i + 2 :]:
-            i = pattern.index(":]", i + 2) + 2
-        elif pattern[i] == "]":
-            return i + 1
-        else:
-            i += 1
-    return i
-
-
-def _options() -> Any:
-    options = re2.Options()
-    # The C++ library would also log each failure to stderr; the exception says it all.
-    options.log_errors = False
-    return options
-
-
-def compile_re2(pattern: str) -> Any:
-    """Compile ``pattern`` with RE2, the engine cluster-autoscaler uses (through Go).
-
-    Raises:
-        PublishError: the pattern has a look-around or back-reference, or RE2 rejects it.
-    """
-    bad = unsupported_constructs(pattern)
-    if bad:
-        raise PublishError(
-            f"regex {pattern!r} uses {', '.join(bad)}: RE2 has no look-arounds or "
-            "back-references; match the node group id literally instead"
-        )
-    try:
-        return re2.compile(pattern, _options())
-    except re2.error as exc:
-        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
-        raise PublishError(f"regex {pattern!r} does not compile with RE2: {detail}") from exc
 
 
 def validate_priorities(
@@ -302,7 +263,7 @@ def _check_matches(ranking: Sequence[RankedPool]) -> None:
         return
     # One RE2 set of every pool regex, searched unanchored as cluster-autoscaler does:
     # n set matches instead of n x n searches.
-    regex_set = re2.Set.SearchSet(_options())
+    regex_set = re2.Set.SearchSet(re2_options())
     for entry in ranking:
         regex_set.Add(entry.regex)
     regex_set.Compile()
@@ -361,6 +322,7 @@ def priority_expander_configmap(
     *,
     namespace: str = DEFAULT_NAMESPACE,
     spacing: int = DEFAULT_SPACING,
+    reserved: Collection[int] = (),
 ) -> PriorityExpanderConfig:
     """Build the priority expander ConfigMap from the latest recommendations.
 
@@ -369,6 +331,8 @@ def priority_expander_configmap(
         recommendations: the latest recommendation per pool.
         namespace: cluster-autoscaler's namespace.
         spacing: the gap between consecutive pool priorities.
+        reserved: the priorities of the live ConfigMap's hand-made entries, which no
+            pool may share.
 
     Returns:
         The ConfigMap, validated: every regex compiles with RE2 and matches exactly its
@@ -379,7 +343,7 @@ def priority_expander_configmap(
         PublishError: any check fails; nothing invalid is ever returned.
     """
     require_dns_label(namespace, "namespace")
-    ranking = rank_pools(pools, recommendations, spacing=spacing)
+    ranking = rank_pools(pools, recommendations, spacing=spacing, reserved=reserved)
     priorities = build_priorities(ranking)
     value = render_priorities(priorities)
     parsed = validate_value_text(value, ranking)

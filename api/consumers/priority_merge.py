@@ -12,18 +12,28 @@ Foresight did not write that matches one of its node groups (cluster-autoscaler 
 apply the higher of the two priorities, so Foresight's ranking would silently lose),
 and an entry at or below the catch-all's priority (it must stay alone at the lowest).
 A live value that does not parse is refused too: overwriting it would lose whatever
-the operator meant.
+the operator meant. A refusal costs only the ConfigMap: the caller publishes the other
+objects and reports the ConfigMap as skipped, with the reason.
+
+Quoted keys (``"15":``) are read as cluster-autoscaler's configured version reads them
+(``publish.cluster_autoscaler_version``): 1.34 and earlier parse the value with
+``gopkg.in/yaml.v2``, which will not put a string into ``map[int][]string`` (the whole
+ConfigMap is ignored); 1.35 and later parse it with ``sigs.k8s.io/yaml``, which goes
+through JSON, whose keys are strings, and accept a quoted decimal key. Foresight always
+writes the keys back plain.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
-from typing import Any
+import re
+from collections.abc import Collection, Mapping
+from typing import Any, Final
 
 import yaml
 
+from api.consumers.go_regex import compile_re2
 from api.consumers.k8s import Manifest, load_yaml
 from api.consumers.priority_expander import (
     CATCH_ALL,
@@ -31,12 +41,26 @@ from api.consumers.priority_expander import (
     CONFIGMAP_KEY,
     CONFIGMAP_NAME,
     MANAGED_NODE_GROUPS,
-    compile_re2,
     node_group_regex,
     render_priorities,
     validate_value_text,
 )
+from pipelines.config.sections import ClusterAutoscalerVersion
 from pipelines.errors import PublishError
+
+NEWEST_VERSION: Final[ClusterAutoscalerVersion] = "1.36"
+"""The newest cluster-autoscaler release checked (1.36.1); the setting's default."""
+
+_QUOTED_KEYS_FROM: Final = (1, 35)
+"""The first release reading ``priorities`` through ``sigs.k8s.io/yaml``."""
+
+_DECIMAL: Final = re.compile(r"[0-9]+")
+
+
+def accepts_quoted_keys(version: ClusterAutoscalerVersion) -> bool:
+    """Whether cluster-autoscaler ``version`` reads a quoted decimal key such as ``"15":``."""
+    major, minor = (int(part) for part in version.split("."))
+    return (major, minor) >= _QUOTED_KEYS_FROM
 
 
 class PriorityConflictError(PublishError):
@@ -73,13 +97,16 @@ def is_priority_configmap(manifest: Manifest) -> bool:
     return manifest.get("kind") == "ConfigMap" and metadata.get("name") == CONFIGMAP_NAME
 
 
-def merge_priorities(existing: Manifest, desired: Manifest) -> Manifest:
+def merge_priorities(
+    existing: Manifest, desired: Manifest, *, version: ClusterAutoscalerVersion = NEWEST_VERSION
+) -> Manifest:
     """Return ``desired`` with the entries of ``existing`` that Foresight did not write added.
 
     Args:
         existing: the live ConfigMap (owned by Foresight: the caller checked the label).
         desired: the ConfigMap Foresight built, with its :data:`MANAGED_NODE_GROUPS`
             annotation.
+        version: the cluster-autoscaler version reading it (quoted keys).
 
     Returns:
         A copy of ``desired`` whose ``priorities`` also hold the operator's entries, at
@@ -95,26 +122,49 @@ def merge_priorities(existing: Manifest, desired: Manifest) -> Manifest:
     if current is None:
         raise PublishError(f"the desired ConfigMap has no {MANAGED_NODE_GROUPS} annotation")
     wanted = validate_value_text(desired["data"][CONFIGMAP_KEY])
-    live_text = (existing.get("data") or {}).get(CONFIGMAP_KEY)
-    if live_text is None:
-        return desired
-    previous = managed_node_groups(existing)
-    # Written before the annotation existed: Foresight's entries are the ones it would
-    # write now (and the catch-all); anything else is the operator's.
-    owned_ids = set(current) | set(previous if previous is not None else current)
-    owned = {node_group_regex(node_group) for node_group in owned_ids} | {CATCH_ALL}
-    extra = _operator_entries(_parse_live(live_text), owned)
+    extra = operator_entries(existing, current, version=version)
     if not extra:
         return desired
     _check_conflicts(extra, current)
     merged: dict[int, list[str]] = {p: list(r) for p, r in wanted.items()}
     for priority, regexes in extra.items():
-        merged[priority] = [*merged.get(priority, []), *regexes]
+        # ``desired`` may carry them already (merged once to show a dry run).
+        kept = merged.get(priority, [])
+        merged[priority] = [*kept, *(r for r in regexes if r not in kept)]
     value = render_priorities(merged)
     validate_value_text(value)
     result = copy.deepcopy(desired)
     result["data"][CONFIGMAP_KEY] = value
     return result
+
+
+def operator_entries(
+    live: Manifest,
+    managed: Collection[str],
+    *,
+    version: ClusterAutoscalerVersion = NEWEST_VERSION,
+) -> dict[int, list[str]]:
+    """Return the entries of a live ConfigMap that Foresight did not write, by priority.
+
+    Args:
+        live: the live ConfigMap, Foresight's or hand-made.
+        managed: the node group ids of Foresight's pools now.
+        version: the cluster-autoscaler version reading it (quoted keys).
+
+    Raises:
+        PriorityConflictError: the value does not parse, or an entry's key is not one
+            cluster-autoscaler ``version`` reads as an integer.
+        PublishError: the annotation is not a JSON list.
+    """
+    live_text = (live.get("data") or {}).get(CONFIGMAP_KEY)
+    if live_text is None:
+        return {}
+    previous = managed_node_groups(live)
+    # Written before the annotation existed (or by hand): Foresight's entries are the
+    # ones it would write now (and the catch-all); anything else is the operator's.
+    owned_ids = set(managed) | set(previous if previous is not None else managed)
+    owned = {node_group_regex(node_group) for node_group in owned_ids} | {CATCH_ALL}
+    return _operator_entries(_parse_live(live_text), owned, version)
 
 
 def _parse_live(text: Any) -> Mapping[Any, Any]:
@@ -137,7 +187,9 @@ def _parse_live(text: Any) -> Mapping[Any, Any]:
     return parsed
 
 
-def _operator_entries(live: Mapping[Any, Any], owned: set[str]) -> dict[int, list[str]]:
+def _operator_entries(
+    live: Mapping[Any, Any], owned: set[str], version: ClusterAutoscalerVersion
+) -> dict[int, list[str]]:
     """Return the live entries Foresight did not write, by priority, in their order."""
     extra: dict[int, list[str]] = {}
     for key, regexes in live.items():
@@ -145,18 +197,37 @@ def _operator_entries(live: Mapping[Any, Any], owned: set[str]) -> dict[int, lis
         mine = [r for r in items if not (isinstance(r, str) and r in owned)]
         if not mine:
             continue
-        if isinstance(key, bool) or not isinstance(key, int):
-            raise PriorityConflictError(
-                f"the live entry {key!r}: {mine} of {CONFIGMAP_NAME} does not have a plain "
-                "integer priority; fix it (cluster-autoscaler rejects it too) or delete it"
-            )
+        priority = _priority_key(key, mine, version)
         for pattern in mine:
             if not isinstance(pattern, str) or not pattern:
                 raise PriorityConflictError(
-                    f"the live entry at priority {key} holds {pattern!r}, not a regex; fix it"
+                    f"the live entry at priority {priority} holds {pattern!r}, not a regex; fix it"
                 )
-        extra[key] = mine
+        # '15:' and '"15":' are one priority to a reader that accepts both.
+        extra[priority] = [*extra.get(priority, []), *mine]
     return extra
+
+
+def _priority_key(key: Any, entry: list[Any], version: ClusterAutoscalerVersion) -> int:
+    """Return a live key as cluster-autoscaler ``version`` reads it, or refuse it."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return key
+    quoted = isinstance(key, str) and _DECIMAL.fullmatch(key) is not None
+    if quoted and accepts_quoted_keys(version):
+        return int(key)
+    if quoted:
+        raise PriorityConflictError(
+            f"the live entry {key!r}: {entry} of {CONFIGMAP_NAME} has a quoted priority; "
+            f"cluster-autoscaler {version} (publish.cluster_autoscaler_version) reads the "
+            "value with gopkg.in/yaml.v2, which refuses a quoted key, so it ignores this "
+            f"ConfigMap today; write the key unquoted ({key}:), or set "
+            "publish.cluster_autoscaler_version to your release if it is 1.35 or later"
+        )
+    raise PriorityConflictError(
+        f"the live entry {key!r}: {entry} of {CONFIGMAP_NAME} does not have an integer "
+        f"priority, which cluster-autoscaler {version} requires (map[int][]string); "
+        "write a plain integer key such as 15: or delete the entry"
+    )
 
 
 def _check_conflicts(extra: Mapping[int, list[str]], managed: list[str]) -> None:

@@ -16,8 +16,14 @@ from string import Template
 from typing import Final
 
 ASSETS: Final = {
+    "common.js": "text/javascript; charset=utf-8",
+    "chart.js": "text/javascript; charset=utf-8",
+    "status.js": "text/javascript; charset=utf-8",
+    "chain.js": "text/javascript; charset=utf-8",
     "dashboard.js": "text/javascript; charset=utf-8",
     "dashboard.css": "text/css; charset=utf-8",
+    "scorecard.js": "text/javascript; charset=utf-8",
+    "scorecard.css": "text/css; charset=utf-8",
 }
 """The static files served under ``/dashboard/static/``, with their media types."""
 
@@ -26,7 +32,10 @@ ROUTES: Final = {
     "recommendation": "recommendation",
     "forecast": "forecast/",
     "history": "dashboard/history/",
+    "pool_view": "dashboard/pool/",
+    "status": "dashboard/status",
     "docs": "docs",
+    "scorecard": "scorecard/",
 }
 """The JSON routes the page reads, relative to the page (so a path prefix still works)."""
 

@@ -1,11 +1,15 @@
-"""``GET /`` (the dashboard page), its static assets and ``GET /dashboard/history/{pool}``.
+"""``GET /`` (the dashboard page), its assets and the dashboard's own data routes.
 
-The page only reads JSON routes the API already serves; the one route added here is
-the recent demand history, which no other route exposes and which a chart needs for
-context around the forecast. Two routers: :data:`page_router` (the page shell and its
-assets, which hold pool names and no numbers) is served without a token so a browser
-can open it, and the script then sends the read token on every JSON request;
-:data:`router` (the history) is guarded like every other data route.
+The page reads the JSON routes the API serves (``/recommendation``, ``/pools``,
+``/signals/chain``, ``/scorecard/{pool}``) and three of its own, for what no other
+route exposes: ``/dashboard/history/{pool}`` (demand and node samples),
+``/dashboard/pool/{pool}`` (those samples with the recommendations in force, scale
+events, the served forecast band, freshness, the live error and the explanation as a
+headline and a table) and ``/dashboard/status`` (model, forecast run, scheduler,
+MLflow link). Two routers: :data:`page_router` (the page shell and its assets, which
+hold pool names and no numbers) is served without a token so a browser can open it,
+and the script then sends the read token on every JSON request; :data:`router` (the
+data routes) is guarded like every other data route.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 
 from api.dashboard.page import ASSETS, asset_text, render_page
-from api.dashboard.schemas import HistoryOut, HistoryPoint
+from api.dashboard.pool_view import pool_view
+from api.dashboard.schemas import HistoryOut, HistoryPoint, PoolViewOut, StatusOut
+from api.dashboard.status import deployment_status
 from api.deps import PoolName, ServiceDep
 from api.service import RecommendationService
 from forecaster.loaders import DEMAND
@@ -112,3 +118,25 @@ def pool_history(service: RecommendationService, pool: str, hours: float) -> His
 def get_history(service: ServiceDep, pool: PoolName, hours: HistoryHours = 24.0) -> HistoryOut:
     """Return the pool's ``demand_gpus`` and ``nodes`` samples of the last ``hours``."""
     return pool_history(service, pool, hours)
+
+
+@router.get(
+    "/dashboard/pool/{pool}",
+    response_model=PoolViewOut,
+    responses={404: {"description": "an unknown pool"}, 503: {"description": "store down"}},
+    summary="One pool as the dashboard draws it: nodes vs recommended, band, freshness, why",
+)
+def get_pool_view(service: ServiceDep, pool: PoolName, hours: HistoryHours = 6.0) -> PoolViewOut:
+    """Return the pool's samples, recommendations in force, scale events and served band."""
+    return pool_view(service, pool, hours)
+
+
+@router.get(
+    "/dashboard/status",
+    response_model=StatusOut,
+    responses={503: {"description": "store down"}},
+    summary="The served model, its forecast run and the scheduler (for the dashboard)",
+)
+def get_status(request: Request, service: ServiceDep) -> StatusOut:
+    """Return the served model (and its MLflow UI page), forecast-run ages and job states."""
+    return deployment_status(service, getattr(request.app.state, "mlflow_ui", None))

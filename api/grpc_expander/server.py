@@ -5,13 +5,15 @@ cluster-autoscaler started with ``--expander=grpc`` (``--grpc-expander-url``,
 with the candidate node groups, over TLS only, with a 5 s deadline. It keeps the
 options the answer names; on an error it keeps them all, and an *empty* answer means
 no scale-up this loop. So this server never answers empty to a non-empty offer: it
-names the best-ranked of Foresight's pools (:func:`~api.grpc_expander.choice.choose`),
-or every option when it has no opinion or no ranking in time.
+names the offered groups at the highest priority of the merged ConfigMap, hand-made
+tiers included, ties and all (:func:`~api.grpc_expander.choice.choose`), or every
+option when it has no opinion or no view in time.
 
-The ranking comes from a :data:`RankingSource` (the running recommendation service in
-``foresight serve``), asked through :class:`BudgetedRanking`: a call waits at most its
-budget for a fresh ranking, then answers from the last one, so a slow recomputation
-never holds cluster-autoscaler's loop.
+The view (ranking and hand-made tiers) comes from a :data:`RankingSource` (the running
+recommendation service and the live ConfigMap in ``foresight serve``), asked through
+:class:`BudgetedRanking`: a call waits at most its budget for a fresh view, then
+answers from the last one, so a slow recomputation never holds cluster-autoscaler's
+loop.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -28,15 +30,16 @@ from typing import Any, Final
 
 import grpc  # type: ignore[import-untyped]
 
-from api.consumers.priority_expander import RankedPool
-from api.grpc_expander.choice import Choice, choose
+from api.grpc_expander.choice import Choice, ExpanderView, choose
 from api.grpc_expander.protos import expander_pb2, expander_pb2_grpc
 from forecaster.exceptions import ConfigError
+from pipelines.config.sections import ExpanderReactive
 
 logger = logging.getLogger(__name__)
 
-RankingSource = Callable[[], Sequence[RankedPool]]
-"""Returns Foresight's pools in priority order, from the freshest recommendations."""
+RankingSource = Callable[[], ExpanderView]
+"""Returns Foresight's pools in priority order, from the freshest recommendations, with
+the live ConfigMap's hand-made tiers."""
 
 METHOD: Final = "/grpcplugin.Expander/BestOptions"
 """The full method path cluster-autoscaler calls."""
@@ -59,15 +62,15 @@ class BudgetedRanking:
         self._source = source
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="expander-ranking")
         self._lock = threading.Lock()
-        self._pending: Future[tuple[RankedPool, ...]] | None = None
-        self._last: tuple[RankedPool, ...] | None = None
+        self._pending: Future[ExpanderView] | None = None
+        self._last: ExpanderView | None = None
 
-    def _compute(self) -> tuple[RankedPool, ...]:
-        ranking = tuple(self._source())
-        self._last = ranking
-        return ranking
+    def _compute(self) -> ExpanderView:
+        view = self._source()
+        self._last = view
+        return view
 
-    def get(self, budget_s: float) -> tuple[tuple[RankedPool, ...] | None, str]:
+    def get(self, budget_s: float) -> tuple[ExpanderView | None, str]:
         """Return the ranking (fresh, else the last one, else None) and where it came from."""
         with self._lock:
             if self._pending is None or self._pending.done():
@@ -94,11 +97,18 @@ class ExpanderServicer:
         ranking: the budgeted ranking source.
         budget_s: the most a call waits for a fresh ranking (less when the caller's
             deadline is nearer).
+        reactive: what to answer when an offered pool has no trusted forecast.
     """
 
-    def __init__(self, ranking: BudgetedRanking, budget_s: float) -> None:
+    def __init__(
+        self,
+        ranking: BudgetedRanking,
+        budget_s: float,
+        reactive: ExpanderReactive = "no_opinion",
+    ) -> None:
         self._ranking = ranking
         self._budget_s = budget_s
+        self._reactive: ExpanderReactive = reactive
 
     def BestOptions(  # noqa: N802 (the protocol's method name)
         self, request: expander_pb2.BestOptionsRequest, context: Any
@@ -117,12 +127,12 @@ class ExpanderServicer:
         remaining = context.time_remaining()
         if remaining is not None:
             budget = min(budget, remaining - _DEADLINE_MARGIN_S)
-        ranking, source = self._ranking.get(budget)
+        view, source = self._ranking.get(budget)
         offered = [option.nodeGroupId for option in options]
-        if ranking is None:
+        if view is None:
             choice = Choice(tuple(offered), "no_opinion", f"no ranking yet ({source})")
         else:
-            choice = choose(offered, ranking)
+            choice = choose(offered, view, self._reactive)
         keep = set(choice.node_group_ids)
         logger.debug(
             "gRPC expander: %s, %s (%s) in %.1f ms",
@@ -175,15 +185,23 @@ class ExpanderTLS:
 class RunningExpander:
     """A started gRPC expander server; :meth:`stop` it."""
 
-    def __init__(self, server: Any, port: int, ranking: BudgetedRanking) -> None:
+    def __init__(
+        self,
+        server: Any,
+        port: int,
+        ranking: BudgetedRanking,
+        cleanup: Callable[[], None] = lambda: None,
+    ) -> None:
         self._server = server
         self.port = port
         self._ranking = ranking
+        self._cleanup = cleanup
 
     def stop(self, grace_s: float = 1.0) -> None:
         """Stop accepting calls, let those in progress finish for ``grace_s``."""
         self._server.stop(grace_s).wait()
         self._ranking.close()
+        self._cleanup()
 
 
 def start_expander(
@@ -193,30 +211,36 @@ def start_expander(
     *,
     budget_s: float = 1.0,
     workers: int = 4,
+    reactive: ExpanderReactive = "no_opinion",
+    cleanup: Callable[[], None] = lambda: None,
 ) -> RunningExpander:
     """Serve ``BestOptions`` over TLS on ``address`` (``host:port``; port 0 picks one).
+
+    ``cleanup`` runs when the server stops (it closes what ``source`` uses).
 
     Raises:
         ConfigError: the address cannot be bound or the certificate and key are unusable.
     """
     ranking = BudgetedRanking(source)
     server = grpc.server(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="expander"))
-    servicer = ExpanderServicer(ranking, budget_s)
+    servicer = ExpanderServicer(ranking, budget_s, reactive)
     expander_pb2_grpc.add_ExpanderServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
     try:
         credentials = grpc.ssl_server_credentials([(tls.private_key, tls.certificate)])
         port = server.add_secure_port(address, credentials)
     except (RuntimeError, ValueError) as exc:
         ranking.close()
+        cleanup()
         raise ConfigError(
             f"cannot serve the gRPC expander on {address}: {exc}; check "
             "publish.grpc_expander_address and the certificate and key"
         ) from exc
     if not port:
         ranking.close()
+        cleanup()
         raise ConfigError(
             f"cannot bind the gRPC expander to {address}; check publish.grpc_expander_address"
         )
     server.start()
     logger.info("gRPC expander serving %s on %s (TLS)", METHOD, address)
-    return RunningExpander(server, int(port), ranking)
+    return RunningExpander(server, int(port), ranking, cleanup)

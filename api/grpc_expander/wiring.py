@@ -1,26 +1,90 @@
-"""The gRPC expander over the running recommendation service, as the app starts it."""
+"""The gRPC expander over the running recommendation service, as the app starts it.
+
+Besides Foresight's ranking, the expander needs the operator's hand-made priority
+tiers, which live in the priority ConfigMap in the cluster. They are read from the
+live ConfigMap (Foresight's account needs ``get`` on it, as ``foresight publish``
+does) each time the view is recomputed; while they cannot be read the expander has no
+opinion, so the ConfigMap (next in ``--expander=grpc,priority``) decides.
+"""
 
 from __future__ import annotations
 
-from api.consumers.priority_expander import RankedPool, rank_pools
+import logging
+from collections.abc import Callable, Sequence
+
+from api.consumers.kube_writer import KubeWriter
+from api.consumers.priority_expander import rank_pools
+from api.consumers.priority_live import ConfigMapReader, read_live
+from api.consumers.priority_merge import PriorityConflictError, operator_entries
+from api.grpc_expander.choice import ExpanderView, Tiers
 from api.grpc_expander.server import ExpanderTLS, RankingSource, RunningExpander, start_expander
 from api.service import RecommendationService
-from pipelines.config.sections import PublishSettings
+from forecaster.exceptions import ConfigError
+from pipelines.config.sections import ClusterAutoscalerVersion, PublishSettings
+
+logger = logging.getLogger(__name__)
+
+TierSource = Callable[[Sequence[str]], tuple[Tiers | None, str]]
+"""Given Foresight's node group ids, returns the hand-made tiers (None: unknown) and why."""
 
 
-def service_ranking(service: RecommendationService) -> RankingSource:
+def no_tiers(managed: Sequence[str]) -> tuple[Tiers | None, str]:
+    """No hand-made tiers (a cluster without a priority ConfigMap, or a benchmark)."""
+    return {}, ""
+
+
+def unknown_tiers(problem: str) -> TierSource:
+    """Tiers that cannot be known (no credentials): the expander has no opinion."""
+
+    def tiers(managed: Sequence[str]) -> tuple[Tiers | None, str]:
+        return None, problem
+
+    return tiers
+
+
+def live_tiers(
+    reader: ConfigMapReader, namespace: str, version: ClusterAutoscalerVersion
+) -> TierSource:
+    """Read the hand-made entries of the live priority ConfigMap at each call."""
+
+    def tiers(managed: Sequence[str]) -> tuple[Tiers | None, str]:
+        live = read_live(reader, namespace, "")
+        if not live.readable:
+            return None, f"cannot read the live priority ConfigMap: {live.problem}"
+        if live.manifest is None:
+            return {}, ""
+        try:
+            found = operator_entries(live.manifest, managed, version=version)
+        except PriorityConflictError as exc:
+            # cluster-autoscaler ignores a ConfigMap it cannot parse: no tiers apply.
+            return {}, f"the live ConfigMap is ignored by cluster-autoscaler: {exc}"
+        return {priority: tuple(regexes) for priority, regexes in found.items()}, ""
+
+    return tiers
+
+
+def service_ranking(service: RecommendationService, tiers: TierSource = no_tiers) -> RankingSource:
     """Rank the service's pools by its current recommendations (recomputed when due).
 
     The same recommendations ``GET /recommendation`` serves, call-chain adjustment
-    included, and the same rule the priority-expander ConfigMap is built with.
+    included, and the same rule (and numbers) the priority-expander ConfigMap is built
+    with, beside the hand-made tiers of ``tiers``.
     """
 
-    def ranking() -> tuple[RankedPool, ...]:
+    def view() -> ExpanderView:
         pools = service.select(None)
         entries, _ = service.recommendations(pools)
-        return rank_pools(pools, [entry.recommendation for entry in entries])
+        found, problem = tiers([pool.node_group_id for pool in pools])
+        ranking = rank_pools(
+            pools, [entry.recommendation for entry in entries], reserved=set(found or ())
+        )
+        return ExpanderView.of(ranking, found, problem)
 
-    return ranking
+    return view
+
+
+def _nothing() -> None:
+    return None
 
 
 def start_configured_expander(
@@ -35,9 +99,24 @@ def start_configured_expander(
     if publish.grpc_expander_address is None:
         return None
     tls = ExpanderTLS.from_files(publish.grpc_expander_cert, publish.grpc_expander_key)
+    cleanup: Callable[[], None] = _nothing
+    try:
+        writer = KubeWriter.from_settings(publish)
+    except ConfigError as exc:
+        tiers = unknown_tiers(f"no cluster to read them from: {exc}")
+        logger.warning(
+            "gRPC expander: the hand-made priority tiers cannot be read (%s); it will answer "
+            "with every option until they can",
+            exc,
+        )
+    else:
+        tiers = live_tiers(writer, publish.namespace, publish.cluster_autoscaler_version)
+        cleanup = writer.close
     return start_expander(
         publish.grpc_expander_address,
         tls,
-        service_ranking(service),
+        service_ranking(service, tiers),
         budget_s=publish.grpc_expander_budget_s,
+        reactive=publish.grpc_expander_reactive,
+        cleanup=cleanup,
     )

@@ -20,6 +20,8 @@ _SERVICE_FIELDS = (
     "service, pool, span_count, call_count, p50_ms, p95_ms, self_p50_ms, self_p95_ms, "
     "own_p95_ms (= self_p95_ms: exclusive time, duration minus time in callees), "
     "residual_p95_ms, own_baseline_p95_ms (its usual exclusive p95, null until learnt), "
+    "recent_own_p95_ms (over the last 30 s), own_limit_ms (the most healthy own p95: min "
+    "of threshold and k x usual), own_slow, "
     "callers, callees, error_count, threshold_ms, threshold_source, "
     "status, culprit, verdict, scaled_with, slows_pools, extra_nodes, note"
 )
@@ -33,7 +35,7 @@ _SERVICE_FIELDS = (
             "description": "analysed_at, window_seconds, services (each: "
             + _SERVICE_FIELDS
             + "), edges [{caller, callee}], bottlenecks (blamed services), pools "
-            "{extra_nodes, reason, not_gpu_bound}"
+            "{extra_nodes, reason, not_gpu_bound, outside_gpu_pools}"
         }
     },
 )
@@ -42,9 +44,10 @@ async def get_chain(request: Request, service: ServiceDep) -> JSONResponse:
 
     ``verdict`` is one of ``bottleneck`` (blamed, on a GPU-bound pool),
     ``not_gpu_bound`` (blamed, its pool's GPUs idle), ``outside_gpu_pools`` (blamed, on
-    no GPU pool: buying GPUs will not help), ``waiting_on_callee`` (slow only because a
-    callee is), ``scaled_with_upstream``, ``ok``, ``near``, ``insufficient_data`` or
-    ``unjudged``.
+    no GPU pool: buying GPUs will not help), ``waiting_on_callee`` (slow only because
+    its callees are), ``scaled_with_upstream``, ``ok``, ``near``, ``insufficient_data``
+    or ``unjudged``. A service is blamed when its own (exclusive) p95 is past its own
+    limit, whatever its call duration does.
     """
     tracker: LatencyTracker | None = getattr(request.app.state, "latency", None)
     body: dict[str, Any] = (

@@ -9,23 +9,42 @@ Format: YAML by default (``kubectl apply -f -``), JSON with ``?format=json`` or 
 
 Priority ranking rule: pools with the largest predicted shortfall first, i.e.
 ``(desired_nodes - current_nodes) x gpus_per_node`` GPUs, then the cheaper per GPU
-(``cost_per_node_hour / gpus_per_node``), then by name; pools without a
-recommendation rank last. Rank ``r`` of ``n`` gets priority ``10 x (n - r)`` and a
-``.*`` catch-all sits alone at priority 0.
+(``cost_per_node_hour / gpus_per_node``); pools the rule cannot tell apart share a
+priority; pools without a recommendation rank last. Place ``r`` of ``n`` gets priority
+``10 x (n - r)`` (moved off any number a hand-made entry uses) and a ``.*`` catch-all
+sits alone at priority 0.
+
+The priority ConfigMap served is the one ``foresight publish`` would write: merged with
+the live ConfigMap's hand-made entries when the cluster can be read. The YAML's first
+line (a comment) and the header ``X-Foresight-Live-ConfigMap`` say which (``merged``,
+``no_live_configmap``, ``unreadable``: the hand-made entries are missing, or
+``skipped``: publish leaves the live one as it is).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Any, Final, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.consumers import BufferSettings, capacity_buffers, priority_expander_configmap
+from api.consumers import BufferSettings, capacity_buffers
 from api.consumers.capacity_buffers import Shape
+from api.consumers.k8s import load_yaml
+from api.consumers.kube_writer import KubeWriter
+from api.consumers.priority_expander import CONFIGMAP_KEY
+from api.consumers.priority_live import (
+    ConfigMapPlan,
+    ConfigMapReader,
+    LiveBasis,
+    plan_configmap,
+    read_live,
+)
 from api.deps import ServiceDep
 from api.service import RecommendationService
+from forecaster.exceptions import ConfigError
 from pipelines.policy import Recommendation
 
 router = APIRouter(prefix="/integrations", tags=["integrations"])
@@ -73,9 +92,16 @@ class PriorityExpanderOut(_Out):
     """The priority expander ConfigMap as JSON, with its ranking."""
 
     namespace: str
-    priorities: dict[str, list[str]] = Field(description="priority -> regexes, highest first")
+    priorities: dict[str, list[str]] = Field(
+        description="priority -> regexes, highest first, hand-made entries included"
+    )
     ranking: list[RankedPoolOut]
-    configmap: dict[str, Any]
+    configmap: dict[str, Any] = Field(description="the object foresight publish would write")
+    live: LiveBasis = Field(description="how it relates to the live ConfigMap")
+    live_note: str = Field(description="merged, or why not")
+    hand_made: dict[str, list[str]] = Field(
+        description="the live ConfigMap's hand-made entries (empty when unknown)"
+    )
 
 
 class BufferPoolOut(_Out):
@@ -103,6 +129,40 @@ def _yaml_response(text: str) -> Response:
     return Response(text, media_type=YAML)
 
 
+LIVE_HEADER: Final = "X-Foresight-Live-ConfigMap"
+"""How the served ConfigMap relates to the live one (:data:`LiveBasis`)."""
+
+
+def cluster_reader(service: ServiceDep) -> Iterator[ConfigMapReader | ConfigError]:
+    """The cluster to read the live ConfigMap from, or why there is none (overridable)."""
+    try:
+        writer = KubeWriter.from_settings(service.services.settings.publish)
+    except ConfigError as exc:
+        yield exc
+        return
+    try:
+        yield writer
+    finally:
+        writer.close()
+
+
+ReaderDep = Annotated[ConfigMapReader | ConfigError, Depends(cluster_reader)]
+
+
+def _plan(service: RecommendationService, reader: ConfigMapReader | ConfigError) -> ConfigMapPlan:
+    recs, _ = _current(service)
+    publish = service.services.settings.publish
+    cluster = None if isinstance(reader, ConfigError) else reader
+    live = read_live(cluster, publish.namespace, f"no cluster: {reader}")
+    return plan_configmap(
+        service.select(None),
+        recs,
+        live,
+        namespace=publish.namespace,
+        version=publish.cluster_autoscaler_version,
+    )
+
+
 def _current(service: RecommendationService) -> tuple[list[Recommendation], dict[str, str]]:
     entries, missing = service.recommendations(service.select(None))
     return [entry.recommendation for entry in entries], missing
@@ -127,21 +187,25 @@ def _content(model: type[BaseModel], description: str) -> dict[int | str, dict[s
     summary="The cluster-autoscaler priority expander ConfigMap",
 )
 async def priority_expander(
-    request: Request, service: ServiceDep, fmt: FormatQuery = None
+    request: Request, service: ServiceDep, reader: ReaderDep, fmt: FormatQuery = None
 ) -> Response:
     """Return ``cluster-autoscaler-priority-expander`` for cluster-autoscaler's namespace.
 
-    Ranking: largest predicted GPU shortfall first, then cheaper per GPU, then name;
-    every regex is anchored, escaped and compiled with RE2 before it is served.
+    Ranking: largest predicted GPU shortfall first, then cheaper per GPU; every regex is
+    anchored, escaped and compiled with RE2 before it is served. Merged with the live
+    ConfigMap's hand-made entries when it can be read (the first line says).
     """
-    recs, _ = await run_in_threadpool(_current, service)
-    namespace = service.services.settings.publish.namespace
-    config = priority_expander_configmap(service.select(None), recs, namespace=namespace)
+    plan = await run_in_threadpool(_plan, service, reader)
+    config = plan.config
+    headers = {LIVE_HEADER: plan.basis}
     if wants(fmt, request.headers.get("accept")) == "yaml":
-        return _yaml_response(config.yaml_text)
+        status = "SKIPPED by foresight publish" if plan.skipped else "foresight publish"
+        comment = f"# {status}: {plan.note}".replace("\n", " ")
+        return Response(f"{comment}\n{plan.yaml_text}", media_type=YAML, headers=headers)
+    merged = load_yaml(plan.manifest["data"][CONFIGMAP_KEY])
     body = PriorityExpanderOut(
         namespace=config.namespace,
-        priorities={str(p): list(r) for p, r in config.priorities.items()},
+        priorities={str(p): list(r) for p, r in merged.items()},
         ranking=[
             RankedPoolOut(
                 pool=r.pool,
@@ -153,9 +217,12 @@ async def priority_expander(
             )
             for r in config.ranking
         ],
-        configmap=dict(config.manifest),
+        configmap=dict(plan.manifest),
+        live=plan.basis,
+        live_note=plan.note,
+        hand_made={str(p): list(r) for p, r in plan.operator.items()},
     )
-    return Response(body.model_dump_json(), media_type="application/json")
+    return Response(body.model_dump_json(), media_type="application/json", headers=headers)
 
 
 ShapeQuery = Annotated[

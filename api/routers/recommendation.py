@@ -2,7 +2,7 @@
 
 Each pool's wire form (:class:`~api.schemas.PoolRecommendation`) is built once when the
 pool is decided; a request serialises the ones it asks for. Only the set's
-``generated_at`` is made per request.
+``generated_at`` is made per request, from the decision clock, after the pools it lists.
 """
 
 from __future__ import annotations
@@ -35,15 +35,16 @@ async def list_recommendations(service: ServiceDep, pool: PoolFilter = None) -> 
     pools.0.desired_nodes`` and ``?pool=<name>`` in the URL.
     """
     pools = service.select(pool)
-    now = service.now()
     fresh = service.peek(pools)
     missing: dict[str, str] = {}
     if fresh is not None:
         entries = fresh
     else:
         entries, missing = await run_in_threadpool(service.recommendations, pools)
+    # Read after the pools are decided: the set is as of a time at or after every
+    # pool's own generated_at (the dashboard draws "now" there).
     body = RecommendationSet(
-        generated_at=now,
+        generated_at=service.now(),
         pools=[entry.body for entry in entries],
         unavailable=[UnavailablePool(pool=name, reason=why) for name, why in missing.items()],
     )

@@ -46,10 +46,13 @@ def push_metrics(
     try:
         frame = samples_frame((s.series_id, s.ts, s.value) for s in samples)
     except (OverflowError, OutOfBoundsDatetime) as exc:
-        # Valid RFC 3339 (year 1 or 9999) but outside what a nanosecond timestamp holds.
+        # Valid RFC 3339 (year 1 or 9999) but outside what a nanosecond timestamp holds;
+        # the message names the sample and the rule, not pandas' words.
+        low, high = pd.Timestamp.min.year + 1, pd.Timestamp.max.year - 1
+        index = next((i for i, s in enumerate(samples) if not low <= s.ts.year <= high), 0)
         raise DataValidationError(
-            f"a sample time is outside {pd.Timestamp.min.year}-{pd.Timestamp.max.year}, "
-            f"which the store cannot hold ({exc}); send times in that range"
+            f"samples[{index}].ts is outside the years {low}-{high}, which the store cannot "
+            "hold; send the observation time in UTC"
         ) from exc
     done = service.ingest(frame)
     return IngestOut(accepted=len(samples), rows_written=done.rows, pools=list(done.pools))

@@ -12,7 +12,9 @@ silently.
 (``application/json``), optionally gzip or deflate; success is an
 ``ExportTraceServiceResponse`` in the request's encoding, empty when every span was
 accepted, with ``partial_success`` (``rejected_spans``, ``error_message``) when some
-spans were invalid and the valid ones were kept. Failures are a ``google.rpc.Status``
+spans were invalid (or carried times outside those a metric sample may carry: before
+2000 or later than now + ``service.max_sample_future_seconds``) and the valid ones
+were kept. Failures are a ``google.rpc.Status``
 in that encoding: 400 for a malformed body or one without a single valid span (not
 retryable), 413 over ``service.max_body_bytes`` (before or after decompression), 415
 for another content type or encoding. ``/signals/spans`` likewise keeps the valid
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 from typing import Any, Final
 
 from fastapi import APIRouter, Request, Response, status
@@ -33,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.callchain import (
     JSON,
     PROTOBUF,
+    Decoded,
     PayloadTooLargeError,
     Span,
     SpanIn,
@@ -47,6 +51,7 @@ from api.callchain.types import SpanQueueFullError
 from api.deps import ServiceDep, SpanFeedDep
 from api.errors import error_body
 from api.limits import BodyTooLargeError, body_limit, read_body
+from api.sample_checks import TimeWindow
 from api.service import RecommendationService
 from forecaster.exceptions import DataValidationError
 
@@ -137,6 +142,30 @@ def _otlp_error(code: int, rpc_code: int, message: str, content_type: str | None
 _RETRY_AFTER_S: Final = 1
 
 
+def _span_times(service: RecommendationService) -> TimeWindow:
+    """The times a span may carry: those of a pushed metric sample, on the wall clock."""
+    services = service.services
+    tolerance = timedelta(seconds=services.settings.service.max_sample_future_seconds)
+    return TimeWindow.around(services.wall_clock(), tolerance)
+
+
+def _decode_traces(
+    body: bytes, content_type: str | None, encoding: str | None, limit: int, times: TimeWindow
+) -> Decoded:
+    """Decode an OTLP export and refuse the spans whose times are outside ``times``."""
+    decoded = decode_export(body, content_type, encoding, max_decompressed_bytes=limit)
+    return decoded.within(times.earliest, times.latest)
+
+
+def _decode_span_list(body: bytes, times: TimeWindow) -> Decoded:
+    """Decode a span list and refuse the spans whose times are outside ``times``.
+
+    Raises:
+        DataValidationError: no span of the list is valid (the route's 422).
+    """
+    return decode_span_list_batch(body).within(times.earliest, times.latest).require_some()
+
+
 async def _add(service: RecommendationService, feed: SpanFeed, spans: list[Span]) -> SpansOut:
     """Add the spans through the feed; the event loop is free while they are added.
 
@@ -175,9 +204,10 @@ async def export_traces(request: Request, service: ServiceDep, feed: SpanFeedDep
     except BodyTooLargeError as exc:
         return _otlp_error(exc.status_code, code_pb2.INVALID_ARGUMENT, exc.detail, content_type)
     encoding = request.headers.get("content-encoding")
+    times = _span_times(service)
     try:
         decoded = await run_in_threadpool(
-            decode_export, body, content_type, encoding, max_decompressed_bytes=limit
+            _decode_traces, body, content_type, encoding, limit, times
         )
         decoded.require_some()
     except PayloadTooLargeError as exc:
@@ -238,7 +268,8 @@ async def push_spans(request: Request, service: ServiceDep, feed: SpanFeedDep) -
         )
         return Response(json.dumps(body), status_code=415, media_type=JSON)
     raw = await read_body(request, body_limit(request.app))
-    decoded = await run_in_threadpool(decode_span_list_batch, raw)
+    times = _span_times(service)
+    decoded = await run_in_threadpool(_decode_span_list, raw, times)
     try:
         done = await _add(service, feed, decoded.spans)
     except SpanQueueFullError as exc:

@@ -72,11 +72,10 @@ def fit_peak(
         The fit; without a model (and with the reason logged) when there are no leads,
         no demand series or too little history.
     """
-    lead_steps = tuple(sorted({int(lead) for lead in leads}))
-    quantiles = tuple(sorted({float(q) for q in levels}))
+    model = peak_prototype(leads, levels, params)
+    lead_steps, quantiles = tuple(model.lead_steps), tuple(model.quantiles)
     if not lead_steps:
         return _none("no pool lead time is configured", lead_steps, quantiles)
-    model = PeakQuantileForecaster(lead_steps=lead_steps, quantiles=quantiles, **dict(params or {}))
     try:
         fleet = fleet_frame(history, model.targets)
         fitted = model.fit(fleet)
@@ -85,6 +84,21 @@ def fit_peak(
     fit = PeakFit(fitted, "", lead_steps, quantiles)
     logger.info("%s", fit.describe())
     return fit
+
+
+def peak_prototype(
+    leads: Sequence[int], levels: Sequence[float], params: Mapping[str, Any] | None = None
+) -> PeakQuantileForecaster:
+    """The unfitted peak model a training fits: its leads and levels, sorted, and ``params``.
+
+    The final fit (:func:`fit_peak`) and the gate's held-out fit
+    (:mod:`forecaster.peak_gate`) build it here, so both fit the same model.
+    """
+    return PeakQuantileForecaster(
+        lead_steps=tuple(sorted({int(lead) for lead in leads})),
+        quantiles=tuple(sorted({float(q) for q in levels})),
+        **dict(params or {}),
+    )
 
 
 def _none(reason: str, leads: tuple[int, ...], levels: tuple[float, ...]) -> PeakFit:

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from forecaster.peak.target import lead_headroom
 from forecaster.peak.types import FloatArray
 
 SEASON: Final = pd.Timedelta(days=7, hours=1)
@@ -68,3 +69,19 @@ def seasonal_reference(y: FloatArray, lead: int, day: int, levels: Sequence[floa
     lags = seasonal_lags(day, lead)
     rows = [seasonal_bound(values, p, lags, lead, levels) for p in range(len(values))]
     return np.array(rows).reshape(len(values), len(levels))
+
+
+def trailing_reference(y: FloatArray, lead: int, day: int, levels: Sequence[float]) -> FloatArray:
+    """The trailing-day buffer at every origin of ``y``, shape ``(origin, level)``.
+
+    ``y[t]`` plus the ``levels`` quantiles of the headroom ``max(y[s+1 .. s+lead]) - y[s]``
+    realised by ``t`` (origins ``s`` from ``t - lead - day + 1`` to ``t - lead``): what
+    persistence + k sd provisions, the reference the served combination
+    (:class:`forecaster.peak.online.OnlinePeak`) mixes in and the promotion gate scores
+    the peak model against. NaN until half a day of headroom is realised.
+    """
+    values = np.asarray(y, dtype=np.float64)
+    peak = pd.Series(lead_headroom(values, lead)).shift(lead)  # realised by the origin
+    window = peak.rolling(day, min_periods=max(1, day // 2))
+    out = [values + window.quantile(float(q)).to_numpy(dtype=np.float64) for q in levels]
+    return np.column_stack(out) if out else np.empty((len(values), 0))

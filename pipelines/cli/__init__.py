@@ -66,6 +66,11 @@ class _Commands(LazyCommandGroup):
             "backfill_command",
             "Fetch and store every pool signal over a past window (re-fetching is harmless).",
         ),
+        "recommendation": LazyCommand(
+            "pipelines.cli.recommendation",
+            "recommendation_command",
+            "Show the recommended nodes per pool: from the running service, else the store.",
+        ),
         "publish": LazyCommand(
             "pipelines.cli.publish",
             "publish_command",
@@ -80,6 +85,11 @@ class _Commands(LazyCommandGroup):
             "pipelines.cli.twin",
             "twin_command",
             "Run the real service against a simulated cluster and compare with the replay.",
+        ),
+        "scorecard": LazyCommand(
+            "pipelines.cli.scorecard",
+            "scorecard_command",
+            "Score what Foresight recommended against what happened: waiting avoided, nodes added.",
         ),
         "webhooks": LazyCommand(
             "pipelines.cli.webhooks",
@@ -128,9 +138,29 @@ def train_command(
     workers: WorkersOption = 2,
     dask_address: DaskOption = None,
     fast: FastOption = False,
+    mlflow_ui_port: Annotated[
+        int,
+        typer.Option(
+            "--mlflow-ui-port",
+            min=1,
+            max=65535,
+            help="The MLflow UI's port in the printed hint (make run passes MLFLOW_UI_PORT).",
+        ),
+    ] = 5000,
+    unless_champion: Annotated[
+        bool,
+        typer.Option(
+            "--unless-champion",
+            help="Do nothing (and say so) when a version already holds @champion: make "
+            "run's quick first training, which a later full training replaces via the gate.",
+        ),
+    ] = False,
 ) -> None:
     """Backtest every model family, pick a champion per series, register and gate it."""
+    from rich.text import Text
+
     from forecaster.contract.parse import format_step
+    from forecaster.gate import check_lines, relative_line, verdict
     from forecaster.training import train
     from pipelines.config.tracking import tracking_config
     from pipelines.dataset import load_dataset
@@ -140,6 +170,13 @@ def train_command(
 
     with cli_errors():
         settings = cli_settings(config)
+        if unless_champion and (serving := _champion_of(settings)) is not None:
+            console.print(
+                f"Version {serving} of {settings.registered_model_name} holds @champion: "
+                "nothing to train (--unless-champion). The scheduled training refreshes it.",
+                soft_wrap=True,
+            )
+            return
         dataset = load_dataset(settings, data, series=series)
         plan = _plan(settings, dataset)
         candidates = candidate_models(settings, dataset.step, plan.horizon, fast=fast)
@@ -164,13 +201,18 @@ def train_command(
                 executor=executor,
             )
         console.print(training_table(outcome, plan))
-        verdict = "promoted to @champion" if outcome.promoted else "not promoted"
         console.print(
-            f"Model {settings.registered_model_name} version {outcome.version} {verdict}: "
-            f"{outcome.decision.reason}"
+            f"Model {settings.registered_model_name} version {outcome.version} "
+            f"{verdict(outcome.decision)}.",
+            soft_wrap=True,
         )
+        for line in check_lines(outcome.decision):
+            console.print(Text(f"  gate {line}"), soft_wrap=True)
+        relative = relative_line(outcome.decision.relative)
+        if relative is not None:
+            console.print(Text(f"  {relative}"), soft_wrap=True)
         console.print(f"With it: {outcome.peak.describe()}")
-        _print_mlflow_hint(settings, outcome.run_id)
+        _print_mlflow_hint(settings, outcome.run_id, mlflow_ui_port)
 
 
 @app.command("backtest")
@@ -321,7 +363,15 @@ def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
     return training_plan(settings, dataset.step)
 
 
-def _print_mlflow_hint(settings: Settings, run_id: str) -> None:
+def _champion_of(settings: Settings) -> str | None:
+    """The version holding @champion in the settings' registry, if any."""
+    from forecaster.registry import champion_version
+    from pipelines.config.tracking import tracking_config
+
+    return champion_version(settings.registered_model_name, tracking=tracking_config(settings))
+
+
+def _print_mlflow_hint(settings: Settings, run_id: str, port: int) -> None:
     from forecaster.tracking import (
         ensure_experiment,
         is_tracking_server,
@@ -339,7 +389,7 @@ def _print_mlflow_hint(settings: Settings, run_id: str) -> None:
         review = (
             "Review it in the MLflow UI (`make run` serves it), or start it alone:\n"
             f"  MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false .venv/bin/mlflow ui "
-            f"--backend-store-uri {uri} --port 5000\n"
-            f"  then open {runs_view_url('http://127.0.0.1:5000', experiment_id)}"
+            f"--backend-store-uri {uri} --port {port}\n"
+            f"  then open {runs_view_url(f'http://127.0.0.1:{port}', experiment_id)}"
         )
     console.print(f"Run {run_id} is tracked at {redact_uri(uri)}.\n{review}", soft_wrap=True)

@@ -5,6 +5,11 @@ built, validated and (with a reachable cluster) sent with ``dryRun=All``, and th
 command prints what would change. ``--apply`` writes them and sends the webhooks; it
 is refused while ``service.forecast_only`` is true, the safe default of anything that
 writes to a cluster.
+
+Each object has its own result (a skipped ConfigMap does not stop the buffers). Exit
+status: 0 when every object was written, unchanged, skipped or planned; 1 when the API
+server refused an object (``failed``); 2 for configuration errors and a run that could
+not publish at all.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from api.clock import ClockMode
 from api.publishing import PublishOutcome, publish_once, publishing_service
@@ -68,6 +74,14 @@ def publish_command(
             service = publishing_service(settings, store, clock=mode)
             outcome = publish_once(settings, store, apply=apply, service=service)
         print_outcome(outcome)
+    code = exit_code(outcome)
+    if code:
+        raise typer.Exit(code=code)
+
+
+def exit_code(outcome: PublishOutcome) -> int:
+    """1 when the API server refused an object; 0 otherwise (a skip is deliberate)."""
+    return 1 if "failed" in outcome.objects.values() else 0
 
 
 def print_outcome(outcome: PublishOutcome) -> None:
@@ -81,17 +95,30 @@ def print_outcome(outcome: PublishOutcome) -> None:
     console.print(_recommendations_table(outcome))
     for pool, why in outcome.missing.items():
         console.print(f"[yellow]pool {pool}: no recommendation[/] ({why}); its objects are kept")
+    reactive = sorted(pool for pool, mode in outcome.modes.items() if mode == "reactive")
+    if reactive:
+        console.print(
+            f"[yellow]reactive (no trusted forecast):[/] {', '.join(reactive)}; the ConfigMap "
+            "ranks them by their shortfall from live demand, then cost per GPU",
+            soft_wrap=True,
+        )
     console.print(_changes_table(outcome))
-    if not outcome.applied:
+    configmap = outcome.configmap
+    console.print(f"Priority ConfigMap: {configmap.note}", markup=False, soft_wrap=True)
+    if not outcome.applied and not configmap.skipped:
         console.print("ConfigMap it would write:")
-        console.print(outcome.configmap.yaml_text, markup=False, highlight=False)
+        # soft_wrap: a line wrapped at the terminal's width would corrupt the YAML
+        # (the annotation's JSON is one long string).
+        console.print(configmap.yaml_text, markup=False, highlight=False, soft_wrap=True)
     for plan in outcome.webhooks:
         if not plan.changed:
-            console.print(f"webhook {plan.target_url}: unchanged, nothing queued")
+            console.print(f"webhook {plan.target_url}: unchanged, nothing queued", soft_wrap=True)
         elif plan.item_id is None:
-            console.print(f"webhook {plan.target_url}: would queue key {plan.idempotency_key}")
+            console.print(
+                f"webhook {plan.target_url}: would queue key {plan.idempotency_key}", soft_wrap=True
+            )
         else:
-            console.print(f"webhook {plan.target_url}: queued #{plan.item_id}")
+            console.print(f"webhook {plan.target_url}: queued #{plan.item_id}", soft_wrap=True)
     for result in outcome.deliveries:
         status = f" HTTP {result.status_code}" if result.status_code is not None else ""
         detail = f": {result.error}" if result.error else ""
@@ -103,12 +130,15 @@ def print_outcome(outcome: PublishOutcome) -> None:
 
 def _recommendations_table(outcome: PublishOutcome) -> Table:
     table = Table(title="Recommendations")
-    for column in ("pool", "current", "desired", "action", "placeholders", "priority"):
-        table.add_column(column, justify="left" if column in {"pool", "action"} else "right")
-    priority = {entry.pool: entry.priority for entry in outcome.configmap.ranking}
+    columns = ("pool", "mode", "current", "desired", "action", "placeholders", "priority")
+    for column in columns:
+        left = column in {"pool", "mode", "action"}
+        table.add_column(column, justify="left" if left else "right")
+    priority = {entry.pool: entry.priority for entry in outcome.configmap.config.ranking}
     for rec in outcome.recommendations:
         table.add_row(
             rec.pool,
+            rec.mode,
             str(rec.current_nodes),
             str(rec.desired_nodes),
             rec.action,
@@ -121,8 +151,14 @@ def _recommendations_table(outcome: PublishOutcome) -> Table:
 def _changes_table(outcome: PublishOutcome) -> Table:
     title = f"Kubernetes objects (buffers as {outcome.shape})"
     table = Table(title=title + ("" if outcome.applied else ", dry run"))
-    for column in ("action", "object", "detail"):
-        table.add_column(column)
+    for column in ("result", "action", "object", "detail"):
+        table.add_column(column, overflow="fold")
     for change in outcome.changes:
-        table.add_row(change.action, change.target, "\n".join(change.detail))
+        result = outcome.objects.get(change.target, change.action)
+        style = _RESULT_STYLE.get(result, "")
+        detail = change.reason or "\n".join(change.detail)
+        table.add_row(Text(result, style=style), change.action, Text(change.target), Text(detail))
     return table
+
+
+_RESULT_STYLE = {"skipped": "yellow", "failed": "bold red", "unchanged": "dim"}

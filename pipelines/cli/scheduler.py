@@ -8,18 +8,26 @@ import threading
 from collections.abc import Mapping
 from datetime import datetime
 from types import FrameType
+from typing import TYPE_CHECKING, Annotated
 
+import typer
 from rich.table import Table
 from rich.text import Text
 
+from forecaster.exceptions import ConfigError
 from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
-from pipelines.jobs.publish import publishing_runner
+from pipelines.config.settings import Settings
+from pipelines.jobs.publish import Publisher, publishing_runner
 from pipelines.scheduler import default_plan, job_statuses, start_scheduler
+from pipelines.scheduler.clocked import clocked_runner
 from pipelines.scheduler.dispatch import default_runner
 from pipelines.scheduler.status import JobStatus
-from pipelines.store import open_store
+from pipelines.store import Store, open_store
 from pipelines.store.leader import Leader
 from pipelines.store.outbox import Status
+
+if TYPE_CHECKING:
+    from api.clock import ClockMode
 
 logger = logging.getLogger(__name__)
 
@@ -33,14 +41,32 @@ _OUTCOME_STYLE = {
 }
 
 
-def scheduler_command(config: ConfigOption = None) -> None:
+def scheduler_command(
+    config: ConfigOption = None,
+    clock: Annotated[
+        str,
+        typer.Option(
+            "--clock",
+            help="'system' (wall time) or 'replay' (as of the newest stored sample): the "
+            "clock forecast, evaluate and publish date their results by; use the clock "
+            "the API serves with.",
+        ),
+    ] = "system",
+) -> None:
     """Run the scheduled jobs in the foreground (one leader among replicas); Ctrl-C stops."""
-    from api.publishing import publish_once
+    from api.publish_runner import store_clock
 
-    # The publish job publishes with a recommendation service of its own per run.
-    runner = publishing_runner(lambda: publish_once, default_runner)
     with cli_errors():
+        if clock not in ("system", "replay"):
+            raise ConfigError(f"--clock must be 'system' or 'replay', not {clock!r}")
+        mode: ClockMode = "replay" if clock == "replay" else "system"
         settings = cli_settings(config)
+        # One clock: forecasts are stamped, evaluations dated and recommendations
+        # published at the time the API decides by.
+        runner = publishing_runner(
+            lambda: _publisher(mode),
+            clocked_runner(store_clock(settings, mode), default_runner, replay=mode == "replay"),
+        )
         store = open_store(settings.store_url)
         stop = threading.Event()
 
@@ -70,6 +96,19 @@ def scheduler_command(config: ConfigOption = None) -> None:
         console.print("Scheduler stopped.")
 
 
+def _publisher(mode: ClockMode) -> Publisher:
+    """Publish with a recommendation service of its own per run, on the ``mode`` clock."""
+    from api.publishing import publish_once, publishing_service
+
+    def publish(
+        settings: Settings, store: Store, *, apply: bool, now: datetime | None = None
+    ) -> object:
+        service = publishing_service(settings, store, clock=mode)
+        return publish_once(settings, store, apply=apply, now=now, service=service)
+
+    return publish
+
+
 def jobs_command(config: ConfigOption = None) -> None:
     """Show the scheduler's leader and each job: trigger, last run, where, outcome, next."""
     with cli_errors():
@@ -80,6 +119,8 @@ def jobs_command(config: ConfigOption = None) -> None:
             leader = store.leader.current()
         console.print(leader_line(leader), soft_wrap=True)
         console.print(jobs_table(statuses))
+        for line in run_lines(statuses):
+            console.print(line, soft_wrap=True)
         _print_outbox(outbox)
         if not any(status.scheduled for status in statuses):
             console.print(
@@ -97,33 +138,50 @@ def leader_line(leader: Leader | None) -> Text:
 
 
 def jobs_table(statuses: list[JobStatus]) -> Table:
-    """A rich table of job statuses (one row per job)."""
+    """A rich table of job statuses (one row per job), readable at 80 columns.
+
+    The table holds what fits a line (job, trigger, last run, outcome, next run); each
+    run's summary and where it ran follow under it (:func:`run_lines`), so no column
+    is squeezed to a letter when the output is piped or in a CI log.
+    """
     table = Table(title="Scheduled jobs")
     table.add_column("job", no_wrap=True)
-    # Dates never wrap (a date split over two lines misreads at 80 columns); the
-    # trigger and summary text give way instead.
-    columns = ("trigger", "last run (UTC)", "ran on", "outcome", "summary", "next run (UTC)")
-    for column in columns:
-        table.add_column(column, overflow="fold", no_wrap=column.endswith("(UTC)"))
+    table.add_column("trigger", overflow="fold", min_width=13)
+    # Dates never wrap (a date split over two lines misreads at 80 columns).
+    table.add_column("last run (UTC)", no_wrap=True)
+    table.add_column("outcome", no_wrap=True)
+    table.add_column("next run (UTC)", no_wrap=True)
     for status in statuses:
         last = status.last_run
         outcome = last.outcome if last else "never ran"
         style = _OUTCOME_STYLE.get(outcome, "dim")
-        # Text cells: triggers and summaries contain brackets rich would read as markup.
+        # Text cells: triggers contain brackets rich would read as markup.
         table.add_row(
-            Text(status.id),
+            Text(status.name),
             Text(status.trigger),
-            _when(last.started_at) if last else "-",
-            Text(last.runner) if last else "-",
+            _minute(last.started_at) if last else "-",
             Text(outcome, style=style),
-            Text(last.summary if last else ""),
-            _when(status.next_run) if status.scheduled else "not scheduled",
+            _minute(status.next_run) if status.scheduled else "not scheduled",
         )
     return table
 
 
+def run_lines(statuses: list[JobStatus]) -> list[Text]:
+    """Each job's last run in words: ``<job> (on <runner>): <summary>``."""
+    return [
+        Text(f"{status.name} (on {status.last_run.runner}): {status.last_run.summary}")
+        for status in statuses
+        if status.last_run is not None
+    ]
+
+
 def _when(moment: datetime | None) -> str:
     return "paused" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _minute(moment: datetime | None) -> str:
+    """A table date to the minute: two of them and the rest of a row fit 80 columns."""
+    return "paused" if moment is None else moment.strftime("%Y-%m-%d %H:%M")
 
 
 def _print_outbox(counts: Mapping[Status, int]) -> None:

@@ -14,9 +14,8 @@ import contextlib
 import gc
 import ipaddress
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
@@ -33,7 +32,10 @@ from pipelines.scheduler.dispatch import JobContext, JobRunner, execute
 from pipelines.store import open_store
 
 if TYPE_CHECKING:
-    from pipelines.jobs.report import JobReport
+    from api.clock import ClockMode
+
+LEAD_WAIT_SECONDS = 30.0
+"""How long ``--train-now`` waits for this process to lead the scheduler."""
 
 
 def serve_command(
@@ -45,7 +47,9 @@ def serve_command(
         typer.Option(
             "--clock",
             help="'system' (wall time) or 'replay' (as of the newest sample: for the "
-            "committed sample, whose data is in the past).",
+            "committed sample, whose data is in the past). The scheduler's forecasts are "
+            "dated by the same clock; under 'replay' a pushed sample more than three data "
+            "steps past the newest is refused.",
         ),
     ] = "system",
     scheduler: Annotated[
@@ -55,6 +59,15 @@ def serve_command(
             help="Run the scheduled jobs in this process too (one leader among replicas).",
         ),
     ] = True,
+    train_now: Annotated[
+        bool,
+        typer.Option(
+            "--train-now",
+            help="Start the scheduled training (the settings' model set) in the background "
+            "as soon as serving starts, instead of at its cron time (make run: a fast first "
+            "version serves while the full one trains, promoted only through the gate).",
+        ),
+    ] = False,
     mlflow_ui_port: Annotated[
         int | None,
         typer.Option(
@@ -82,15 +95,11 @@ def serve_command(
     ] = False,
 ) -> None:
     """Serve the API (recommendations, forecasts, integrations, dashboard) and the jobs."""
-    import uvicorn
-
-    from api.main import create_app
-    from api.publish_runner import serving_job_runner
-    from api.server import server_config
-
     with cli_errors():
         if clock not in ("system", "replay"):
             raise ConfigError(f"--clock must be 'system' or 'replay', not {clock!r}")
+        if train_now and not scheduler:
+            raise ConfigError("--train-now needs the scheduler: drop --no-scheduler")
         settings = cli_settings(config)
         check_exposure(settings, host, allow_unauthenticated=allow_unauthenticated)
         ensure_free(host, port, "the API", "--port (make run PORT=...)")
@@ -101,7 +110,17 @@ def serve_command(
                 "the MLflow UI",
                 "--mlflow-ui-port (make run MLFLOW_UI_PORT=...)",
             )
-        application = create_app(settings, clock="replay" if clock == "replay" else "system")
+        # The app's libraries load only once the options are known to be good: a busy
+        # port or a weak token is said at once.
+        import uvicorn
+
+        from api.main import create_app
+        from api.publish_runner import serving_job_runner, store_clock
+        from api.server import server_config
+
+        mode: ClockMode = "replay" if clock == "replay" else "system"
+        ui_address = local_ui_address(settings, mlflow_ui_host, mlflow_ui_port)
+        application = create_app(settings, clock=mode, mlflow_ui=ui_address)
         with ExitStack() as stack:
             ui = (
                 _runs_view(
@@ -112,14 +131,25 @@ def serve_command(
                 else None
             )
             if scheduler:
-                # The publish job publishes what this app serves (call-chain included).
-                runner = serving_job_runner(lambda: getattr(application.state, "service", None))
-                if clock == "replay":
-                    runner = replay_clock_runner(runner)
+                # The publish job publishes what this app serves (call-chain included),
+                # and forecast and evaluate run on the app's clock (read from the store
+                # until the app has started), so their times are the decisions' times.
+                runner = serving_job_runner(
+                    lambda: getattr(application.state, "service", None),
+                    before=store_clock(settings, mode),
+                    replay=mode == "replay",
+                )
                 # The API serves only stored forecasts: make them before the first request.
                 _forecast_before_serving(settings, runner)
-                stack.enter_context(_scheduler(settings, runner))
+                stack.enter_context(_scheduler(settings, runner, train_now=train_now))
             _print_addresses(host, port, ui, scheduler, settings.publish.grpc_expander_address)
+            if train_now:
+                console.print(
+                    "  training:         the full model set trains now in the background; "
+                    "the version it registers serves once the gate promotes it "
+                    "(`foresight jobs`, the dashboard's model version)",
+                    soft_wrap=True,
+                )
             # Hundreds of thousands of long-lived objects (modules, classes) come with
             # the imports; freezing them keeps full collections from stalling requests
             # for a few hundred milliseconds (benchmarks/api_load.py measured ~240 ms).
@@ -164,10 +194,17 @@ def check_exposure(settings: Settings, host: str, *, allow_unauthenticated: bool
     """Refuse to serve an unguarded API beyond this machine unless explicitly allowed.
 
     Raises:
-        ConfigError: ``host`` is not loopback, no token is configured and
-            ``allow_unauthenticated`` is False.
+        ConfigError: a token is empty; or ``host`` is not loopback and a token is a
+            well-known placeholder or shorter than 16 characters, or no token is
+            configured and ``allow_unauthenticated`` is False.
     """
+    from api.auth import token_problems
+
     service = settings.service
+    # Checked here, before any banner: a bad token must stop the start, not a request.
+    problems = token_problems(service, exposed=not is_loopback(host))
+    if problems:
+        raise ConfigError(f"refusing to serve on {host}: " + "; ".join(problems))
     guarded = bool(service.read_tokens or service.write_tokens)
     if guarded or allow_unauthenticated or is_loopback(host):
         return
@@ -177,6 +214,17 @@ def check_exposure(settings: Settings, host: str, *, allow_unauthenticated: bool
         "(FORESIGHT_SERVICE__WRITE_TOKENS / FORESIGHT_SERVICE__READ_TOKENS, JSON lists), "
         "listen on 127.0.0.1, or pass --allow-unauthenticated to accept the risk"
     )
+
+
+def local_ui_address(settings: Settings, host: str, port: int | None) -> str | None:
+    """The address of the MLflow UI that serve starts, for the dashboard's model link.
+
+    None without ``--mlflow-ui-port``, and for a tracking server (``http(s)://``): it
+    is its own UI, which the app links by itself.
+    """
+    if port is None or settings.mlflow_tracking_uri.startswith(("http://", "https://")):
+        return None
+    return f"http://{host}:{port}"
 
 
 def _runs_view(settings: Settings, ui: str) -> str:
@@ -190,38 +238,6 @@ def _runs_view(settings: Settings, ui: str) -> str:
         return runs_view_url(ui, ensure_experiment(tracking_config(settings)))
     except TrackingError:
         return ui
-
-
-ClockedJob = Callable[[Settings, datetime | None], "JobReport"]
-"""Runs a job at a given ``now`` (None: the wall clock)."""
-
-
-def _forecast_at(settings: Settings, now: datetime | None) -> JobReport:
-    from pipelines.jobs.forecast import run_forecast
-
-    return run_forecast(settings, now=now)
-
-
-def replay_clock_runner(runner: JobRunner, forecast: ClockedJob = _forecast_at) -> JobRunner:
-    """Run the forecast job at the replay clock's "now": the newest stored sample.
-
-    Under ``--clock replay`` the service's "now" is the newest sample; a forecast
-    stamped with the wall clock would be newer than every decision (and, being the
-    newest run, served for ever after). Other jobs run through ``runner`` unchanged.
-
-    Args:
-        runner: runs every other job.
-        forecast: runs the forecast job at a time (:func:`run_forecast` by default).
-    """
-
-    def run(name: str, settings: Settings) -> JobReport:
-        if name != "forecast":
-            return runner(name, settings)
-        with open_store(settings.store_url) as store:
-            newest = max(store.samples.last_timestamps().values(), default=None)
-        return forecast(settings, None if newest is None else newest.to_pydatetime())
-
-    return run
 
 
 class _NoFollowUps:
@@ -256,10 +272,19 @@ def _forecast_before_serving(settings: Settings, runner: JobRunner) -> None:
 
 
 @contextmanager
-def _scheduler(settings: Settings, runner: JobRunner) -> Iterator[None]:
+def _scheduler(settings: Settings, runner: JobRunner, *, train_now: bool = False) -> Iterator[None]:
     store = open_store(settings.store_url)
     try:
         running = start_scheduler(settings, store, runner=runner)
+        if train_now:
+            if running.wait_until_leader(timeout=LEAD_WAIT_SECONDS):
+                running.run_soon("train")
+            else:
+                console.print(
+                    "[yellow]--train-now: another replica leads the scheduler; the training "
+                    "runs at its scheduled time there.[/]",
+                    soft_wrap=True,
+                )
         try:
             yield
         finally:

@@ -137,6 +137,13 @@ class ServiceSettings(_Section):
     )
 
 
+ClusterAutoscalerVersion = Literal["1.33", "1.34", "1.35", "1.36"]
+"""The cluster-autoscaler minor versions whose formats Foresight was checked against."""
+
+ExpanderReactive = Literal["no_opinion", "rank"]
+"""What the gRPC expander does without a trusted forecast (see ``PublishSettings``)."""
+
+
 class PublishSettings(_Section):
     """Where recommendations go: Kubernetes objects and webhooks."""
 
@@ -176,6 +183,19 @@ class PublishSettings(_Section):
     grpc_expander_key: Path | None = Field(
         default=None, description="the PEM private key of grpc_expander_cert"
     )
+    cluster_autoscaler_version: ClusterAutoscalerVersion = Field(
+        default="1.36",
+        description="the cluster-autoscaler minor version the priority ConfigMap is read by "
+        "(tested: 1.33, 1.34.5, 1.36.1); it decides whether a hand-made entry with a quoted "
+        "key such as '\"15\":' is accepted (1.35 and later) or refused (1.34 and earlier)",
+    )
+    grpc_expander_reactive: ExpanderReactive = Field(
+        default="no_opinion",
+        description="what the gRPC expander answers when an offered Foresight pool has no "
+        "trusted forecast (reactive mode, or no recommendation): 'no_opinion' returns every "
+        "offered option (the next expander decides), 'rank' ranks it like the ConfigMap does "
+        "(shortfall from live demand, then cost per GPU)",
+    )
     grpc_expander_budget_s: float = Field(
         default=1.0,
         gt=0,
@@ -211,4 +231,11 @@ class CallChainSettings(_Section):
         le=100,
         description="GPU utilisation (0-100) under which a pool gets no nodes for latency "
         "(not GPU-bound when its own service is blamed); a pool's gpu_idle_below overrides it",
+    )
+    max_services: int = Field(
+        default=100,
+        ge=1,
+        description="distinct span service names kept per window; spans of further names "
+        "count as service 'other' (foresight_span_services_overflow_total counts them); "
+        "the services the pools file names are always kept, >= 1",
     )

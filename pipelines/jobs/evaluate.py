@@ -50,6 +50,9 @@ calibration: ``offset`` (units of the series), ``live_coverage``,
 ``calibrated_coverage`` and ``forecasts`` replayed."""
 MODEL_VERSION_KEY: Final = "model_version"
 """Key of ``JobReport.details``: the model version whose forecasts were scored."""
+EVALUATED_AT: Final = "evaluated_at"
+"""Key of ``JobReport.details``: the evaluation's ``now`` (ISO 8601), when its live
+error was measured, on the clock it ran by (the run record's times are the wall's)."""
 DEFAULT_LOOKBACK: Final = timedelta(days=1)
 
 
@@ -103,7 +106,9 @@ def run_evaluate(
         scores = live_scores(
             frame, live_scales(frame, history, max_train), settings.levels, horizons
         )
-        return _judge(settings, started, frame, scores, horizons)
+        report = _judge(settings, started, frame, scores, horizons)
+        report.details[EVALUATED_AT] = clock.isoformat()
+        return report
     except ForesightError as exc:
         return finish(JOB, started, "failed", str(exc))
 

@@ -26,7 +26,7 @@ reads only recorded runs, so it never serves a run's forecasts without its peaks
 from __future__ import annotations
 
 from concurrent.futures import Executor, as_completed
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pandas as pd
 
@@ -50,6 +50,8 @@ from pipelines.store import Store
 from pipelines.store.peak_forecasts import LEAD, ORIGIN, RAW
 
 JOB = "forecast"
+SAMPLE_AT_NOW = timedelta(microseconds=1)
+"""How far past ``now`` the history is read, so the sample stamped ``now`` is in it."""
 PEAK_PROBLEM = "peak"
 """Key of ``problems`` when the peak forecast failed (the per-horizon rows are stored)."""
 
@@ -61,20 +63,27 @@ def run_forecast(
     now: datetime | None = None,
     progress: Progress | None = None,
     champion: LoadedModel | None = None,
+    skip_unchanged: bool = False,
 ) -> JobReport:
     """Forecast every stored series with the champion and save it, stamped ``now``.
 
     Args:
         settings: horizon, levels, registry and store.
         store: where history is read and forecasts saved; default the settings' store.
-        now: the forecast's ``generated_at``; history after it is ignored (default
-            the wall clock). A retry with the same ``now`` overwrites, not duplicates.
+        now: the forecast's ``generated_at``; history after it is ignored, a sample at
+            it is used (default the wall clock). A retry with the same ``now``
+            overwrites, not duplicates.
         progress: told ``("forecast", series done, series total)``.
         champion: the model to use instead of loading ``@champion`` (tests).
+        skip_unchanged: do nothing (``skipped``, saying why) when the newest complete
+            run of the champion's version was made from the same newest observation:
+            the forecast would be the same. The scheduler sets it under the replay
+            clock, where "now" moves only with new data.
 
     Returns:
-        ``ok``/``partial`` with the model version and rows saved; ``failed`` when there
-        is no champion, no history or the store is down.
+        ``ok``/``partial`` with the model version and rows saved; ``skipped`` when
+        ``skip_unchanged`` found no new data; ``failed`` when there is no champion, no
+        history or the store is down.
     """
     started = utc_now()
     report = progress or no_progress
@@ -86,7 +95,13 @@ def run_forecast(
             tracking=tracking_config(settings),
         )
         with borrowed_store(settings, store) as opened:
-            history = read_history(opened, settings, end=generated_at, days=settings.max_train_days)
+            # A sample stamped ``now`` is known at ``now`` (under the replay clock "now"
+            # is the newest sample): the history ends just after it.
+            end = generated_at + SAMPLE_AT_NOW
+            history = read_history(opened, settings, end=end, days=settings.max_train_days)
+            observed = pd.Timestamp(history.frame[DS].max()).to_pydatetime()
+            if skip_unchanged and (unchanged := _unchanged(opened, loaded.version, observed)):
+                return finish(JOB, started, "skipped", unchanged)
             plan = training_plan(settings, history.step)
             recent = recent_history(history.frame, plan.max_train)
             problems = dict(history.problems)
@@ -115,6 +130,7 @@ def run_forecast(
                 model_version=loaded.version,
                 generated_at=generated_at,
                 step=history.step.to_pytimedelta(),
+                observed_until=observed,
             )
             rows, peak_rows = stored.rows, stored.peak_rows
     except ForesightError as exc:
@@ -143,6 +159,18 @@ def run_forecast(
     }
     outcome = outcome_of(problems, done_series)
     return finish(JOB, started, outcome, summary, problems=problems, details=details)
+
+
+def _unchanged(store: Store, version: str, observed: datetime) -> str:
+    """Why a new run would repeat the last one of ``version``; empty when it would not."""
+    last = store.forecast_runs.latest(version)
+    if last is None or last.observed_until is None or last.observed_until != observed:
+        return ""
+    return (
+        f"no new data: the newest sample ({observed.isoformat()}) is the one the run of "
+        f"{last.generated_at.isoformat()} by version {version} was made from; nothing to "
+        "forecast until new samples arrive"
+    )
 
 
 def forecast_series(

@@ -107,7 +107,7 @@ def training_plan(settings: Settings, step: pd.Timedelta) -> TrainingPlan:
             f'{exc}: set horizons (FORESIGHT_HORIZONS, e.g. \'["1h", "3h"]\') to multiples '
             f"of the data's step {format_step(step)}"
         ) from exc
-    leads, peak_levels = peak_targets(settings, step)
+    leads, peak_levels, served = peak_targets(settings, step)
     return TrainingPlan(
         horizon=max(settings.horizon, *horizons.values()),
         horizons=horizons,
@@ -119,25 +119,28 @@ def training_plan(settings: Settings, step: pd.Timedelta) -> TrainingPlan:
         champion=settings.champion_rule,
         peak_leads=leads,
         peak_levels=peak_levels,
+        served_levels=served,
     )
 
 
-def peak_targets(settings: Settings, step: pd.Timedelta) -> tuple[tuple[int, ...], Levels]:
-    """The lead steps and levels the training's peak model is fitted at.
+def peak_targets(settings: Settings, step: pd.Timedelta) -> tuple[tuple[int, ...], Levels, Levels]:
+    """The lead steps and levels the training's peak model is fitted at, and the served ones.
 
     The leads are the configured pools' lead times in steps of the data (rounded up);
-    the levels are the pools' provisioning quantiles and the settings' levels. Without
-    a pools file there is nothing to provision, so no leads (and no peak model).
+    the levels are the pools' provisioning quantiles and the settings' levels; the
+    served levels are the pools' quantiles alone (where the promotion gate scores the
+    peak model). Without a pools file there is nothing to provision, so no leads (and
+    no peak model).
 
     Raises:
         ConfigError: the pools file exists but is invalid.
     """
     if not settings.pools_file.is_file():
-        return (), ()
+        return (), (), ()
     pools = load_pools(settings.pools_file).pools
     leads = pool_leads((pool.lead_time for pool in pools), step.to_pytimedelta())
-    levels = tuple(sorted({*settings.levels, *(pool.quantile for pool in pools)}))
-    return leads, levels
+    served = tuple(sorted({pool.quantile for pool in pools}))
+    return leads, tuple(sorted({*settings.levels, *served})), served
 
 
 def candidate_models(

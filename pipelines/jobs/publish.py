@@ -7,6 +7,12 @@ which wires the parts together, hands it in through :func:`publishing_runner`
 service). This job only supplies the store and the clock and turns the outcome into
 a report. Whether it writes to a cluster follows ``service.forecast_only`` unless
 ``apply`` says otherwise.
+
+A publication degrades per object, and so does the report: each object's result is
+in ``details["objects"]`` (``written``, ``unchanged``, ``skipped``...), the ones
+skipped or failed are its ``problems`` with the reason, and the run is ``partial``
+when there are any (``failed`` when no object got through). The summary names them,
+so ``foresight jobs`` shows them.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from forecaster.exceptions import ForesightError
 from pipelines.config.settings import Settings
-from pipelines.jobs.report import JobReport
+from pipelines.jobs.report import JobReport, Outcome
 from pipelines.jobs.runtime import borrowed_store, finish, utc_now
 from pipelines.store import Store
 
@@ -87,7 +93,32 @@ def run_publish(
     count = details.get("recommendations")
     what = f"{count} pool recommendations" if isinstance(count, int) else "recommendations"
     mode = "applied" if writes else "dry run"
-    return finish(JOB, started, "ok", f"published {what} ({mode})", details=details)
+    objects = _text_map(details.get("objects"))
+    problems = _text_map(details.get("problems"))
+    summary = f"published {what} ({mode})" + _objects_line(objects, problems)
+    outcome_of_run: Outcome = "ok"
+    if problems:
+        through = any(target not in problems for target in objects)
+        outcome_of_run = "partial" if through else "failed"
+    return finish(JOB, started, outcome_of_run, summary, problems=problems, details=details)
+
+
+def _text_map(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(key): str(item) for key, item in value.items()}
+
+
+def _objects_line(objects: Mapping[str, str], problems: Mapping[str, str]) -> str:
+    """``: 3 written, 1 skipped (ConfigMap ...: why)``; empty when only planned offline."""
+    if not objects or set(objects.values()) == {"planned"}:
+        return ""
+    tally: dict[str, int] = {}
+    for result in objects.values():
+        tally[result] = tally.get(result, 0) + 1
+    counted = ", ".join(f"{n} {result}" for result, n in sorted(tally.items()))
+    named = "; ".join(f"{target} {objects[target]}: {why}" for target, why in problems.items())
+    return f": {counted}" + (f" ({named})" if named else "")
 
 
 def publishing_runner(publisher: PublisherLookup, runner: JobRunner) -> JobRunner:

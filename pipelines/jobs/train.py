@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from forecaster.backtest import Estimator
 from forecaster.exceptions import ForesightError
-from forecaster.training import train
+from forecaster.gate import check_lines, relative_line, verdict
+from forecaster.training import TrainingOutcome, train
 from forecaster.types import UID, Progress
 from pipelines.config.settings import Settings
 from pipelines.config.tracking import tracking_config
@@ -77,29 +79,40 @@ def run_train(
     except ForesightError as exc:
         return finish(JOB, started, "failed", str(exc))
     problems = dict(history.problems)
-    failures = outcome.failures
+    # The summary is what `foresight jobs` shows: it names the checks that failed.
+    summary = (
+        f"trained on {history.frame[UID].nunique()} series: {settings.registered_model_name} "
+        f"version {outcome.version} {verdict(outcome.decision)}"
+    )
+    details = {
+        **_details(outcome),
+        "series": int(history.frame[UID].nunique()),
+        "models": [model.model_name for model in models],
+    }
+    return finish(
+        JOB, started, "partial" if problems else "ok", summary, problems=problems, details=details
+    )
+
+
+def _details(outcome: TrainingOutcome) -> dict[str, Any]:
+    """The JSON-ready record of a training: version, gate checks, selection, peak model."""
+    failures, decision = outcome.failures, outcome.decision
     # A candidate failing some windows is not the series' problem: another one wins.
     failed_windows = (
         {str(uid): int(n) for uid, n in failures.groupby(UID).size().items()}
         if not failures.empty
         else {}
     )
-    verdict = "promoted to @champion" if outcome.promoted else "not promoted"
-    summary = (
-        f"trained on {history.frame[UID].nunique()} series: {settings.registered_model_name} "
-        f"version {outcome.version} {verdict}"
-    )
-    details = {
+    return {
         "run_id": outcome.run_id,
         "version": outcome.version,
         "promoted": outcome.promoted,
-        "reason": outcome.decision.reason,
-        "series": int(history.frame[UID].nunique()),
-        "models": [model.model_name for model in models],
+        "reason": decision.reason,
+        "gate": {check.name: check.status for check in decision.checks},
+        "failed_checks": list(decision.failed),
+        "gate_checks": check_lines(decision),
+        "mase_vs_persistence": relative_line(decision.relative),
         "selection": dict(outcome.selection),
         "failed_backtest_windows": failed_windows,
         "peak": outcome.peak.describe(),
     }
-    return finish(
-        JOB, started, "partial" if problems else "ok", summary, problems=problems, details=details
-    )

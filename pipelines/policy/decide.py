@@ -114,7 +114,7 @@ def decide(
         # Only the nodes the floor and the bounds left to latency are latency's.
         without = clamp(apply_floor(forecast_nodes, floor), pool.min_nodes, pool.max_nodes)
         if bounded > without:
-            cause = LatencyCause(bounded - without, latency.services)
+            cause = LatencyCause(bounded - without, latency.services, latency.reason)
     current = live.current_nodes
     stable = stabilise(bounded, current, state, pool.scale_down, now, latency=cause)
     final = clamp(stable.nodes, pool.min_nodes, pool.max_nodes)

@@ -106,19 +106,22 @@ class HeldLatency:
             or asked for less by then).
         released_at: when the held value leaves the scale-down window, if no later
             decision wants as many nodes.
+        reason: why latency asked for them, as the analysis said then ('' if unknown).
     """
 
     nodes: int
     services: tuple[str, ...]
     until: datetime
     released_at: datetime
+    reason: str = ""
 
     @classmethod
     def of(cls, held: DesiredSpan | None, window: timedelta) -> HeldLatency | None:
         """Return what latency added to the value holding a scale-down, None if nothing."""
         if held is None or held.latency is None:
             return None
-        return cls(held.latency.nodes, held.latency.services, held.end, held.end + window)
+        cause = held.latency
+        return cls(cause.nodes, cause.services, held.end, held.end + window, cause.reason)
 
     def describe(self, latency_now: LatencyAdjustment) -> str:
         """Say, for the summary, which nodes latency added and how long they are held.
@@ -246,15 +249,7 @@ def summarise(
                 f"at {gpn} GPUs per node and {settings['target_utilisation']:.0%} target "
                 f"utilisation that is {stages.forecast_nodes} nodes"
             )
-    if latency.not_gpu_bound:
-        parts.append(
-            "the pool is not GPU-bound (its GPUs idle while its services are slow), so no "
-            f"nodes are added for latency ({latency.reason or 'no reason given'})"
-        )
-    elif latency_applied and stages.mode == "predictive":
-        parts.append(f"call-chain latency adds {latency_applied} nodes ({latency.reason})")
-    elif latency.extra_nodes and stages.mode == "reactive":
-        parts.append(f"the {latency.extra_nodes} latency nodes are not added in reactive mode")
+    parts.extend(_latency_words(stages, latency, latency_applied))
     parts.append(
         f"live demand of {demand_gpus:.4g} GPUs occupies {stages.floor_nodes} nodes (the floor)"
     )
@@ -281,6 +276,31 @@ def summarise(
         )
     parts.append(_set_by(stages, term, peak_gpus, demand_gpus, gpn, utilisation))
     return "; ".join(parts)
+
+
+def _latency_words(stages: Stages, latency: LatencyAdjustment, applied: int) -> list[str]:
+    """Say what call-chain latency did, once: each verdict in its own words.
+
+    A bottleneck outside every GPU pool is named first (GPUs will not help there); a
+    pool that is not GPU-bound says so without stating nodes it does not add.
+    """
+    words: list[str] = []
+    if latency.outside:
+        names = ", ".join(latency.outside)
+        verb, own = ("is", "its") if len(latency.outside) == 1 else ("are", "their")
+        words.append(
+            f"{names} (on no GPU pool) {verb} slow in {own} own work; buying GPUs will not help"
+        )
+    if latency.not_gpu_bound:
+        words.append(
+            "the pool is not GPU-bound (its GPUs idle while its own services are slow), so "
+            f"no nodes are added for latency ({latency.reason or 'no reason given'})"
+        )
+    elif applied and stages.mode == "predictive":
+        words.append(f"call-chain latency adds {applied} nodes ({latency.reason})")
+    elif latency.extra_nodes and stages.mode == "reactive":
+        words.append(f"the {latency.extra_nodes} latency nodes are not added in reactive mode")
+    return words
 
 
 def _duration(delta: timedelta) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal
@@ -309,12 +309,15 @@ class LatencyAdjustment:
             would not help, so ``extra_nodes`` is not applied.
         services: the pool's services that asked for the nodes, for the explanation
             (it keeps naming them while stabilisation holds the nodes they added).
+        outside: services on no GPU pool, blamed for the latency of this pool's call
+            chains: GPU nodes would not help, so the summary names them.
     """
 
     extra_nodes: int = 0
     reason: str = ""
     not_gpu_bound: bool = False
     services: tuple[str, ...] = ()
+    outside: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.extra_nodes < 0:
@@ -333,10 +336,14 @@ class LatencyCause:
         nodes: nodes the value would not have had without the latency adjustment, >= 1.
         services: the services whose latency asked for them (may be empty when the
             adjustment did not name them).
+        reason: the adjustment's reason when it asked (which service, how slow, against
+            what), so a held value still says why. Not compared: the figures in it move
+            with every analysis, and only the nodes and services make another cause.
     """
 
     nodes: int
     services: tuple[str, ...] = ()
+    reason: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -344,7 +351,10 @@ class LatencyCause:
 
     def to_dict(self) -> dict[str, object]:
         """Return a JSON-ready form for the store."""
-        return {"nodes": self.nodes, "services": list(self.services)}
+        stored: dict[str, object] = {"nodes": self.nodes, "services": list(self.services)}
+        if self.reason:
+            stored["reason"] = self.reason
+        return stored
 
 
 @dataclass(frozen=True)
@@ -467,4 +477,5 @@ def _parse_cause(value: object) -> LatencyCause | None:
     services = value.get("services") or []
     if not isinstance(services, Sequence) or isinstance(services, str):
         raise TypeError(f"a span's latency services must be a list, got {services!r}")
-    return LatencyCause(int(value["nodes"]), tuple(str(name) for name in services))
+    reason = value.get("reason") or ""
+    return LatencyCause(int(value["nodes"]), tuple(str(name) for name in services), str(reason))

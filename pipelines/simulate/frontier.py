@@ -14,6 +14,7 @@ above another when, at the other's costs, it closes at least as much of the gap.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -21,6 +22,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from pipelines.simulate.result import SimResult
+
+TITLE_CHARS = 95
+"""Characters per title line that fit the 9-inch figure at the medium font size."""
 
 Point = tuple[float, float]
 """(x, y) of one replay on a frontier plot."""
@@ -184,5 +188,7 @@ def plot_frontier(
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="best")
     if title:
-        ax.set_title(title)
+        # Wrapped to the figure's width: a long accounting line was clipped at the sides.
+        lines = [textwrap.fill(line, TITLE_CHARS) for line in title.splitlines()]
+        ax.set_title("\n".join(lines), fontsize="medium")
     return fig

@@ -23,6 +23,22 @@ from pipelines.store.schema import ForecastRunRow, as_utc
 
 
 @dataclass(frozen=True)
+class ForecastRun:
+    """The record of one complete forecast run.
+
+    Attributes:
+        model_version: the model version that made it.
+        generated_at: its generation time.
+        observed_until: the newest observation it was made from; None for runs
+            recorded before it was kept.
+    """
+
+    model_version: str
+    generated_at: datetime
+    observed_until: datetime | None
+
+
+@dataclass(frozen=True)
 class StoredRun:
     """What one committed forecast run stored.
 
@@ -53,6 +69,7 @@ class ForecastRunRepository:
         model_version: str,
         generated_at: datetime,
         step: timedelta,
+        observed_until: datetime | None = None,
     ) -> StoredRun:
         """Store a run's forecasts and peak forecasts and record the run, atomically.
 
@@ -65,6 +82,7 @@ class ForecastRunRepository:
             generated_at: the run's generation time (tz-aware); a retry with the same
                 time overwrites the run.
             step: the series step.
+            observed_until: the newest observation the run was made from.
 
         Returns:
             The row counts stored.
@@ -76,14 +94,40 @@ class ForecastRunRepository:
         at = as_utc(generated_at)
         rows = [] if forecasts is None else forecast_rows(forecasts, model_version, at)
         peak = [] if peaks is None else peak_rows(peaks, model_version, at, step)
-        commit_run(self._db, rows, peak, model_version=model_version, generated_at=at)
+        commit_run(
+            self._db,
+            rows,
+            peak,
+            model_version=model_version,
+            generated_at=at,
+            observed_until=None if observed_until is None else as_utc(observed_until),
+        )
         return StoredRun(len(rows), len(peak))
 
-    def newest(self, model_version: str) -> datetime | None:
-        """Return when the newest complete run of ``model_version`` was generated."""
+    def newest(self, model_version: str, *, until: datetime | None = None) -> datetime | None:
+        """Return when the newest complete run of ``model_version`` was generated.
+
+        ``until``: only runs generated at or before it.
+        """
         statement = select(func.max(ForecastRunRow.generated_at)).where(
             ForecastRunRow.model_version == model_version
         )
+        if until is not None:
+            statement = statement.where(ForecastRunRow.generated_at <= as_utc(until))
         with self._db.transaction("read the newest forecast run") as session:
             newest = session.execute(statement).scalar_one_or_none()
         return None if newest is None else as_utc(newest)
+
+    def latest(self, model_version: str) -> ForecastRun | None:
+        """Return the record of the newest complete run of ``model_version``, if any."""
+        statement = (
+            select(ForecastRunRow)
+            .where(ForecastRunRow.model_version == model_version)
+            .order_by(ForecastRunRow.generated_at.desc())
+            .limit(1)
+        )
+        with self._db.transaction("read the newest forecast run") as session:
+            row = session.scalars(statement).first()
+        if row is None:
+            return None
+        return ForecastRun(row.model_version, as_utc(row.generated_at), row.observed_until)

@@ -68,7 +68,13 @@ class ForecastRepository:
         )
         return len(rows)
 
-    def latest(self, series_id: str, model_version: str | None = None) -> pd.DataFrame:
+    def latest(
+        self,
+        series_id: str,
+        model_version: str | None = None,
+        *,
+        until: datetime | None = None,
+    ) -> pd.DataFrame:
         """Return the most recently generated forecast of a series (empty if none).
 
         Only rows of a recorded (complete) forecast run count.
@@ -76,10 +82,14 @@ class ForecastRepository:
         Args:
             series_id: the series.
             model_version: only forecasts this model version made; None: any.
+            until: only forecasts generated at or before it (a reader on a replay
+                clock skips runs another clock dated in its future).
         """
         newest = _of_runs(
             select(func.max(ForecastRow.generated_at)).where(ForecastRow.series_id == series_id)
         )
+        if until is not None:
+            newest = newest.where(ForecastRow.generated_at <= as_utc(until))
         statement = select(ForecastRow).where(ForecastRow.series_id == series_id)
         if model_version is not None:
             newest = newest.where(ForecastRow.model_version == model_version)
@@ -88,7 +98,11 @@ class ForecastRepository:
         return self._frame(statement.order_by(ForecastRow.step), "read the latest forecast")
 
     def newest(
-        self, series_ids: Sequence[str], model_version: str | None = None
+        self,
+        series_ids: Sequence[str],
+        model_version: str | None = None,
+        *,
+        until: datetime | None = None,
     ) -> dict[str, datetime]:
         """Return when each series' newest forecast was generated (one query).
 
@@ -97,6 +111,7 @@ class ForecastRepository:
         Args:
             series_ids: the series to look at; those without a forecast are left out.
             model_version: only forecasts this model version made; None: any.
+            until: only forecasts generated at or before it.
         """
         statement = _of_runs(
             select(ForecastRow.series_id, func.max(ForecastRow.generated_at))
@@ -105,6 +120,8 @@ class ForecastRepository:
         )
         if model_version is not None:
             statement = statement.where(ForecastRow.model_version == model_version)
+        if until is not None:
+            statement = statement.where(ForecastRow.generated_at <= as_utc(until))
         with self._db.transaction("read the newest forecast times") as session:
             rows = session.execute(statement).all()
         return {str(sid): as_utc(when) for sid, when in rows if when is not None}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import select
 
@@ -23,6 +23,13 @@ class Recommendation:
     desired_nodes: int
     action: str
     payload: dict[str, Any]
+
+
+class DesiredNodes(NamedTuple):
+    """When a recommendation was made and the nodes it asked for (no payload)."""
+
+    generated_at: datetime
+    desired_nodes: int
 
 
 class RecommendationRepository:
@@ -94,6 +101,42 @@ class RecommendationRepository:
             statement = statement.where(RecommendationRow.generated_at >= as_utc(since))
         with self._db.transaction("read recommendations") as session:
             return [_recommendation(row) for row in session.scalars(statement)]
+
+    def desired_in_force(self, pool: str, start: datetime, end: datetime) -> list[DesiredNodes]:
+        """Return the nodes asked for over ``[start, end)``, oldest first.
+
+        The one in force at ``start`` (the newest made before it) comes first, then
+        every one made in ``[start, end)``; payloads are not read, so a week of them
+        stays cheap.
+
+        Args:
+            pool: the node pool's name.
+            start: first instant (tz-aware).
+            end: end, exclusive (tz-aware).
+
+        Raises:
+            StoreError: the database failed.
+        """
+        columns = (RecommendationRow.generated_at, RecommendationRow.desired_nodes)
+        of_pool = RecommendationRow.pool == pool
+        before = (
+            select(*columns)
+            .where(of_pool, RecommendationRow.generated_at < as_utc(start))
+            .order_by(RecommendationRow.generated_at.desc(), RecommendationRow.id.desc())
+            .limit(1)
+        )
+        during = (
+            select(*columns)
+            .where(
+                of_pool,
+                RecommendationRow.generated_at >= as_utc(start),
+                RecommendationRow.generated_at < as_utc(end),
+            )
+            .order_by(RecommendationRow.generated_at, RecommendationRow.id)
+        )
+        with self._db.transaction("read the recommendations in force") as session:
+            rows = [*session.execute(before).all(), *session.execute(during).all()]
+        return [DesiredNodes(as_utc(at), int(nodes)) for at, nodes in rows]
 
 
 def _recommendation(row: RecommendationRow) -> Recommendation:

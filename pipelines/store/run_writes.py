@@ -35,11 +35,13 @@ def commit_run(
     *,
     model_version: str,
     generated_at: datetime,
+    observed_until: datetime | None = None,
 ) -> None:
     """Store a run's per-horizon and peak rows and record the run, in one transaction.
 
-    A retry with the same ``generated_at`` overwrites the rows and the record. Nothing
-    is written when both row lists are empty.
+    ``observed_until``: the newest observation the run was made from, if known. A
+    retry with the same ``generated_at`` overwrites the rows and the record. Nothing is
+    written when both row lists are empty.
 
     Raises:
         StoreError: the database failed; nothing of the run was kept.
@@ -52,6 +54,7 @@ def commit_run(
         "series": len({str(row["series_id"]) for row in (*forecasts, *peaks)}),
         "rows": len(forecasts),
         "peak_rows": len(peaks),
+        "observed_until": observed_until,
     }
     dialect = database.dialect
     with database.transaction("write a forecast run") as session:
@@ -79,5 +82,5 @@ def commit_run(
             ForecastRunRow,
             [record],
             keys=("model_version", "generated_at"),
-            update=("series", "rows", "peak_rows"),
+            update=("series", "rows", "peak_rows", "observed_until"),
         )

@@ -150,7 +150,9 @@ class ForecastRunRow(Base):
 
     The forecast job writes a run's rows and this row in one transaction, and readers
     take only rows whose ``(model_version, generated_at)`` has a run row, so a reader
-    never sees half a run. ``series`` and the row counts are what the run stored.
+    never sees half a run. ``series`` and the row counts are what the run stored;
+    ``observed_until`` the newest observation it was made from (NULL in runs recorded
+    by the migration).
     """
 
     __tablename__ = "forecast_runs"
@@ -160,6 +162,7 @@ class ForecastRunRow(Base):
     series: Mapped[int] = mapped_column(Integer(), nullable=False)
     rows: Mapped[int] = mapped_column(Integer(), nullable=False)
     peak_rows: Mapped[int] = mapped_column(Integer(), nullable=False)
+    observed_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class RecommendationRow(Base):

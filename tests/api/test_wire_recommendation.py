@@ -66,13 +66,14 @@ def test_a_decision_in_another_timezone_is_written_in_utc() -> None:
 
 
 def test_held_latency_names_its_services_and_times() -> None:
-    held = HeldLatency(2, ("llm",), NOW + 4 * MIN, NOW + 14 * MIN)
+    held = HeldLatency(2, ("llm",), NOW + 4 * MIN, NOW + 14 * MIN, "llm p95 800 ms vs SLO 400 ms")
 
     assert HeldLatencyOut.model_validate(held, from_attributes=True).model_dump(mode="json") == {
         "nodes": 2,
         "services": ["llm"],
         "until": "2024-05-01T12:04:00Z",
         "released_at": "2024-05-01T12:14:00Z",
+        "reason": "llm p95 800 ms vs SLO 400 ms",
     }
 
 

@@ -16,6 +16,7 @@ from forecaster.metrics import (
     mase,
     naive_scale,
     pinball,
+    relative_mase,
     score_backtest,
     smape,
 )
@@ -151,3 +152,37 @@ def test_score_backtest_names_missing_columns() -> None:
             pd.DataFrame(columns=["unique_id", "cutoff", "scale"]),
             [0.9],
         )
+
+
+def _cells(rows: list[tuple[str, str, str, float]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["unique_id", "model", "horizon", "mase"])
+
+
+def test_relative_mase_is_the_geometric_mean_of_per_cell_ratios_beside_the_ratio_of_means() -> None:
+    scores = _cells(
+        [
+            ("a", "persistence", "1h", 1.0),
+            ("a", "gbm", "1h", 0.5),
+            ("a", "persistence", "3h", 2.0),
+            ("a", "gbm", "3h", 4.0),
+            ("b", "persistence", "1h", 0.0),  # flat: left out, counted
+            ("b", "ets", "1h", 0.3),
+            ("b", "persistence", "3h", 3.0),
+            ("b", "ets", "3h", 3.3),
+        ]
+    )
+
+    relative = relative_mase(scores, {"a": "gbm", "b": "ets"})
+
+    assert relative is not None
+    assert relative.cells == 3
+    assert relative.left_out == 1
+    assert relative.geomean == pytest.approx((0.5 * 2.0 * 1.1) ** (1 / 3))
+    assert relative.ratio_of_means == pytest.approx((0.5 + 4.0 + 3.3) / (1.0 + 2.0 + 3.0))
+    assert relative.worst == pytest.approx(2.0)
+    assert relative.worst_cell == ("a", "3h")
+
+
+def test_relative_mase_needs_persistence_scores() -> None:
+    scores = _cells([("a", "gbm", "1h", 0.5)])
+    assert relative_mase(scores, {"a": "gbm"}) is None

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from mlflow import MlflowClient
 
 from forecaster.champion import ChampionForecaster
 from forecaster.models.naive import Persistence, SeasonalNaive
@@ -203,14 +204,16 @@ def test_an_incumbent_of_the_same_families_is_scored_from_this_trainings_rows(
     train(df, models, plan, tracking=tracking, model_name="demand", models_dir=models_dir)
     same = train(df, models, plan, tracking=tracking, model_name="demand", models_dir=models_dir)
     assert calls == [["persistence", "seasonal_naive"]] * 2  # the incumbent was not refitted
-    assert same.decision.challenger_score == same.decision.champion_score
+    assert same.decision.point.challenger_score == same.decision.point.champion_score
     assert not same.promoted  # a tie keeps the champion
     monkeypatch.setattr(training, "same_estimator", lambda first, second: False)
     refitted = train(
         df, models, plan, tracking=tracking, model_name="demand", models_dir=models_dir
     )
     assert calls[-1] == ["champion"]
-    assert refitted.decision.champion_score == pytest.approx(same.decision.champion_score)
+    assert refitted.decision.point.champion_score == pytest.approx(
+        same.decision.point.champion_score
+    )
     monkeypatch.undo()
     monkeypatch.setattr(training, "nested_fleet_backtest", counting_nested)
 
@@ -306,3 +309,98 @@ def test_too_little_history_for_a_peak_model_still_registers_the_champion(
     assert "realised lead-2 peaks" in outcome.peak.reason
     loaded = load_champion("demand", models_dir=tmp_path / "models", tracking=tracking)
     assert loaded.peak is None
+
+
+PEAK_PLAN = replace(
+    PLAN, peak_leads=(2,), peak_levels=(0.5, 0.9), served_levels=(0.9,), max_train=None
+)
+DEGRADED = {"clip_scaled": 0.0}
+"""Training targets clipped to no headroom at all: the bound is persistence's, at any level."""
+
+
+def test_a_degraded_peak_model_is_refused_and_the_run_names_the_failed_checks(
+    tracking: TrackingConfig, tmp_path: Path
+) -> None:
+    df, models_dir = seasonal_frame(), tmp_path / "models"
+    first = train(
+        df,
+        [Persistence(horizon=6)],
+        PEAK_PLAN,
+        tracking=tracking,
+        model_name="demand",
+        models_dir=models_dir,
+    )
+    assert first.promoted, first.decision.reason
+    assert first.decision.check("peak_vs_buffer").status == "passed"
+    assert first.decision.check("peak_vs_incumbent").status == "skipped"  # no champion yet
+    better_point = [Persistence(horizon=6), SeasonalNaive(season_length=DAY, horizon=6)]
+
+    degraded = train(
+        df,
+        better_point,
+        replace(PEAK_PLAN, peak_params=DEGRADED),
+        tracking=tracking,
+        model_name="demand",
+        models_dir=models_dir,
+    )
+
+    decision = degraded.decision
+    assert decision.check("point").status == "passed"  # only the peak model holds it back
+    assert decision.failed == ("peak_vs_buffer", "peak_vs_incumbent")
+    assert not degraded.promoted
+    assert champion_version("demand", tracking=tracking) == first.version
+    buffer = decision.check("peak_vs_buffer")
+    assert buffer.challenger is not None
+    assert buffer.reference is not None
+    assert buffer.challenger > buffer.reference
+    assert "peak_vs_buffer" in decision.reason
+    assert "peak_vs_incumbent" in decision.reason
+    logged = MlflowClient(tracking_uri=tracking.tracking_uri).get_run(degraded.run_id).data
+    assert logged.tags["foresight.gate.failed"] == "peak_vs_buffer,peak_vs_incumbent"
+    assert logged.tags["foresight.gate.peak_vs_incumbent"].startswith("failed: ")
+    assert logged.metrics["gate/promote"] == 0.0
+    assert logged.metrics["gate/point"] == 1.0
+    assert logged.metrics["gate/peak_vs_buffer"] == 0.0
+    assert (
+        logged.metrics["heldout/peak_pinball/challenger/lead2/q0.9"]
+        > logged.metrics["heldout/peak_pinball/buffer/lead2/q0.9"]
+    )
+    assert "heldout/peak_pinball/incumbent/served" in logged.metrics
+
+    # The same training with the peak model as it was: promoted, so the peak checks
+    # (not the point forecasts) refused the degraded one.
+    kept = train(
+        df,
+        better_point,
+        PEAK_PLAN,
+        tracking=tracking,
+        model_name="demand",
+        models_dir=models_dir,
+    )
+    assert kept.promoted, kept.decision.reason
+    assert kept.decision.check("peak_vs_incumbent").status == "passed"  # the same model: a tie
+
+
+def test_the_champions_mase_relative_to_persistence_is_logged_beside_the_ratio_of_means(
+    tracking: TrackingConfig, tmp_path: Path
+) -> None:
+    outcome = train(
+        seasonal_frame(),
+        [Persistence(horizon=6), SeasonalNaive(season_length=DAY, horizon=6)],
+        PLAN,
+        tracking=tracking,
+        model_name="demand",
+        models_dir=tmp_path / "models",
+    )
+
+    relative = outcome.decision.relative
+    assert relative is not None
+    assert relative.cells == 4  # 2 series x 2 horizons
+    assert 0.0 < relative.geomean < 1.0  # seasonal naive beats persistence on a daily cycle
+    logged = MlflowClient(tracking_uri=tracking.tracking_uri).get_run(outcome.run_id).data
+    assert logged.metrics["heldout/mase_vs_persistence/geomean"] == pytest.approx(relative.geomean)
+    assert logged.metrics["heldout/mase_vs_persistence/ratio_of_means"] == pytest.approx(
+        relative.ratio_of_means
+    )
+    assert outcome.decision.check("point_guard").status == "passed"
+    assert outcome.decision.check("peak_vs_buffer").status == "skipped"  # no pool lead time

@@ -1,10 +1,13 @@
 """The gRPC expander over real TLS, called as cluster-autoscaler calls it.
 
 A throwaway CA signs the server's certificate; the client trusts only that CA (what
-``--grpc-expander-cert`` points at) and dials ``localhost``. Requests are built both
-with the committed stub and, byte for byte, from cluster-autoscaler's full message
-definitions (with the node and pod bytes Foresight leaves out of its own), so the
-field numbers and the method path are checked on the wire, not only in our code.
+``--grpc-expander-cert`` points at) and dials ``localhost``. Requests are sent with the
+committed stub and by a client generated from upstream's own ``expander.proto``
+(``tests/integration/protos``, release 1.36.1, node and pod bytes included), in a
+process of its own, plus 1.33's messages (only the deprecated fields 2 and 4), so the
+field numbers and the method path are checked on the wire, not only in our code. The
+app reads the hand-made tiers from a priority ConfigMap served by the stub API server
+(:mod:`tests.integration.kube_stub`).
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ import grpc  # type: ignore[import-untyped]
 import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from api.consumers.priority_expander import RankedPool
+from api.grpc_expander.choice import ExpanderView
 from api.grpc_expander.protos import expander_pb2, expander_pb2_grpc
 from api.grpc_expander.server import METHOD, ExpanderTLS, RunningExpander, start_expander
 from api.main import create_app
@@ -32,6 +35,8 @@ from pipelines.config.pools import PoolsConfig
 from pipelines.config.settings import load_settings
 from pipelines.store import open_store
 from tests.api.app.conftest import FakeClock, history, make_champion
+from tests.integration.grpc_upstream import call_upstream, generate_upstream
+from tests.integration.kube_stub import KubeStub, running_stub, write_kubeconfig
 from tests.integration.tls_certs import TlsFiles, make_tls
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -75,8 +80,41 @@ POOLS = PoolsConfig.model_validate(
 )
 
 
+HAND_MADE = "50:\n  - ^cpu-critical$\n20:\n  - ^ng-alpha$\n0:\n  - .*\n"
+"""The live priority ConfigMap: an operator's tier above Foresight's whole range."""
+
+
 @pytest.fixture
-def app_client(tmp_path: Path, tls: TlsFiles) -> Iterator[tuple[TestClient, RunningExpander]]:
+def kube() -> Iterator[tuple[KubeStub, str]]:
+    with running_stub() as served:
+        state, _ = served
+        state.objects[
+            ("v1", "configmaps", "kube-system", "cluster-autoscaler-priority-expander")
+        ] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "cluster-autoscaler-priority-expander",
+                "namespace": "kube-system",
+                "labels": {"app.kubernetes.io/managed-by": "foresight"},
+            },
+            "data": {"priorities": HAND_MADE},
+        }
+        yield served
+
+
+@pytest.fixture(params=["rank"])
+def reactive(request: pytest.FixtureRequest) -> str:
+    """``publish.grpc_expander_reactive``: the app's pools have no stored forecasts, so
+    they decide reactively; ``rank`` lets the expander rank them anyway."""
+    value: str = request.param
+    return value
+
+
+@pytest.fixture
+def app_client(
+    tmp_path: Path, tls: TlsFiles, kube: tuple[KubeStub, str], reactive: str
+) -> Iterator[tuple[TestClient, RunningExpander]]:
     settings = load_settings(
         root=tmp_path,
         levels=[0.5, 0.8, 0.9],
@@ -87,6 +125,8 @@ def app_client(tmp_path: Path, tls: TlsFiles) -> Iterator[tuple[TestClient, Runn
             "grpc_expander_address": "127.0.0.1:0",
             "grpc_expander_cert": str(tls.cert_file),
             "grpc_expander_key": str(tls.key_file),
+            "kubeconfig": str(write_kubeconfig(tmp_path / "kubeconfig", kube[1])),
+            "grpc_expander_reactive": reactive,
         },
     )
     with open_store(f"sqlite:///{tmp_path / 'store.db'}") as store:
@@ -109,16 +149,17 @@ def app_client(tmp_path: Path, tls: TlsFiles) -> Iterator[tuple[TestClient, Runn
             yield client, running
 
 
-def expected_best(pools: list[dict[str, Any]]) -> str:
+def expected_best(pools: list[dict[str, Any]]) -> list[str]:
     """The ConfigMap's rule, recomputed from /recommendation's JSON and the pools file."""
     by_name = {pool.name: pool for pool in POOLS.pools}
 
-    def key(body: dict[str, Any]) -> tuple[int, float, str]:
+    def key(body: dict[str, Any]) -> tuple[int, float]:
         pool = by_name[body["pool"]]
         shortfall = (body["desired_nodes"] - body["current_nodes"]) * pool.gpus_per_node
-        return (-shortfall, pool.cost_per_node_hour / pool.gpus_per_node, pool.name)
+        return (-shortfall, pool.cost_per_node_hour / pool.gpus_per_node)
 
-    return by_name[min(pools, key=key)["pool"]].node_group_id
+    best = min(key(body) for body in pools)
+    return [by_name[body["pool"]].node_group_id for body in pools if key(body) == best]
 
 
 def test_the_app_serves_the_best_pool_of_recommendation_over_tls(
@@ -127,6 +168,7 @@ def test_the_app_serves_the_best_pool_of_recommendation_over_tls(
     client, running = app_client
     pools = client.get("/recommendation").json()["pools"]
     assert len(pools) == 3
+    assert {body["mode"] for body in pools} == {"reactive"}  # ranked: reactive="rank"
     best = expected_best(pools)
     offered = ("ng-other", "ng-beta", "Auto Scaling group with spaces", "ng-alpha")
 
@@ -135,7 +177,7 @@ def test_the_app_serves_the_best_pool_of_recommendation_over_tls(
             options(*offered, count=3), timeout=5
         )
 
-    assert answered(response) == [(best, 3)]
+    assert answered(response) == [(i, 3) for i in offered if i in best]
 
 
 def test_unknown_node_groups_get_every_option_back(
@@ -164,58 +206,60 @@ def test_unknown_node_groups_get_every_option_back(
 # -- the protocol on the wire ---------------------------------------------------------
 
 
-def upstream_messages() -> tuple[Any, Any]:
-    """cluster-autoscaler's BestOptionsRequest and BestOptionsResponse, all fields.
+@pytest.fixture(scope="module")
+def upstream_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Modules protoc generates from upstream's expander.proto (1.36.1)."""
+    return generate_upstream(tmp_path_factory.mktemp("upstream"))
 
-    Built from its expander.proto (package grpcplugin) in a private descriptor pool:
-    options = 1, nodeBytesMap = 3 (map<string, bytes>); Option: nodeGroupId = 1,
-    nodeCount = 2, debug = 3, podBytes = 5.
-    """
-    f = descriptor_pb2.FieldDescriptorProto
-    proto = descriptor_pb2.FileDescriptorProto(name="upstream/expander.proto", package="grpcplugin")
-    proto.syntax = "proto3"
-    option = proto.message_type.add(name="Option")
-    option.field.add(name="nodeGroupId", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
-    option.field.add(name="nodeCount", number=2, type=f.TYPE_INT32, label=f.LABEL_OPTIONAL)
-    option.field.add(name="debug", number=3, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
-    option.field.add(name="podBytes", number=5, type=f.TYPE_BYTES, label=f.LABEL_REPEATED)
-    request = proto.message_type.add(name="BestOptionsRequest")
-    request.field.add(
-        name="options",
-        number=1,
-        type=f.TYPE_MESSAGE,
-        type_name=".grpcplugin.Option",
-        label=f.LABEL_REPEATED,
-    )
-    entry = request.nested_type.add(name="NodeBytesMapEntry")
-    entry.options.map_entry = True
-    entry.field.add(name="key", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
-    entry.field.add(name="value", number=2, type=f.TYPE_BYTES, label=f.LABEL_OPTIONAL)
-    request.field.add(
-        name="nodeBytesMap",
-        number=3,
-        type=f.TYPE_MESSAGE,
-        type_name=".grpcplugin.BestOptionsRequest.NodeBytesMapEntry",
-        label=f.LABEL_REPEATED,
-    )
-    response = proto.message_type.add(name="BestOptionsResponse")
-    response.field.add(
-        name="options",
-        number=1,
-        type=f.TYPE_MESSAGE,
-        type_name=".grpcplugin.Option",
-        label=f.LABEL_REPEATED,
-    )
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
-    return (
-        message_factory.GetMessageClass(
-            pool.FindMessageTypeByName("grpcplugin.BestOptionsRequest")
-        ),
-        message_factory.GetMessageClass(
-            pool.FindMessageTypeByName("grpcplugin.BestOptionsResponse")
-        ),
-    )
+
+def test_upstreams_client_gets_the_hand_made_tier_above_foresights_pools(
+    app_client: tuple[TestClient, RunningExpander], tls: TlsFiles, upstream_client: Path
+) -> None:
+    # Issue #36 item 1: offered [a Foresight pool, cpu-critical] it answered the pool
+    # while the ConfigMap ranks cpu-critical at 50.
+    _, running = app_client
+    request = {
+        "options": [
+            {"nodeGroupId": "ng-alpha", "nodeCount": 2, "debug": "a", "pods": ["p"]},
+            {"nodeGroupId": "cpu-critical", "nodeCount": 1, "debug": "c", "pods": ["p"]},
+        ],
+        "nodes": {"node-1": "n"},
+    }
+
+    answer = call_upstream(running.port, tls, request, generated=upstream_client)
+
+    assert answer == {"options": [["cpu-critical", 1]]}
+
+
+@pytest.mark.parametrize("reactive", ["no_opinion"])
+def test_by_default_reactive_pools_get_no_opinion_every_option_back(
+    app_client: tuple[TestClient, RunningExpander], tls: TlsFiles, reactive: str
+) -> None:
+    # Issue #36 item 3: without a forecast it ranked pools by cost per GPU.
+    _, running = app_client
+    offered = ("ng-beta", "Auto Scaling group with spaces", "ng-alpha")
+
+    with channel(tls, running.port) as chan:
+        response = expander_pb2_grpc.ExpanderStub(chan).BestOptions(options(*offered), timeout=5)
+
+    assert answered(response) == [(i, 1) for i in offered]
+
+
+def test_a_133_request_with_only_the_deprecated_fields_is_answered(
+    app_client: tuple[TestClient, RunningExpander], tls: TlsFiles
+) -> None:
+    client, running = app_client
+    best = expected_best(client.get("/recommendation").json()["pools"])
+    offered = ["ng-beta", "Auto Scaling group with spaces"]
+    request = {
+        "options": [{"nodeGroupId": i, "nodeCount": 3, "pods": ["p"]} for i in offered],
+        "nodes": {"node-1": "n"},
+    }
+
+    answer = call_upstream(running.port, tls, request, generated=None, release="1.33")
+
+    wanted = [i for i in offered if i in best] or offered
+    assert answer == {"options": [[i, 3] for i in wanted]}
 
 
 @dataclass
@@ -226,14 +270,14 @@ class Ranking:
     release: threading.Event
     calls: int = 0
 
-    def __call__(self) -> tuple[RankedPool, ...]:
+    def __call__(self) -> ExpanderView:
         self.calls += 1
         self.release.wait(30)
-        return self.ranking
+        return ExpanderView.of(self.ranking, {})
 
 
 def ranked(pool: str, node_group: str, priority: int) -> RankedPool:
-    return RankedPool(pool, node_group, f"^{node_group}$", 8, 1.0, priority)
+    return RankedPool(pool, node_group, f"^{node_group}$", 8, 1.0, priority, "predictive")
 
 
 @pytest.fixture
@@ -253,26 +297,19 @@ def server(tls: TlsFiles, ready_ranking: Ranking) -> Iterator[RunningExpander]:
 
 
 def test_a_request_as_cluster_autoscaler_sends_it_is_read_and_answered(
-    server: RunningExpander, tls: TlsFiles
+    server: RunningExpander, tls: TlsFiles, upstream_client: Path
 ) -> None:
-    request_class, response_class = upstream_messages()
-    request = request_class(
-        options=[
-            {"nodeGroupId": "ng-b", "nodeCount": 2, "debug": "b", "podBytes": [b"\x0a\x03pod"]},
-            {"nodeGroupId": "ng-a", "nodeCount": 4, "debug": "a", "podBytes": [b"\x0a\x03pod"]},
+    request = {
+        "options": [
+            {"nodeGroupId": "ng-b", "nodeCount": 2, "debug": "b", "pods": ["\x0a\x03pod"]},
+            {"nodeGroupId": "ng-a", "nodeCount": 4, "debug": "a", "pods": ["\x0a\x03pod"]},
         ],
-        nodeBytesMap={"node-1": b"\x0a\x06node-1"},
-    )
+        "nodes": {"node-1": "\x0a\x06node-1"},
+    }
 
-    with channel(tls, server.port) as chan:
-        call = chan.unary_unary(
-            METHOD,
-            request_serializer=lambda message: message.SerializeToString(),
-            response_deserializer=response_class.FromString,
-        )
-        response = call(request, timeout=5)
+    answer = call_upstream(server.port, tls, request, generated=upstream_client)
 
-    assert [(o.nodeGroupId, o.nodeCount) for o in response.options] == [("ng-a", 4)]
+    assert answer == {"options": [["ng-a", 4]]}
 
 
 def test_a_malformed_request_is_an_error_and_the_server_keeps_answering(

@@ -13,15 +13,12 @@ are not exercised.
 from __future__ import annotations
 
 import copy
-import json
-import threading
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pandas as pd
 import pytest
@@ -32,11 +29,11 @@ from api.consumers.capacity_buffers import BufferSettings, capacity_buffers
 from api.consumers.k8s import Manifest
 from api.consumers.kube_writer import KubeWriter, PruneScope
 from api.consumers.priority_expander import priority_expander_configmap
-from api.publishing import prune_scopes, publish_once
+from api.publish_cluster import prune_scopes
+from api.publishing import publish_once
 from api.service import RecommendationService, Services
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.config.settings import load_settings
-from pipelines.errors import PublishError
 from pipelines.policy import (
     NO_LATENCY,
     ForecastHealth,
@@ -47,6 +44,7 @@ from pipelines.policy import (
     decide,
 )
 from pipelines.store import open_store
+from tests.integration.kube_stub import Key, KubeStub, running_stub, write_kubeconfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -58,177 +56,11 @@ POOLS = [
     PoolConfig(name="l4", node_group_id="eks-l4", gpus_per_node=4),
 ]
 
-Key = tuple[str, str, str | None, str]
-"""(group/version, plural, namespace, name) of a stored object."""
-
-
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    body: Any
-
-
-@dataclass
-class KubeStub:
-    """The in-memory state and request log of the stub API server."""
-
-    objects: dict[Key, Manifest] = field(default_factory=dict)
-    requests: list[Recorded] = field(default_factory=list)
-    serve_capacity_buffers: bool = True
-    forbid: bool = False
-    version: int = 100
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def writes(self) -> list[tuple[str, str, dict[str, list[str]]]]:
-        return [(r.method, r.path, r.query) for r in self.requests if r.method != "GET"]
-
-    def stored(self, plural: str) -> dict[str, Manifest]:
-        return {key[3]: obj for key, obj in self.objects.items() if key[1] == plural}
-
-
-def parse(path: str) -> tuple[str, str, str | None, str | None] | None:
-    """Split a REST path into (group/version, plural, namespace, name)."""
-    parts = path.strip("/").split("/")
-    if parts[:2] == ["api", "v1"]:
-        gv, rest = "v1", parts[2:]
-    elif parts[:1] == ["apis"] and len(parts) >= 4:
-        gv, rest = f"{parts[1]}/{parts[2]}", parts[3:]
-    else:
-        return None
-    namespace = None
-    if rest[:1] == ["namespaces"] and len(rest) >= 3:
-        namespace, rest = rest[1], rest[2:]
-    if len(rest) == 1:
-        return gv, rest[0], namespace, None
-    if len(rest) == 2:
-        return gv, rest[0], namespace, rest[1]
-    return None
-
-
-def make_handler(stub: KubeStub) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-        def _reply(self, code: int, body: Manifest) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _status(self, code: int, reason: str, message: str) -> None:
-            self._reply(
-                code,
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "status": "Failure",
-                    "reason": reason,
-                    "message": message,
-                    "code": code,
-                },
-            )
-
-        def _handle(self) -> None:
-            url = urlsplit(self.path)
-            query = parse_qs(url.query)
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length)) if length else None
-            with stub.lock:
-                stub.requests.append(Recorded(self.command, url.path, query, body))
-                self._route(url.path, query, body)
-
-        def _route(self, path: str, query: dict[str, list[str]], body: Any) -> None:
-            parsed = parse(path)
-            if parsed is None:
-                return self._status(404, "NotFound", f"no route {path}")
-            gv, plural, namespace, name = parsed
-            if plural == "capacitybuffers" and not stub.serve_capacity_buffers:
-                return self._status(
-                    404, "NotFound", "the server could not find the requested resource"
-                )
-            if stub.forbid and self.command != "GET":
-                return self._status(403, "Forbidden", f"cannot {self.command} {plural}")
-            dry = query.get("dryRun") == ["All"]
-            key: Key = (gv, plural, namespace, name or "")
-            if self.command == "GET" and name is None:
-                return self._list(gv, plural, namespace, query)
-            if self.command == "GET":
-                found = stub.objects.get(key)
-                if found is None:
-                    return self._status(404, "NotFound", f'{plural} "{name}" not found')
-                return self._reply(200, found)
-            if self.command == "POST":
-                key = (gv, plural, namespace, body["metadata"]["name"])
-                if key in stub.objects:
-                    return self._status(409, "AlreadyExists", "already exists")
-                return self._reply(201, self._store(key, body, dry))
-            if self.command == "PUT":
-                current = stub.objects.get(key)
-                if current is None:
-                    return self._status(404, "NotFound", "not found")
-                sent = body["metadata"].get("resourceVersion")
-                if sent and sent != current["metadata"]["resourceVersion"]:
-                    return self._status(409, "Conflict", "the object has been modified")
-                return self._reply(200, self._store(key, body, dry))
-            if self.command == "DELETE":
-                if key not in stub.objects:
-                    return self._status(404, "NotFound", "not found")
-                if not dry:
-                    del stub.objects[key]
-                return self._reply(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
-            return self._status(405, "MethodNotAllowed", self.command)
-
-        def _store(self, key: Key, body: Manifest, dry: bool) -> Manifest:
-            stub.version += 1
-            obj = json.loads(json.dumps(body))
-            obj["metadata"] |= {"uid": f"uid-{key[3]}", "resourceVersion": str(stub.version)}
-            if obj.get("kind") == "Deployment":
-                # What the real API server defaults: a diff must not see it as a change.
-                obj["spec"].setdefault("strategy", {"type": "RollingUpdate"})
-                obj["status"] = {}
-            if not dry:
-                stub.objects[key] = obj
-            return obj
-
-        def _list(
-            self, gv: str, plural: str, namespace: str | None, query: dict[str, list[str]]
-        ) -> None:
-            wanted = dict(
-                pair.split("=", 1)
-                for pair in query.get("labelSelector", [""])[0].split(",")
-                if pair
-            )
-            items = [
-                obj
-                for (g, p, ns, _), obj in stub.objects.items()
-                if (g, p) == (gv, plural)
-                and (namespace is None or ns == namespace)
-                and all(obj["metadata"].get("labels", {}).get(k) == v for k, v in wanted.items())
-            ]
-            self._reply(200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items})
-
-        do_GET = do_POST = do_PUT = do_DELETE = _handle  # noqa: N815
-
-    return Handler
-
 
 @pytest.fixture
 def stub() -> Iterator[tuple[KubeStub, str]]:
-    state = KubeStub()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with running_stub() as served:
+        yield served
 
 
 @pytest.fixture
@@ -412,10 +244,13 @@ def test_a_configmap_foresight_does_not_own_is_never_replaced(
         hand_made
     )
 
-    with pytest.raises(PublishError, match="not managed by Foresight"):
-        writer.sync(desired({"a100": 1}), prune=SCOPES, dry_run=False)
+    changes = writer.sync(desired({"a100": 1}), prune=SCOPES, dry_run=False)
 
-    assert state.writes() == []
+    assert changes[0].action == "skipped"
+    assert "not managed by Foresight" in changes[0].reason
+    # The ConfigMap is left alone; the buffers still go out.
+    assert [w[0] for w in state.writes() if "configmaps" in w[1]] == []
+    assert "foresight-overprovisioning-a100" in state.stored("deployments")
 
 
 CM_KEY: Key = ("v1", "configmaps", "kube-system", "cluster-autoscaler-priority-expander")
@@ -451,9 +286,10 @@ def test_entries_an_operator_added_survive_the_next_publish(
     assert state.writes() == []
 
 
-def test_an_operator_entry_over_a_managed_node_group_is_refused_and_nothing_written(
+def test_an_operator_entry_over_a_managed_node_group_skips_the_configmap_only(
     stub: tuple[KubeStub, str], writer: KubeWriter
 ) -> None:
+    # Issue #36 item 2: this used to abort the whole run, buffers included.
     state, _ = stub
     writer.sync(desired({"a100": 2, "l4": 1}), prune=SCOPES, dry_run=False)
     live = state.objects[CM_KEY]
@@ -461,11 +297,13 @@ def test_an_operator_entry_over_a_managed_node_group_is_refused_and_nothing_writ
     before = copy.deepcopy(live)
     state.requests.clear()
 
-    with pytest.raises(PublishError, match=r"'\^eks-l' at priority 90 .* 'eks-l4'"):
-        writer.sync(desired({"a100": 1, "l4": 1}), prune=SCOPES, dry_run=False)
+    changes = writer.sync(desired({"a100": 3, "l4": 1}), prune=SCOPES, dry_run=False)
 
-    assert state.writes() == []
+    assert changes[0].action == "skipped"
+    assert re.search(r"'\^eks-l' at priority 90 .* 'eks-l4'", changes[0].reason)
     assert state.objects[CM_KEY] == before
+    deployment = state.stored("deployments")["foresight-overprovisioning-a100"]
+    assert deployment["spec"]["replicas"] == 3
 
 
 def test_capacity_buffers_go_through_the_custom_objects_api(
@@ -497,8 +335,11 @@ def test_a_missing_capacity_buffer_crd_is_a_clear_error_and_not_a_prune_failure(
     state.serve_capacity_buffers = False
 
     writer.sync(desired({"a100": 1}), prune=SCOPES, dry_run=False)
-    with pytest.raises(PublishError, match="CapacityBuffer CRD"):
-        writer.sync(desired({"a100": 1}, "capacity_buffer"), prune=SCOPES, dry_run=False)
+    changes = writer.sync(desired({"a100": 1}, "capacity_buffer"), prune=SCOPES, dry_run=False)
+
+    (failed,) = [c for c in changes if c.kind == "CapacityBuffer"]
+    assert failed.action == "failed"
+    assert "CapacityBuffer CRD" in failed.reason
 
 
 def test_forbidden_writes_name_the_permission_needed(
@@ -507,27 +348,17 @@ def test_forbidden_writes_name_the_permission_needed(
     state, _ = stub
     state.forbid = True
 
-    with pytest.raises(PublishError, match=r"403 .*grant Foresight's account"):
-        writer.sync(desired({"a100": 1}), prune=SCOPES, dry_run=True)
+    changes = writer.sync(desired({"a100": 1}), prune=SCOPES, dry_run=True)
+
+    assert {c.action for c in changes} == {"failed"}
+    assert all(re.search(r"403 .*grant Foresight's account", c.reason) for c in changes)
 
 
 def test_publish_once_uses_the_kubeconfig_and_dry_runs_server_side(
     stub: tuple[KubeStub, str], tmp_path: Path
 ) -> None:
     state, url = stub
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "stub", "cluster": {"server": url}}],
-                "contexts": [{"name": "stub", "context": {"cluster": "stub", "user": "me"}}],
-                "current-context": "stub",
-                "users": [{"name": "me", "user": {"token": "t"}}],
-            }
-        )
-    )
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", url)
     publish = {"kubeconfig": str(kubeconfig), "buffers_namespace": BUFFERS}
     pools = PoolsConfig(pools=POOLS)
     with open_store(f"sqlite:///{tmp_path / 'store.db'}") as store:

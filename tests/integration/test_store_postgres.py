@@ -36,7 +36,15 @@ from pipelines.store.schema import VERSION_TABLE, Base
 
 pytestmark = pytest.mark.integration
 
-TABLES = ("samples", "forecasts", "recommendations", "pool_state", "webhook_outbox")
+TABLES = (
+    "samples",
+    "forecasts",
+    "forecast_runs",
+    "peak_forecasts",
+    "recommendations",
+    "pool_state",
+    "webhook_outbox",
+)
 
 
 def _load_contract() -> ModuleType:

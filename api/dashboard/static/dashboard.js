@@ -1,155 +1,30 @@
-// Foresight dashboard: reads the JSON routes and draws each pool as inline SVG.
-// No framework, no build step, no network access beyond this server.
+// Foresight dashboard, the pools: per pool a headline (what to do and why), the
+// numbers, the chart (chart.js) and the table of terms with the data's freshness.
+// Reads GET pools, recommendation and dashboard/pool/{pool}; refreshes every 30 s.
 "use strict";
 
 (function () {
-  const SVG = "http://www.w3.org/2000/svg";
+  const F = window.Foresight;
+  const { config, el, getJSON, fmt, duration, ago, stamp } = F;
   const REFRESH_MS = 30000;
-  const config = JSON.parse(document.getElementById("foresight-config").textContent);
+  const RANGES = [6, 24, 72];
+  // The chart's history range (hours), kept for this tab.
+  let hours = Number(sessionStorage.getItem("foresight-hours")) || RANGES[0];
 
-  function el(tag, attrs, text) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
-    if (text !== undefined) node.textContent = text;
-    return node;
-  }
-
-  function svg(tag, attrs) {
-    const node = document.createElementNS(SVG, tag);
-    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
-    return node;
-  }
-
-  // With read tokens configured the JSON routes need a bearer token: open the page as
-  // /#token=<read token>. The fragment never reaches a server or a log; the token is
-  // kept for this tab only and removed from the address bar.
-  const token = (() => {
-    const found = new URLSearchParams(location.hash.slice(1)).get("token");
-    if (found) {
-      sessionStorage.setItem("foresight-token", found);
-      history.replaceState(null, "", location.pathname + location.search);
+  function rangeControl() {
+    const box = document.getElementById("range");
+    box.replaceChildren(el("span", { class: "muted" }, "history: "));
+    for (const h of RANGES) {
+      const button = el("button", { type: "button", "data-hours": String(h),
+        "aria-pressed": String(h === hours) }, h < 48 ? `${h} h` : `${h / 24} d`);
+      button.addEventListener("click", () => {
+        hours = h;
+        sessionStorage.setItem("foresight-hours", String(h));
+        rangeControl();
+        refresh().catch(() => null);
+      });
+      box.append(button);
     }
-    return sessionStorage.getItem("foresight-token");
-  })();
-
-  async function getJSON(url) {
-    const headers = { Accept: "application/json" };
-    if (token) headers.Authorization = `Bearer ${token}`;
-    const response = await fetch(url, { headers });
-    const body = await response.json().catch(() => ({}));
-    if (!response.ok) {
-      throw new Error(body.message || body.detail || `${url}: HTTP ${response.status}`);
-    }
-    return body;
-  }
-
-  function fmt(value, digits) {
-    if (value === null || value === undefined || Number.isNaN(value)) return "–";
-    return Number(value).toFixed(digits === undefined ? 0 : digits);
-  }
-
-  function hhmm(ms) {
-    return new Date(ms).toISOString().slice(11, 16);
-  }
-
-  function niceMax(value) {
-    if (!(value > 0)) return 1;
-    const power = Math.pow(10, Math.floor(Math.log10(value)));
-    for (const step of [1, 2, 2.5, 5, 10]) {
-      if (step * power >= value) return step * power;
-    }
-    return 10 * power;
-  }
-
-  // The interval drawn is the widest the forecast carries; the mean is the centre line.
-  function forecastSeries(forecast) {
-    if (!forecast || !forecast.records.length) return null;
-    const levels = forecast.levels.slice().sort((a, b) => a - b);
-    const lo = `q${levels[0]}`;
-    const hi = `q${levels[levels.length - 1]}`;
-    const points = forecast.records.map((r) => ({
-      t: Date.parse(r.ds), mean: r.mean, lo: r[lo], hi: r[hi],
-    }));
-    return { points, lo: levels[0], hi: levels[levels.length - 1] };
-  }
-
-  function polyline(points, x, y, cls) {
-    const d = points.map((p, i) => `${i ? "L" : "M"}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`);
-    return svg("path", { d: d.join(""), class: cls });
-  }
-
-  function drawChart(pool, history, forecast, rec, now) {
-    const width = 680, height = 240, left = 44, right = 12, top = 10, bottom = 26;
-    const demand = history.series.demand_gpus.map((p) => [Date.parse(p.ds), p.y]);
-    const fc = forecastSeries(forecast);
-    const capacity = rec ? rec.desired_nodes * pool.gpus_per_node : null;
-    const times = demand.map((p) => p[0]).concat(fc ? fc.points.map((p) => p.t) : []);
-    times.push(now);
-    const t0 = Math.min(...times), t1 = Math.max(...times, t0 + 1);
-    const values = demand.map((p) => p[1]);
-    if (fc) fc.points.forEach((p) => values.push(p.hi ?? p.mean, p.mean));
-    if (capacity !== null) values.push(capacity);
-    const yMax = niceMax(Math.max(1, ...values.filter((v) => Number.isFinite(v))) * 1.05);
-    const x = (t) => left + ((t - t0) / (t1 - t0)) * (width - left - right);
-    const y = (v) => top + (1 - v / yMax) * (height - top - bottom);
-
-    const chart = svg("svg", {
-      viewBox: `0 0 ${width} ${height}`, class: "chart", role: "img",
-      "aria-label": `${pool.name}: demand, forecast and recommended capacity`,
-    });
-    for (let i = 0; i <= 4; i++) {
-      const v = (yMax * i) / 4;
-      chart.append(svg("line", { x1: left, x2: width - right, y1: y(v), y2: y(v), class: "axis" }));
-      const label = svg("text", { x: left - 6, y: y(v) + 4, "text-anchor": "end" });
-      label.textContent = fmt(v, Number.isInteger(v) ? 0 : 1);
-      chart.append(label);
-    }
-    for (let i = 0; i <= 6; i++) {
-      const t = t0 + ((t1 - t0) * i) / 6;
-      const anchor = i === 0 ? "start" : i === 6 ? "end" : "middle";
-      const label = svg("text", { x: x(t), y: height - 8, "text-anchor": anchor });
-      label.textContent = hhmm(t);
-      chart.append(label);
-    }
-    if (fc) {
-      const band = fc.points.filter((p) => Number.isFinite(p.lo) && Number.isFinite(p.hi));
-      if (band.length) {
-        const upper = band.map((p) => `${x(p.t).toFixed(1)},${y(p.hi).toFixed(1)}`);
-        const lower = band.slice().reverse().map((p) => `${x(p.t).toFixed(1)},${y(p.lo).toFixed(1)}`);
-        chart.append(svg("polygon", { points: upper.concat(lower).join(" "), class: "band" }));
-      }
-      chart.append(polyline(fc.points.map((p) => [p.t, p.mean]), x, y, "mean"));
-    }
-    if (demand.length) chart.append(polyline(demand, x, y, "demand"));
-    if (capacity !== null) {
-      chart.append(svg("line", {
-        x1: left, x2: width - right, y1: y(capacity), y2: y(capacity), class: "capacity",
-      }));
-    }
-    chart.append(svg("line", { x1: x(now), x2: x(now), y1: top, y2: height - bottom, class: "now" }));
-    const title = svg("title");
-    title.textContent = `${pool.name}: ${demand.length} demand samples` +
-      (fc ? `, ${fc.points.length} forecast steps` : ", no forecast");
-    chart.prepend(title);
-    return { chart, fc };
-  }
-
-  function legend(fc) {
-    const box = el("div", { class: "legend" });
-    const items = [["var(--demand)", "demand (GPUs)"]];
-    if (fc) {
-      items.push(["var(--forecast)", "forecast mean"]);
-      items.push(["var(--band)", `interval q${fc.lo}–q${fc.hi}`]);
-    }
-    items.push(["var(--capacity)", "recommended capacity (GPUs)"], ["var(--now)", "now"]);
-    for (const [color, label] of items) {
-      const item = el("span", {}, label);
-      const swatch = el("i");
-      swatch.style.background = color;
-      item.prepend(swatch);
-      box.append(item);
-    }
-    return box;
   }
 
   function numbers(rec) {
@@ -158,8 +33,9 @@
       ["desired nodes", fmt(rec.desired_nodes)],
       ["current nodes", fmt(rec.current_nodes)],
       ["headroom pods", fmt(rec.headroom_pods)],
-      [`demand q${rec.quantile}`, fmt(rec.forecast_quantiles[`q${rec.quantile}`], 1)],
-      ["data age", `${fmt(rec.data_freshness_seconds)} s`],
+      // Without a forecast the quantiles are the live demand the decision used: say so.
+      [rec.mode === "reactive" ? "demand now (GPUs)" : `demand peak q${rec.quantile}`,
+        fmt(rec.forecast_quantiles[`q${rec.quantile}`], 1)],
     ];
     for (const [label, value] of cells) {
       const cell = el("div", { class: "cell", "data-field": label });
@@ -169,28 +45,61 @@
     return box;
   }
 
-  function explanation(rec) {
-    const box = el("div", { class: "explanation" });
-    const ex = rec.explanation;
-    box.append(el("p", { class: "summary" }, ex.summary));
-    const table = el("table");
-    const rows = [
-      ["set by", ex.term],
-      ["mode", ex.mode + (ex.health_reasons.length ? ` (${ex.health_reasons.join(", ")})` : "")],
-      ["forecast → floor → need", `${fmt(ex.stages.forecast_nodes)} → ${ex.stages.floor_nodes} → ${ex.stages.need}`],
-      ["bounded → stabilised → final", `${ex.stages.bounded} → ${ex.stages.stabilised} → ${ex.stages.final}`],
-      ["latency", ex.latency.reason || `+${ex.latency.applied_nodes} nodes`],
-      ["model version", rec.model_version ?? "none"],
-      ["valid until", rec.valid_until],
-    ];
-    if (ex.health_detail) rows.splice(2, 0, ["health", ex.health_detail]);
-    if (ex.latency.not_gpu_bound) rows.push(["not GPU-bound", "latency is high while GPUs idle"]);
-    for (const [key, value] of rows) {
-      const tr = el("tr");
-      tr.append(el("th", {}, key), el("td", {}, String(value)));
+  // The explanation's chain as a table: each term's node count, what it used, its age.
+  function termsTable(view, rec) {
+    const table = el("table", { class: "terms" });
+    const head = el("tr");
+    for (const name of ["term", "nodes", "from", "age"]) head.append(el("th", {}, name));
+    table.append(head);
+    for (const t of view.terms) {
+      const tr = el("tr", { "data-term": t.term, class: t.decisive ? "decisive" : "" });
+      tr.append(el("td", {}, t.term),
+        el("td", { class: "n" }, t.nodes === null ? "–" : String(t.nodes)),
+        el("td", {}, t.decisive ? `${t.detail} ◀ set the number` : t.detail),
+        el("td", { class: "n" }, duration(t.age_seconds)));
       table.append(tr);
     }
-    box.append(table);
+    const final = el("tr", { "data-term": "final", class: "final" });
+    final.append(el("td", {}, "final"), el("td", { class: "n" }, String(rec.desired_nodes)),
+      el("td", {}, `valid until ${stamp(rec.valid_until)}`), el("td"));
+    table.append(final);
+    return table;
+  }
+
+  function freshness(view, rec) {
+    const table = el("table", { class: "freshness" });
+    const rows = [
+      ["newest-sample", "newest sample", view.newest_sample.at
+        ? `${stamp(view.newest_sample.at)}, ${ago(view.newest_sample.age_seconds)}` : "none yet"],
+      ["forecast", "forecast", view.band
+        ? `made ${ago((Date.parse(rec.generated_at) - Date.parse(view.band.generated_at)) / 1000)}` +
+          ` from data until ${stamp(view.band.observed_until)}` : view.band_missing],
+    ];
+    const e = view.live_error;
+    rows.push(["live-error", "live error", e.mase === null
+      ? "not measured yet (the evaluate job scores forecasts once actuals arrive)"
+      : `MASE ${fmt(e.mase, 2)} (reactive above ${fmt(e.bound, 1)}), ` +
+        `measured ${ago(e.measured.age_seconds)}`]);
+    rows.push(["model", "model", rec.model_version ? `version ${rec.model_version}` : "none"]);
+    for (const [field, key, value] of rows) {
+      const tr = el("tr", { "data-field": field });
+      tr.append(el("th", {}, key), el("td", {}, value));
+      table.append(tr);
+    }
+    return table;
+  }
+
+  function why(view, rec) {
+    const box = el("div", { class: "explanation" });
+    const ex = rec.explanation;
+    // Said only when the forecast is not trusted; a healthy one needs no banner.
+    if (ex.mode === "reactive" && ex.health_detail) {
+      box.append(el("p", { class: "status warning" }, `reactive: ${ex.health_detail}`));
+    }
+    box.append(el("h3", {}, "Why"), termsTable(view, rec));
+    const full = el("details", { class: "summary" });
+    full.append(el("summary", {}, "the policy's full sentence"), el("p", {}, ex.summary));
+    box.append(full, el("h3", {}, "Freshness"), freshness(view, rec));
     return box;
   }
 
@@ -215,121 +124,29 @@
       el("span", { class: `badge ${rec.action}` }, rec.action.replace("_", " ")),
       el("span", { class: `badge ${rec.mode}` }, rec.mode),
     );
-    const wantsForecast = !rec.explanation.health_reasons.includes("no_forecast");
-    const [history, forecast] = await Promise.all([
-      getJSON(`${config.history}${encodeURIComponent(pool.name)}`),
-      wantsForecast
-        ? getJSON(`${config.forecast}${encodeURIComponent(pool.name)}`).catch(() => null)
-        : Promise.resolve(null),
-    ]);
+    const view = await getJSON(`${config.pool_view}${encodeURIComponent(pool.name)}?hours=${hours}`);
+    section.append(el("p", { class: "headline" }, view.headline || ""));
     const grid = el("div", { class: "grid" });
     const left = el("div");
-    const drawn = drawChart(pool, history, forecast, rec, Date.parse(history.until));
-    left.append(numbers(rec), drawn.chart, legend(drawn.fc));
-    grid.append(left, explanation(rec));
+    // One time on the page: the decision clock's, as the recommendation set gave it.
+    left.append(numbers(rec), F.drawChart(view, rec, now), F.chartLegend(view));
+    grid.append(left, why(view, rec));
     section.append(grid);
     section.setAttribute("aria-busy", "false");
     section.dataset.state = "ready";
-  }
-
-  // The call chain from /signals/chain: services in columns by depth from the roots,
-  // an arrow per caller -> callee edge, each box with p95 and own (exclusive) p95, the
-  // blamed services outlined and labelled with their verdict.
-  function drawChain(data) {
-    const services = data.services.filter((s) => (s.call_count || 0) > 0 || s.culprit);
-    if (!services.length) return el("p", { class: "muted" }, "no spans in the window yet");
-    const byName = new Map(services.map((s) => [s.service, s]));
-    const depth = new Map();
-    const roots = services.filter((s) => !(s.callers || []).some((c) => byName.has(c)));
-    const queue = (roots.length ? roots : services.slice(0, 1)).map((s) => [s.service, 0]);
-    while (queue.length) {
-      const [name, d] = queue.shift();
-      if (depth.has(name) || d > services.length) continue;
-      depth.set(name, d);
-      for (const callee of byName.get(name)?.callees || []) {
-        if (byName.has(callee)) queue.push([callee, d + 1]);
-      }
-    }
-    for (const s of services) if (!depth.has(s.service)) depth.set(s.service, 0);
-    const columns = [];
-    for (const s of services) {
-      const d = depth.get(s.service);
-      (columns[d] = columns[d] || []).push(s);
-    }
-    const W = 190, H = 74, GAP_X = 60, GAP_Y = 18;
-    const rows = Math.max(...columns.map((c) => (c ? c.length : 0)));
-    const width = columns.length * (W + GAP_X), height = rows * (H + GAP_Y) + 10;
-    const root = svg("svg", { class: "chain", viewBox: `0 0 ${width} ${height}`,
-      role: "img", "aria-label": "call chain" });
-    const defs = svg("defs");
-    const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5,
-      markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
-    marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrowhead" }));
-    defs.append(marker);
-    root.append(defs);
-    const at = new Map();
-    columns.forEach((column, d) => (column || []).forEach((s, i) => {
-      at.set(s.service, { x: d * (W + GAP_X) + 5, y: i * (H + GAP_Y) + 5 });
-    }));
-    for (const edge of data.edges || []) {
-      const from = at.get(edge.caller), to = at.get(edge.callee);
-      if (!from || !to) continue;
-      root.append(svg("line", { class: "edge", x1: from.x + W, y1: from.y + H / 2,
-        x2: to.x, y2: to.y + H / 2, "marker-end": "url(#arrow)" }));
-    }
-    for (const s of services) {
-      const { x, y } = at.get(s.service);
-      const g = svg("g", { class: `service ${s.culprit ? "bottleneck" : ""} ${s.status || ""}`,
-        "data-service": s.service, "data-verdict": s.verdict || "" });
-      g.append(svg("rect", { x, y, width: W, height: H, rx: 6 }));
-      const lines = [
-        `${s.service}${s.pool ? ` · ${s.pool}` : " · no GPU pool"}`,
-        `p95 ${fmt(s.p95_ms)} ms · own ${fmt(s.own_p95_ms)} ms`,
-        `${s.threshold_ms ? `SLO ${fmt(s.threshold_ms)} ms · ` : ""}${s.call_count || 0} calls`,
-        s.culprit ? `BOTTLENECK: ${s.verdict.replaceAll("_", " ")}` : (s.verdict || "").replaceAll("_", " "),
-      ];
-      lines.forEach((text, i) => {
-        const t = svg("text", { x: x + 8, y: y + 17 + i * 16, class: i === 3 ? "verdict" : "" });
-        t.textContent = text;
-        g.append(t);
-      });
-      const title = svg("title");
-      title.textContent = s.note || s.service;
-      g.append(title);
-      root.append(g);
-    }
-    return root;
-  }
-
-  async function renderBottlenecks() {
-    if (!config.bottlenecks) return;
-    const box = document.getElementById("bottlenecks");
-    const body = box.querySelector(".body");
-    try {
-      const data = await getJSON(config.bottlenecks);
-      if (Array.isArray(data.services) && Array.isArray(data.edges)) {
-        const names = data.bottlenecks.length ? data.bottlenecks.join(", ") : "none";
-        body.replaceChildren(
-          el("p", { class: "summary" }, `bottleneck: ${names} · analysed ${data.analysed_at || "not yet"}`),
-          drawChain(data),
-        );
-      } else {
-        body.replaceChildren(el("pre", {}, JSON.stringify(data, null, 2)));
-      }
-    } catch (error) {
-      body.replaceChildren(el("p", { class: "status error" }, String(error.message)));
-    }
-    box.hidden = false;
   }
 
   async function refresh() {
     document.body.dataset.state = "loading";
     const [pools, recs] = await Promise.all([getJSON(config.pools), getJSON(config.recommendation)]);
     const byName = new Map(recs.pools.map((r) => [r.pool, r]));
-    const why = new Map(recs.unavailable.map((u) => [u.pool, u.reason]));
+    const reasons = new Map(recs.unavailable.map((u) => [u.pool, u.reason]));
+    // The decision clock's time (with --clock replay: the newest sample's), which the
+    // chart's "now", each pool's "valid until" and the call chain's analysis share.
     const now = Date.parse(recs.generated_at);
-    document.getElementById("clock").textContent =
-      `${pools.pools.length} pools · as of ${recs.generated_at}`;
+    const clock = document.getElementById("clock");
+    clock.textContent = `${pools.pools.length} pools · as of ${recs.generated_at}`;
+    clock.dataset.now = recs.generated_at;
     const main = document.getElementById("pools");
     await Promise.all(pools.pools.map(async (pool) => {
       let section = document.getElementById(`pool-${pool.name}`);
@@ -338,12 +155,12 @@
         main.append(section);
       }
       try {
-        await renderPool(section, pool, byName.get(pool.name), why.get(pool.name), now);
+        await renderPool(section, pool, byName.get(pool.name), reasons.get(pool.name), now);
       } catch (error) {
         showError(section, String(error.message));
       }
     }));
-    await renderBottlenecks();
+    await Promise.all([F.renderStatus(), F.renderChain()]);
     document.body.dataset.state = "ready";
   }
 
@@ -356,5 +173,6 @@
       .finally(() => setTimeout(loop, REFRESH_MS));
   }
 
+  rangeControl();
   loop();
 })();

@@ -15,13 +15,22 @@ from api.auth import (
     InvalidTokenError,
     MissingTokenError,
     TokenGuard,
+    token_problems,
 )
 from api.service import Services
 from forecaster.exceptions import ConfigError
 from pipelines.config.sections import ServiceSettings
 
 READ, WRITE = "r-token-1", "w-token-1"
-SPANS = [{"trace_id": "t", "span_id": "s", "service": "gw", "start": 1, "duration_ms": 1}]
+SPANS = [
+    {
+        "trace_id": "t",
+        "span_id": "s",
+        "service": "gw",
+        "start": 1_714_564_800_000_000_000,
+        "duration_ms": 1,
+    }
+]
 
 
 def guarded(services: Services, *, read: tuple[str, ...], write: tuple[str, ...]) -> Services:
@@ -182,3 +191,44 @@ def test_guard_rules_directly() -> None:
 def test_unusable_tokens_are_a_config_error(token: str) -> None:
     with pytest.raises(ConfigError, match="empty or has surrounding whitespace"):
         TokenGuard(write_tokens=[token])
+
+
+def test_readyz_without_a_token_gives_status_and_cause_codes_only(
+    services: Services, make_app: Callable[[Services], FastAPI]
+) -> None:
+    services.model = None
+    services.model_problem = "pickle data was truncated in /srv/models/champion.pkl"
+    with TestClient(make_app(guarded(services, read=(READ,), write=(WRITE,)))) as client:
+        anonymous = client.get("/readyz")
+        wrong = client.get("/readyz", headers=bearer("not-a-token"))
+        reader = client.get("/readyz", headers=bearer(READ))
+
+    assert anonymous.status_code == reader.status_code == 503
+    body = anonymous.json()
+    assert body["ready"] is False
+    assert "model_missing" in body["reasons"]
+    assert all(set(check) == {"ok"} for check in body["checks"].values())
+    for leaked in ("pickle", "/srv/models", "sqlite", "store.db"):
+        assert leaked not in anonymous.text
+    assert wrong.json() == body
+    assert "pickle data was truncated" in reader.json()["reasons"][0]
+    assert "url" in reader.json()["checks"]["store"]
+
+
+def test_weak_tokens_are_refused_beyond_loopback_with_the_reason() -> None:
+    def problems(*tokens: str, exposed: bool) -> list[str]:
+        settings = ServiceSettings(write_tokens=tuple(SecretStr(t) for t in tokens))
+        return token_problems(settings, exposed=exposed)
+
+    assert problems("CHANGE-ME-write-token", "short", exposed=False) == []
+    found = problems("CHANGE-ME-write-token", "short", "x" * 16, exposed=True)
+    assert found == [
+        "service.write_tokens[0] is a well-known placeholder (such as CHANGE-ME-...); "
+        "replace it with a random token, e.g. `openssl rand -hex 32`",
+        "service.write_tokens[1] has 5 characters; a token must have at least 16 when "
+        "serving beyond loopback",
+    ]
+    assert problems("", exposed=False) == [
+        "service.write_tokens[0] is empty or has surrounding whitespace"
+    ]
+    assert all("CHANGE-ME-write" not in p for p in found)  # a token is never echoed

@@ -17,12 +17,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from api.clock import ReplayClock
 from api.forecasts import ForecastCache
+from api.main import create_app
+from api.service import Services
 from forecaster.peak import PeakQuantileForecaster
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolsConfig
@@ -150,3 +154,70 @@ def test_two_replicas_reloading_at_random_points_never_serve_a_partial_run(
             assert_whole(replica, pools)
             assert replica.get(pools.pools[0]).generated_at == newest
             assert seen[index] == sorted(seen[index])  # a replica never goes back a run
+
+
+def test_with_no_new_data_the_job_skips_and_says_so_until_a_sample_arrives(
+    settings: Settings, store: Store, champion: LoadedModel
+) -> None:
+    first = store.forecast_runs.latest(champion.version)
+    assert first is not None
+    assert first.observed_until == END
+
+    later = END + timedelta(minutes=5, seconds=1)
+    skipped = run_forecast(settings, store=store, now=later, champion=champion, skip_unchanged=True)
+    assert skipped.outcome == "skipped"
+    assert "no new data" in skipped.summary
+    assert END.isoformat() in skipped.summary
+    assert store.forecast_runs.latest(champion.version) == first
+
+    store.samples.upsert(history("alpha", end=END + timedelta(minutes=5)).tail(1))
+    ran = run_forecast(settings, store=store, now=later, champion=champion, skip_unchanged=True)
+    assert ran.outcome == "ok", ran.summary
+    newest = store.forecast_runs.latest(champion.version)
+    assert newest is not None
+    assert newest.generated_at == later
+    assert newest.observed_until == END + timedelta(minutes=5)
+
+
+def test_without_the_flag_the_job_runs_on_unchanged_data(
+    settings: Settings, store: Store, champion: LoadedModel
+) -> None:
+    later = END + timedelta(minutes=5, seconds=1)
+    again = run_forecast(settings, store=store, now=later, champion=champion)
+    assert again.outcome == "ok"
+    newest = store.forecast_runs.latest(champion.version)
+    assert newest is not None
+    assert newest.generated_at == later
+
+
+def test_a_run_at_the_newest_samples_time_is_made_from_that_sample(
+    settings: Settings, store: Store, champion: LoadedModel
+) -> None:
+    # Under the replay clock "now" is the newest sample: the run must see it.
+    other = replace(champion, version="9")
+    made = run_forecast(settings, store=store, now=END, champion=other)
+    assert made.outcome == "ok", made.summary
+    run = store.forecast_runs.latest(other.version)
+    assert run is not None
+    assert run.generated_at == END
+    assert run.observed_until == END
+
+
+def test_a_run_another_clock_dated_in_the_future_is_passed_over_for_the_one_before(
+    settings: Settings, pools: PoolsConfig, store: Store, champion: LoadedModel
+) -> None:
+    # The store holds the replay-dated run (END + 1 s) and, as a wall-clock forecast
+    # job left it, a newer run twenty months later: replaying, the first is served.
+    wall = END + timedelta(days=600)
+    report = run_forecast(settings, store=store, now=wall, champion=champion)
+    assert report.outcome == "ok", report.summary
+    replay = ReplayClock(lambda: END, fallback=lambda: wall)
+    services = Services(settings, pools, store, champion, clock=replay)
+
+    with TestClient(create_app(services=services, refresh_seconds=None)) as client:
+        alpha = client.get("/recommendation/alpha").json()
+
+    assert alpha["mode"] == "predictive", alpha["explanation"]["summary"]
+    assert alpha["model_version"] == champion.version
+    cache = ForecastCache(store, champion, until=lambda: END + timedelta(minutes=5))
+    assert cache.get(pools.pools[0]).generated_at == END + timedelta(seconds=1)

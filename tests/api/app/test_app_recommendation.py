@@ -93,7 +93,11 @@ def test_reactive_without_a_model(
 
     assert alpha["mode"] == "reactive"
     assert alpha["model_version"] is None
-    assert alpha["forecast_quantiles"] == {}
+    # No forecast: the live demand the reactive decision used, under every served level
+    # (issue #36: KEDA's documented q0.9 path must exist in every mode).
+    demand = alpha["explanation"]["inputs"]["live_demand_gpus"]["value"]
+    assert set(alpha["forecast_quantiles"].values()) == {demand}
+    assert "q0.9" in alpha["forecast_quantiles"]
     assert alpha["explanation"]["health_reasons"] == ["no_forecast"]
     assert alpha["explanation"]["term"] in {"reactive", "stabilisation", "bounds"}
     assert forecast.status_code == 503

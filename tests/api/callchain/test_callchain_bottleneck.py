@@ -106,7 +106,7 @@ def test_a_slow_leaf_is_the_culprit_and_its_callers_are_not_blamed() -> None:
 def test_a_slow_middle_service_scales_its_slow_downstream_with_it() -> None:
     stats = [
         st("gateway", 300, 30, ("ranker",)),
-        st("ranker", 270, 120, ("embedder",)),  # slow itself: 120 ms of its own work
+        st("ranker", 270, 160, ("embedder",)),  # slow itself: 160 ms of its own work
         st("embedder", 150, 150),
     ]
 
@@ -114,7 +114,8 @@ def test_a_slow_middle_service_scales_its_slow_downstream_with_it() -> None:
 
     services = result.services
     adjustments = result.adjustments
-    # own = max(120, 270 - 50) = 220 > 150: ranker is a culprit too.
+    # Its own 160 ms break its 150 ms SLO alone: ranker is a culprit too, asking for
+    # its residual max(160, 270 - 50) = 220 ms over 150.
     assert services["ranker"].culprit
     assert services["ranker"].residual_p95_ms == pytest.approx(220)
     # ceil(6 x (220 / 150 - 1) x 0.5) = ceil(1.4) = 2
@@ -157,8 +158,11 @@ def test_an_idle_gpu_pool_is_not_gpu_bound_and_gets_no_nodes() -> None:
     embed = result.adjustments["h100-embed"]
     assert embed.not_gpu_bound
     assert embed.extra_nodes == 0
-    assert "GPU utilisation 22% < 40%: not GPU-bound" in embed.reason
+    assert embed.reason.endswith("; GPU utilisation 22% < 40%")
+    # What embedder would ask of busy GPUs is not stated as if it were added.
     assert result.services["embedder"].extra_nodes == 3
+    assert "+3 nodes" not in embed.reason
+    assert "no nodes are added for it" in embed.reason
 
 
 def test_unknown_gpu_utilisation_counts_as_gpu_bound() -> None:
@@ -261,10 +265,11 @@ def test_a_caller_with_usual_own_work_is_not_blamed_for_its_slow_callee() -> Non
             stats, pools, current_nodes=NODES, gpu_util=BUSY, baselines=baselines, now=NOW
         )
 
-    # Without a usual exclusive time the residual decides: 330 - 160 = 170 > 150.
+    # Without a usual exclusive time the residual (330 - 160 = 170 > 150) blamed ranker
+    # for embedder's breach; its own 30 ms are within its SLO, so it is waiting.
     unknown = blame(BaselineState())
     assert unknown.services["ranker"].residual_p95_ms == pytest.approx(170)
-    assert unknown.services["ranker"].culprit
+    assert unknown.services["ranker"].verdict == "waiting_on_callee"
     # With ranker's own work at its usual 30 ms it is only waiting on embedder.
     known = blame(_usual(ranker=30))
     ranker = known.services["ranker"]
@@ -287,7 +292,7 @@ def test_a_caller_of_a_slow_callee_several_times_per_call_is_not_blamed_for_it()
     stats = [st("gateway", 550, 10, ("ranker",)), st("ranker", 180, 180)]
 
     unknown = run(stats)
-    assert unknown.services["gateway"].culprit  # what the residual alone concludes
+    assert not unknown.services["gateway"].culprit  # the residual alone blamed it
     known = run(stats, baselines=_usual(gateway=10))
     assert not known.services["gateway"].culprit
     assert known.services["ranker"].culprit

@@ -137,3 +137,45 @@ def test_held_spans_give_the_garbage_collector_nothing_to_walk() -> None:
 
     assert len(gc.get_objects()) - before < 100
     assert len(window.spans(NOW)) == 4000
+
+
+def _root(i: int, service: str) -> Span:
+    start = 1_714_564_800_000_000_000 + i * 1_000_000
+    return Span(f"t{i}", "s", None, service, "op", start, start + 50_000_000)
+
+
+def test_distinct_services_are_capped_and_the_overflow_counted_as_other() -> None:
+    now = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    window = ChainWindow(
+        max_age=timedelta(seconds=60),
+        settle=timedelta(0),
+        bucket=timedelta(seconds=10),
+        max_services=3,
+        reserved=["llm"],
+    )
+    window.add([_root(i, f"svc-{i}") for i in range(10)], now)
+    window.add([_root(100, "llm"), _root(101, "svc-0")], now)
+
+    stats = window.stats(now)
+    assert sorted(stats) == ["llm", "other", "svc-0", "svc-1", "svc-2"]
+    assert stats["other"].span_count == 7
+    assert window.overflow_spans == 7
+    # Once the admitted names have left the window, new names get a place again.
+    later = now + timedelta(seconds=90)
+    window.add([_root(200, "fresh")], later)
+    assert "fresh" in window.stats(later)
+    assert window.overflow_spans == 7
+
+
+def test_recent_stats_merge_only_the_latest_buckets() -> None:
+    now = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    window = ChainWindow(settle=timedelta(0), bucket=timedelta(seconds=10))
+    window.add([_root(i, "old") for i in range(5)], now)
+    later = now + timedelta(seconds=60)
+    window.add([_root(10 + i, "new") for i in range(3)], later)
+    assert set(window.stats(later)) == {"old", "new"}
+
+    recent = window.recent_stats(later, timedelta(seconds=30))
+
+    assert set(recent) == {"new"}
+    assert recent["new"].call_count == 3

@@ -13,6 +13,7 @@ from pipelines.policy import (
     NO_LATENCY,
     ForecastHealth,
     LiveSignals,
+    Mode,
     Recommendation,
     Sample,
     StabilisationState,
@@ -33,8 +34,13 @@ def make_recommendation(
     *,
     headroom_pods: int = 0,
     now: datetime = NOW,
+    mode: Mode = "reactive",
 ) -> Recommendation:
-    """Return a real recommendation for ``pool`` with the node counts set by hand."""
+    """Return a real recommendation for ``pool`` with the node counts set by hand.
+
+    The decision has no forecast, so it is ``reactive``; ``mode`` relabels it (the
+    consumers read the mode, not how it was reached).
+    """
     live = LiveSignals(Sample(1.0, now - 30 * timedelta(seconds=1)), Sample(current, now))
     health = ForecastHealth(None, 1.5, 5 * MIN, 30 * MIN)
     rec = decide(pool, None, live, health, NO_LATENCY, StabilisationState(), now)
@@ -46,6 +52,7 @@ def make_recommendation(
         action=action_for(current, desired),
         headroom_nodes=headroom_pods,
         headroom_pods=headroom_pods,
+        mode=mode,
     )
 
 

@@ -9,6 +9,7 @@ import pytest
 import re2
 import yaml
 
+from api.consumers.go_regex import unsupported_constructs
 from api.consumers.priority_expander import (
     CATCH_ALL,
     CONFIGMAP_KEY,
@@ -19,7 +20,6 @@ from api.consumers.priority_expander import (
     priority_expander_configmap,
     quote_meta,
     rank_pools,
-    unsupported_constructs,
     validate_priorities,
     validate_value_text,
 )
@@ -155,7 +155,11 @@ def test_awkward_ids_survive_escaping_and_yaml(node_group_id: str) -> None:
 
     assert re2.compile(regex).fullmatch(node_group_id) is not None
     assert re2.compile(regex).search(AWS_ID) is None
-    assert [regex] in yaml.safe_load(config.value).values()
+    # Without recommendations, at equal cost, the two pools share one priority.
+    assert [regex, config.ranking[0].regex] in yaml.safe_load(config.value).values() or [
+        config.ranking[0].regex,
+        regex,
+    ] in yaml.safe_load(config.value).values()
 
 
 @pytest.mark.parametrize(
@@ -249,11 +253,52 @@ def test_equal_shortfall_prefers_cheaper_per_gpu_not_per_node(
     assert [r.cost_per_gpu_hour for r in ranking] == [2.0, 3.0]
 
 
-def test_full_ties_break_by_name_and_priorities_are_distinct(recommend: MakeRecommendation) -> None:
+def test_pools_the_rule_cannot_tell_apart_share_a_priority(recommend: MakeRecommendation) -> None:
+    # Same shortfall, same cost per GPU: the tie goes to cluster-autoscaler's next
+    # expander, not to whichever name sorts first.
     pools = [PoolConfig(name=n, node_group_id=f"ng-{n}") for n in ("c", "a", "b")]
-    ranking = rank_pools(pools, [recommend(p, 2, 2) for p in pools], spacing=5)
+    recs = [recommend(pools[0], 2, 3), recommend(pools[1], 2, 2), recommend(pools[2], 2, 2)]
+    ranking = rank_pools(pools, recs, spacing=5)
 
-    assert [(r.pool, r.priority) for r in ranking] == [("a", 15), ("b", 10), ("c", 5)]
+    assert [(r.pool, r.priority) for r in ranking] == [("c", 10), ("a", 5), ("b", 5)]
+    config = priority_expander_configmap(pools, recs)
+    assert config.priorities == {20: ("^ng-c$",), 10: ("^ng-a$", "^ng-b$"), 0: (CATCH_ALL,)}
+
+
+def test_pool_priorities_avoid_the_numbers_of_hand_made_entries(
+    recommend: MakeRecommendation,
+) -> None:
+    # Issue #36 item 6: an operator entry at 20 tied with whichever pool ranked second.
+    pools = [PoolConfig(name=n, node_group_id=f"ng-{n}") for n in ("a", "b", "c")]
+    recs = [recommend(pools[0], 2, 5), recommend(pools[1], 2, 4), recommend(pools[2], 2, 3)]
+
+    plain = rank_pools(pools, recs)
+    avoiding = rank_pools(pools, recs, reserved={20, 21, 15})
+
+    assert [r.priority for r in plain] == [30, 20, 10]
+    # 20 and 21 are the operator's: the second pool takes the next free number above.
+    assert [r.priority for r in avoiding] == [30, 22, 10]
+    config = priority_expander_configmap(pools, recs, reserved={20, 21, 15})
+    assert set(config.priorities) == {30, 22, 10, 0}
+
+
+def test_pool_priorities_stay_put_while_the_ranking_does_not_change(
+    recommend: MakeRecommendation,
+) -> None:
+    pools = [PoolConfig(name=n, node_group_id=f"ng-{n}") for n in ("a", "b")]
+    first = rank_pools(pools, [recommend(pools[0], 2, 6), recommend(pools[1], 2, 3)], reserved={20})
+    # Other numbers, same order: the same priorities.
+    second = rank_pools(
+        pools, [recommend(pools[0], 1, 9), recommend(pools[1], 4, 5)], reserved={20}
+    )
+
+    assert [(r.pool, r.priority) for r in first] == [("a", 21), ("b", 10)]
+    assert [(r.pool, r.priority) for r in second] == [(r.pool, r.priority) for r in first]
+
+
+def test_a_gap_full_of_hand_made_numbers_is_refused_with_what_to_move() -> None:
+    with pytest.raises(PublishError, match="from 1 to 19"):
+        rank_pools(POOLS[:1], [], reserved=set(range(1, 20)))
 
 
 def test_scale_down_and_missing_recommendations_rank_last(recommend: MakeRecommendation) -> None:

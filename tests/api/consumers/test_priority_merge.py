@@ -15,8 +15,10 @@ from api.consumers.priority_expander import (
 )
 from api.consumers.priority_merge import (
     PriorityConflictError,
+    accepts_quoted_keys,
     managed_node_groups,
     merge_priorities,
+    operator_entries,
 )
 from pipelines.config.pools import PoolConfig
 from pipelines.errors import PublishError
@@ -141,7 +143,8 @@ def test_an_operator_entry_beside_the_catch_all_is_a_conflict(
     [
         ("10: [unclosed\n", "not valid YAML"),
         ("- a list\n", "not a map"),
-        ("'10':\n  - ^cpu$\n", "plain integer priority"),
+        ("'ten':\n  - ^cpu$\n", "does not have an integer priority"),
+        ("10.5:\n  - ^cpu$\n", "does not have an integer priority"),
     ],
 )
 def test_a_live_value_foresight_cannot_read_is_not_overwritten(
@@ -157,3 +160,55 @@ def test_a_corrupt_annotation_is_a_clear_error(recommend: MakeRecommendation) ->
 
     with pytest.raises(PublishError, match="remove it and publish again"):
         merge_priorities(existing, desired(recommend))
+
+
+QUOTED = '"15":\n  - ^cpu-general$\n10:\n  - ^eks-a100$\n0:\n  - .*\n'
+
+
+@pytest.mark.parametrize("version", ["1.35", "1.36"])
+def test_a_quoted_key_is_kept_where_cluster_autoscaler_reads_it(
+    recommend: MakeRecommendation, version: str
+) -> None:
+    # Issue #36 item 5: from 1.35 sigs.k8s.io/yaml reads "15" as priority 15.
+    merged = merge_priorities(live(QUOTED, ["eks-a100"]), desired(recommend), version=version)  # type: ignore[arg-type]
+
+    assert parsed(merged)[15] == ["^cpu-general$"]
+    # Written back plain: every release reads that.
+    assert '"15"' not in merged["data"]["priorities"]
+    assert "\n15:\n" in "\n" + merged["data"]["priorities"]
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.34"])
+def test_a_quoted_key_is_refused_with_the_reason_where_it_is_not_read(
+    recommend: MakeRecommendation, version: str
+) -> None:
+    with pytest.raises(PriorityConflictError) as caught:
+        merge_priorities(live(QUOTED, ["eks-a100"]), desired(recommend), version=version)  # type: ignore[arg-type]
+
+    message = str(caught.value)
+    assert f"cluster-autoscaler {version}" in message
+    assert "gopkg.in/yaml.v2" in message
+    assert "publish.cluster_autoscaler_version" in message
+    assert "rejects it too" not in message
+
+
+def test_quoted_keys_follow_the_release_that_switched_yaml_readers() -> None:
+    assert [accepts_quoted_keys(v) for v in ("1.33", "1.34", "1.35", "1.36")] == [
+        False,
+        False,
+        True,
+        True,
+    ]
+
+
+def test_operator_entries_of_a_hand_made_configmap_are_all_but_foresights() -> None:
+    existing = live("50:\n  - ^cpu-critical$\n20:\n  - ^eks-a100$\n0:\n  - .*\n")
+
+    assert operator_entries(existing, ["eks-a100"]) == {50: ["^cpu-critical$"]}
+
+
+def test_merging_twice_does_not_repeat_operator_entries(recommend: MakeRecommendation) -> None:
+    existing = live("15:\n  - ^cpu-general$\n0:\n  - .*\n", ["eks-a100", "eks-l4"])
+    once = merge_priorities(existing, desired(recommend))
+
+    assert merge_priorities(existing, once) == once

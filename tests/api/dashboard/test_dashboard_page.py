@@ -76,26 +76,38 @@ def test_page_lists_every_pool_and_links_json_routes(client: TestClient) -> None
         assert client.get(f"/{path}").status_code == 200, path
     assert client.get(f"/{config['forecast']}alpha").status_code == 200
     assert client.get(f"/{config['history']}beta").status_code == 200
+    assert client.get(f"/{config['pool_view']}beta").status_code == 200
+    assert client.get(f"/{config['status']}").status_code == 200
 
 
 def test_assets_are_served_from_an_allow_list(client: TestClient) -> None:
-    script = client.get("/dashboard/static/dashboard.js")
+    script = client.get("/dashboard/static/common.js")
     assert script.status_code == 200
     assert script.headers["content-type"].startswith("text/javascript")
     assert "getJSON" in script.text
     assert client.get("/dashboard/static/dashboard.css").text.startswith(":root")
     assert client.get("/dashboard/static/index.html").status_code == 404
     assert client.get("/dashboard/static/..%2F__init__.py").status_code == 404
-    assert set(ASSETS) == {"dashboard.js", "dashboard.css"}
+    assert set(ASSETS) == {
+        *(f"{name}.js" for name in ("common", "chart", "status", "chain", "dashboard")),
+        *("dashboard.css", "scorecard.js", "scorecard.css"),
+    }
 
 
 def test_the_script_reads_only_the_configured_routes() -> None:
     """No CDN and no hard-coded absolute URL: the page must work offline behind a prefix."""
     from api.dashboard.page import asset_text
 
-    script = asset_text("dashboard.js")
-    assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", script)
-    assert "fetch(url" in script
+    scripts = [name for name in ASSETS if name.endswith(".js")]
+    for name in scripts:
+        script = asset_text(name)
+        assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", script), name
+    # Only the two readers fetch, and each only the URL it is given.
+    assert [name for name in scripts if "fetch(" in asset_text(name)] == [
+        "common.js",
+        "scorecard.js",
+    ]
+    assert all("fetch(url" in asset_text(name) for name in ("common.js", "scorecard.js"))
 
 
 def test_history_returns_demand_and_nodes_up_to_now(client: TestClient) -> None:

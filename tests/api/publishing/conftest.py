@@ -15,6 +15,7 @@ from api.consumers.kube_writer import Change, PruneScope
 from api.service import RecommendationService, Services
 from pipelines.config.pools import PoolsConfig
 from pipelines.config.settings import Settings, load_settings
+from pipelines.errors import PublishError
 from pipelines.store import Store, open_store
 
 NOW = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)
@@ -112,10 +113,24 @@ def make_service(settings: Settings, pools: PoolsConfig, store: Store) -> MakeSe
 
 @dataclass
 class FakeCluster:
-    """A :class:`~api.publishing.ClusterWriter` that records what it was asked to write."""
+    """A :class:`~api.publish_cluster.ClusterWriter` that records what it was asked to write.
+
+    ``live`` holds the objects it answers reads with, by ``(kind, name)``;
+    ``unreadable`` makes every read fail; ``results`` overrides the change of a kind.
+    """
 
     host: str = "https://fake-cluster.test"
     calls: list[dict[str, object]] = field(default_factory=list)
+    live: dict[tuple[str, str], Manifest] = field(default_factory=dict)
+    unreadable: str = ""
+    results: dict[str, Change] = field(default_factory=dict)
+
+    def read(
+        self, kind: str, name: str, namespace: str | None, *, timeout_s: float = 5.0
+    ) -> Manifest | None:
+        if self.unreadable:
+            raise PublishError(self.unreadable)
+        return self.live.get((kind, name))
 
     def sync(
         self,
@@ -129,8 +144,15 @@ class FakeCluster:
             {"desired": desired, "prune": prune, "keep_pools": keep_pools, "dry_run": dry_run}
         )
         return [
-            Change(
-                "create", m["kind"], m["metadata"]["name"], m["metadata"].get("namespace"), dry_run
+            self.results.get(
+                m["kind"],
+                Change(
+                    "create",
+                    m["kind"],
+                    m["metadata"]["name"],
+                    m["metadata"].get("namespace"),
+                    dry_run,
+                ),
             )
             for m in desired
         ]

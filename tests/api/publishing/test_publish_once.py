@@ -19,7 +19,8 @@ from api.consumers.webhooks import (
     idempotency_key,
     verify,
 )
-from api.publishing import prune_scopes, publish_once
+from api.publish_cluster import prune_scopes
+from api.publishing import publish_once
 from api.service import RecommendationService
 from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolsConfig
@@ -221,7 +222,7 @@ def test_a_pool_without_data_keeps_its_objects_and_ranks_last(
 
     assert set(outcome.missing) == {"gamma"}
     assert cluster.calls[0]["keep_pools"] == {"gamma"}
-    assert [entry.pool for entry in outcome.configmap.ranking] == ["alpha", "gamma"]
+    assert [entry.pool for entry in outcome.configmap.config.ranking] == ["alpha", "gamma"]
 
 
 def test_without_a_cluster_a_dry_run_is_planned_offline_and_apply_fails(

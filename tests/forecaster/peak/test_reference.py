@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from forecaster.peak.reference import SEASONAL_MIN, seasonal_lags, seasonal_reference
+from forecaster.peak.reference import (
+    SEASONAL_MIN,
+    seasonal_lags,
+    seasonal_reference,
+    trailing_reference,
+)
 
 DAY = 144  # 10-minute steps
 
@@ -48,3 +54,28 @@ def test_too_little_history_gives_no_bound() -> None:
 
     assert np.isnan(bounds[: 2 * DAY - 6, 0]).all()
     assert np.isfinite(bounds[2 * DAY + 6 :, 0]).all()
+
+
+def test_the_trailing_buffer_is_the_quantile_of_the_headroom_realised_over_the_last_day() -> None:
+    rng = np.random.default_rng(5)
+    y = 20.0 + np.cumsum(rng.normal(0, 1, 3 * 24))
+    day, lead, levels = 24, 2, (0.5, 0.9)
+    bounds = trailing_reference(y, lead, day, levels)
+
+    for t in (day + lead, 40, len(y) - 1):
+        # Origins s whose peak max(y[s+1 .. s+lead]) is known at t: s <= t - lead.
+        seen = [
+            max(y[s + 1 : s + lead + 1]) - y[s] for s in range(t - lead - day + 1, t - lead + 1)
+        ]
+        assert bounds[t] == pytest.approx(y[t] + np.quantile(seen, levels))
+    assert np.isnan(bounds[: lead + day // 2 - 1]).all()  # under half a day realised: none
+
+
+def test_the_trailing_buffer_never_reads_after_its_origin() -> None:
+    rng = np.random.default_rng(6)
+    y = 20.0 + np.cumsum(rng.normal(0, 1, 100))
+    changed = y.copy()
+    changed[61:] += 50.0
+
+    before = trailing_reference(y, 3, 24, (0.9,))[:61]
+    assert np.allclose(before, trailing_reference(changed, 3, 24, (0.9,))[:61], equal_nan=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from pipelines.cli import app
@@ -45,10 +46,23 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_train_then_forecast(workdir: Path) -> None:
     runner = CliRunner()
-    trained = runner.invoke(app, ["train", "--data", "metrics.csv", "--fast", "--workers", "1"])
+    trained = runner.invoke(
+        app,
+        ["train", "--data", "metrics.csv", "--fast", "--workers", "1", "--mlflow-ui-port", "5200"],
+    )
     assert trained.exit_code == 0, trained.output
     assert "promoted to @champion" in trained.output
-    assert "mlflow ui --backend-store-uri sqlite:///" in trained.output
+    hint = " ".join(trained.output.split())
+    assert "mlflow ui --backend-store-uri sqlite:///" in hint
+    assert "--port 5200" in hint
+    assert "http://127.0.0.1:5200/#/experiments/" in hint
+    assert "5000" not in hint
+
+    # make run's quick first training does nothing once a version serves.
+    again = runner.invoke(app, ["train", "--data", "metrics.csv", "--fast", "--unless-champion"])
+    assert again.exit_code == 0, again.output
+    assert "holds @champion: nothing to train (--unless-champion)" in " ".join(again.output.split())
+    assert "Backtesting" not in again.output
 
     out = workdir / "forecast.csv"
     forecast = runner.invoke(
@@ -130,6 +144,25 @@ def test_serve_refuses_a_non_loopback_host_without_tokens(workdir: Path, host: s
     assert "--allow-unauthenticated" in result.output
 
 
+@pytest.mark.parametrize(
+    ("tokens", "reason"),
+    [
+        ('["CHANGE-ME-write-token"]', "service.write_tokens[0] is a well-known placeholder"),
+        ('["short-token"]', "service.write_tokens[0] has 11 characters"),
+        ('[""]', "service.write_tokens[0] is empty"),
+    ],
+)
+def test_serve_refuses_weak_tokens_beyond_loopback_before_any_banner(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, tokens: str, reason: str
+) -> None:
+    monkeypatch.setenv("FORESIGHT_SERVICE__WRITE_TOKENS", tokens)
+    result = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--no-scheduler"])
+
+    assert result.exit_code == 2
+    assert reason in " ".join(result.output.split())
+    assert "serving on" not in result.output
+
+
 def test_loopback_and_explicit_consent_are_not_refused() -> None:
     from pipelines.cli.serve import check_exposure
     from pipelines.config.settings import load_settings
@@ -138,7 +171,8 @@ def test_loopback_and_explicit_consent_are_not_refused() -> None:
     for host in ("127.0.0.1", "localhost", "::1"):
         check_exposure(settings, host, allow_unauthenticated=False)
     check_exposure(settings, "0.0.0.0", allow_unauthenticated=True)
-    tokens = settings.service.model_copy(update={"write_tokens": ("w",)})
+    strong = SecretStr("a-random-token-of-32-characters!")
+    tokens = settings.service.model_copy(update={"write_tokens": (strong,)})
     check_exposure(
         settings.model_copy(update={"service": tokens}), "0.0.0.0", allow_unauthenticated=False
     )

@@ -35,8 +35,9 @@ def config(tmp_path: Path) -> Path:
 def test_jobs_lists_every_job_before_any_scheduler_ran(config: Path) -> None:
     result = CliRunner().invoke(app, ["jobs", "--config", str(config)])
     assert result.exit_code == 0, result.output
+    rows = result.output.splitlines()
     for name in ("ingest", "train", "forecast", "evaluate", "publish"):
-        assert f"foresight.{name}" in result.output
+        assert any(line.startswith(f"│ {name} ") for line in rows), name
     assert "every 0:07:00" in result.output
     assert "cron 15 4 * * * UTC" in result.output
     assert "never ran" in result.output
@@ -51,7 +52,7 @@ def test_jobs_shows_the_last_run_and_its_outcome(config: Path, tmp_path: Path) -
         store.job_runs.finish(run, "partial", "ingested 12 samples, 1 series failed")
     result = CliRunner().invoke(app, ["jobs", "--config", str(config)])
     assert result.exit_code == 0, result.output
-    assert "2025-03-01 12:00:00" in result.output
+    assert "2025-03-01 12:00" in result.output
     assert "partial" in result.output
     assert "ingested 12 samples, 1 series failed" in result.output
     assert "host:1" in result.output  # which process ran it
@@ -106,3 +107,11 @@ def test_scheduler_runs_in_the_foreground_and_stops_on_sigterm(
     result = CliRunner().invoke(app, ["jobs", "--config", str(config)])
     assert result.exit_code == 0, result.output
     assert "not scheduled" not in result.output  # all five stored, with next runs
+
+
+def test_scheduler_takes_the_clock_the_api_serves_with(config: Path) -> None:
+    # Forecasts must be stamped on the API's clock (#35): the option exists, and says so.
+    result = CliRunner().invoke(app, ["scheduler", "--config", str(config), "--clock", "wall"])
+
+    assert result.exit_code != 0
+    assert "--clock must be 'system' or 'replay', not 'wall'" in result.output

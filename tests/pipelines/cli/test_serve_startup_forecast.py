@@ -60,3 +60,34 @@ def test_without_a_champion_serving_goes_on_and_says_why(
     out = capsys.readouterr().out
     assert "Forecast job at startup (failed)" in out
     assert "champion" in out
+
+
+def test_train_now_starts_the_scheduled_training_at_once(settings: Settings) -> None:
+    import threading
+
+    from pipelines.cli.serve import _scheduler
+    from pipelines.jobs.runtime import finish, utc_now
+
+    ran: list[str] = []
+    trained = threading.Event()
+
+    def runner(name: str, given: Settings) -> JobReport:
+        ran.append(name)
+        if name == "train":
+            trained.set()
+        return finish(name, utc_now(), "ok", f"{name} ran")
+
+    with _scheduler(settings, runner, train_now=True):
+        # The training's cron is 03:00: without --train-now it would wait until then.
+        assert trained.wait(30), ran
+    assert ran[0] == "train"
+
+
+def test_train_now_without_the_scheduler_is_refused_at_once() -> None:
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    result = CliRunner().invoke(app, ["serve", "--train-now", "--no-scheduler"])
+    assert result.exit_code == 2
+    assert "--train-now needs the scheduler: drop --no-scheduler" in result.output

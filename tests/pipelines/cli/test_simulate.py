@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -148,6 +150,9 @@ def test_simulate_a_plain_file_with_a_lead_and_quantile(workdir: Path) -> None:
         (["--pool", "nope"], "no series 'nope/demand_gpus'"),
         (["--pool", "a100-train", "--policies", "reactive,magic"], "unknown policies"),
         (["--pool", "a100-train", "--lead", "soon"], "--lead"),
+        (["--pool", "a100-train", "--lead", "10"], "--lead '10' needs a unit: e.g. 10min"),
+        (["--pool", "a100-train", "--lead", "-5min"], "--lead must be positive"),
+        (["--pool", "a100-train", "--quantile", "1"], "--quantile must be in (0, 1)"),
         (["--pool", "a100-train", "--model", "oracle"], "--model"),
         (["--pool", "a100-train", "--accounting", "sometimes"], "--accounting"),
     ],
@@ -172,3 +177,36 @@ def test_simulate_with_the_peak_forecaster_sweeps_its_levels(workdir: Path) -> N
     assert [row["quantile"] for row in sweep] == [0.5, 0.95]
     assert sweep[0]["waiting_gpu_hours"] >= sweep[1]["waiting_gpu_hours"]
     assert sweep[0]["gpu_hours_provisioned"] < sweep[1]["gpu_hours_provisioned"]
+
+
+def test_the_light_option_checks_name_what_the_replay_accepts() -> None:
+    from pipelines.cli import simulate as options
+    from pipelines.simulate.champion import CHAMPION
+    from pipelines.simulate.compare import POLICY_NAMES
+
+    assert options.POLICY_NAMES == POLICY_NAMES
+    assert options.CHAMPION == CHAMPION
+
+
+def test_help_and_option_errors_load_no_replay_library() -> None:
+    # --help and a bad option answer at once: nothing of the replay or the models loads.
+    script = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from pipelines.cli import app\n"
+        "for args in (['simulate', '--help'], ['simulate', '--pool', 'a', '--lead', '10']):\n"
+        "    CliRunner().invoke(app, args)\n"
+        "heavy = sorted(m for m in ('sklearn', 'mlflow', 'pipelines.simulate', "
+        "'pipelines.cli.simulate_run') if m in sys.modules)\n"
+        "print(heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

@@ -38,3 +38,22 @@ def test_default_output_goes_under_the_data_dir(
     assert result.exit_code == 0, result.output
     assert (tmp_path / "generated" / "simulate" / "cluster.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cluster.csv", "generated"]
+
+
+def test_an_empty_equal_cost_row_says_why() -> None:
+    from rich.console import Console
+
+    from pipelines.cli.simulate_run import equal_cost_table
+    from pipelines.simulate.equal_cost import compare_policies
+
+    points = {
+        "foresight": [(1.20, 0.6), (1.40, 0.9)],  # every replay costs more than 1.10x
+        "reference": [(1.01, 0.1), (1.08, 0.4)],
+    }
+    console = Console(width=200, record=True)
+    console.print(equal_cost_table(compare_policies("foresight", points), points))
+    text = " ".join(console.export_text().split())
+
+    assert "│ foresight │ - │ - │ - │" in text
+    assert "cheapest replay: foresight 1.20x the oracle's GPU-hours" in text
+    assert "reference 1.08x" not in text  # its row has figures: nothing to explain

@@ -123,6 +123,25 @@ def test_train_on_an_empty_store_says_to_ingest_first(settings: Settings, store:
     assert "foresight ingest" in report.summary
 
 
+def test_the_train_jobs_summary_names_the_gate_checks_that_failed(
+    settings: Settings, store: Store
+) -> None:
+    data = synthetic()
+    cut = START + pd.Timedelta(days=3)
+    run_ingest(settings, store=store, source=FakeSource(data), now=cut.to_pydatetime())
+    first = run_train(settings, store=store, fast=True)
+    assert first.details["promoted"] is True, first.summary
+
+    again = run_train(settings, store=store, fast=True)  # the same data and models: a tie
+
+    assert again.outcome == "ok"
+    # The summary is the line `foresight jobs` shows for the run.
+    assert again.summary.endswith("not promoted (failed: point)")
+    assert again.details["failed_checks"] == ["point"]
+    assert again.details["gate"]["point"] == "failed"
+    assert any(line.startswith("point failed: ") for line in again.details["gate_checks"])
+
+
 def test_evaluate_without_forecasts_is_skipped(settings: Settings, store: Store) -> None:
     report = run_evaluate(settings, store=store)
     assert report.outcome == "skipped"

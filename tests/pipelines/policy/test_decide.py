@@ -112,6 +112,16 @@ def test_not_gpu_bound_pool_gets_no_latency_nodes_and_says_so() -> None:
     assert rec.explanation.latency.not_gpu_bound is True
 
 
+def test_a_bottleneck_outside_every_gpu_pool_is_named_in_the_summary() -> None:
+    latency = LatencyAdjustment(0, "tokenizer p95 479 ms ...", outside=("tokenizer",))
+    rec = run(f=forecast(), latency=latency)
+    assert rec.desired_nodes == 6
+    assert (
+        "tokenizer (on no GPU pool) is slow in its own work; buying GPUs will not help"
+        in rec.explanation.summary
+    )
+
+
 @pytest.mark.parametrize(
     ("f", "health", "signals", "reason"),
     [
@@ -253,6 +263,8 @@ def test_held_latency_nodes_keep_naming_their_cause_until_the_window_lets_go() -
         cause = rec.explanation.held_latency
         assert cause is not None
         assert (cause.nodes, cause.services) == (2, ("llm",))
+        # Why, not only who, survives the store between decisions (issue #37).
+        assert cause.reason == "llm p95 800 ms vs SLO 400 ms: +2 nodes"
         assert cause.until == NOW + 4 * MIN  # the first decision without the latency
         assert cause.released_at == NOW + 14 * MIN
         assert (

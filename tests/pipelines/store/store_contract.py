@@ -470,6 +470,16 @@ class RecommendationsContract:
             "a100",
         ]
 
+    def test_desired_in_force_starts_with_the_one_in_force(self, store: Store) -> None:
+        for minutes, nodes in ((0, 4), (5, 6), (10, 5), (20, 7)):
+            store.recommendations.append("a100", T0 + minutes * STEP / 5, nodes, "hold", {})
+        store.recommendations.append("h100", T0 + STEP, 9, "scale_up", {})
+        found = store.recommendations.desired_in_force("a100", T0 + STEP * 1.4, T0 + STEP * 4)
+        # The one made at 5 min was in force at 7 min; 20 min is past the end.
+        assert [(at - T0, nodes) for at, nodes in found] == [(STEP, 6), (2 * STEP, 5)]
+        assert all(at.tzinfo is not None for at, _ in found)
+        assert store.recommendations.desired_in_force("v100", T0, T0 + 9 * STEP) == []
+
 
 class StateContract:
     def test_state_round_trips_and_is_replaced(self, store: Store) -> None:

@@ -3,8 +3,8 @@
 ``forecast_runs`` holds one row per complete run, written in the same transaction as
 the run's ``forecasts`` and ``peak_forecasts`` rows; readers take only rows of a
 recorded run. Runs stored before this revision are recorded as they are (each
-``(model_version, generated_at)`` of ``forecasts``), so a service upgraded in place
-keeps serving what it served.
+``(model_version, generated_at)`` of ``forecasts``, with no ``observed_until``), so a
+service upgraded in place keeps serving what it served.
 
 Revision ID: 0009
 Revises: 0008
@@ -34,6 +34,7 @@ def upgrade() -> None:
         sa.Column("series", sa.Integer(), nullable=False),
         sa.Column("rows", sa.Integer(), nullable=False),
         sa.Column("peak_rows", sa.Integer(), nullable=False),
+        sa.Column("observed_until", _TIMESTAMP, nullable=True),
     )
     op.execute(
         "INSERT INTO forecast_runs (model_version, generated_at, series, rows, peak_rows) "

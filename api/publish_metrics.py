@@ -1,0 +1,79 @@
+"""The last publication's result per object, at scrape time: ``foresight_publish_*``.
+
+Read from the store's record of the latest ``publish`` job run, so every replica
+exposes the same numbers whichever process published (``foresight serve``'s scheduler,
+a split ``foresight scheduler``, or ``foresight publish`` run by hand through a job).
+
+- ``publish_object_result{object,result}``: 1 for each object's result in the last run
+  (``written``, ``unchanged``, ``skipped``, ``failed``...): alert on ``skipped`` and
+  ``failed``, whose reasons are in ``foresight jobs`` and the logs.
+- ``publish_objects{result}``: how many objects had each result.
+- ``publish_last_run_timestamp_seconds{outcome}``: when the last run finished, labelled
+  ``ok``, ``partial`` or ``failed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from api.publish_results import counts
+from api.service import RecommendationService
+from forecaster.exceptions import ForesightError
+
+logger = logging.getLogger(__name__)
+
+JOB = "publish"
+
+
+class PublishCollector(Collector):
+    """Reads the latest publish run from the app's store at each scrape.
+
+    Args:
+        service: returns the app's service, None while it is not started.
+    """
+
+    def __init__(self, service: Callable[[], RecommendationService | None]) -> None:
+        self._service = service
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        """Yield the gauges; nothing before the first publish run or while stopped."""
+        service = self._service()
+        if service is None:
+            return
+        try:
+            run = service.services.store.job_runs.latest().get(JOB)
+        except ForesightError as exc:
+            # A scrape must still answer when the store is down; the gauges are absent then.
+            logger.warning("metrics: publish runs unavailable: %s", exc)
+            return
+        if run is None or run.finished_at is None:
+            return
+        objects = run.details.get("objects")
+        results = (
+            {str(k): str(v) for k, v in objects.items()} if isinstance(objects, Mapping) else {}
+        )
+        per_object = GaugeMetricFamily(
+            "foresight_publish_object_result",
+            "1 for each object's result in the last publish run (skipped/failed need a look).",
+            labels=["object", "result"],
+        )
+        for target, result in sorted(results.items()):
+            per_object.add_metric([target, result], 1.0)
+        tally = GaugeMetricFamily(
+            "foresight_publish_objects",
+            "Objects of the last publish run by result.",
+            labels=["result"],
+        )
+        for result, count in counts(results).items():
+            tally.add_metric([result], count)
+        finished = GaugeMetricFamily(
+            "foresight_publish_last_run_timestamp_seconds",
+            "When the last publish run finished, by its outcome.",
+            labels=["outcome"],
+        )
+        finished.add_metric([run.outcome], run.finished_at.timestamp())
+        yield from (per_object, tally, finished)
