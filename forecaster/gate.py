@@ -11,9 +11,15 @@ A training's version replaces the champion only when no check fails:
 - ``peak_vs_incumbent``: and no worse than the current champion's peak model's.
 
 A check that does not apply (no champion yet, no peak model served, no persistence
-scores) is ``skipped`` and says why. What each check compares is in
-:mod:`forecaster.peak.heldout` (peak) and :func:`forecaster.metrics.relative_mase`
-(the guard); :mod:`forecaster.peak_gate` runs the peak scoring for a training.
+scores) is ``skipped`` and says why. The first version (the registry holds no
+champion) is promoted even when its guard or peak checks fail, and the verdict says
+which: refusing it would leave nothing serving, every pool reactive, which is worse
+than the buffer its peak model lost to (and the served bound is the online mix, which
+leans on the buffer where the model is worse). From then on every check blocks.
+
+What each check compares is in :mod:`forecaster.peak.heldout` (peak) and
+:func:`forecaster.metrics.relative_mase` (the guard); :mod:`forecaster.peak_gate` runs
+the peak scoring for a training.
 """
 
 from __future__ import annotations
@@ -76,17 +82,19 @@ class GateDecision:
             persistence was not scored.
         peak_losses: held-out pinball of the peak models and the buffer
             (:func:`forecaster.peak.heldout.peak_losses`); empty when not scored.
+        first: the registry held no champion: failed checks are reported, not blocking.
     """
 
     point: PromotionDecision
     checks: tuple[Check, ...]
     relative: RelativeMase | None = None
     peak_losses: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    first: bool = False
 
     @property
     def promote(self) -> bool:
-        """True when no check failed."""
-        return not self.failed
+        """True when no check failed, or for the first version (see the module)."""
+        return not self.failed or self.first
 
     @property
     def failed(self) -> tuple[CheckName, ...]:
@@ -109,6 +117,11 @@ class GateDecision:
         """The failed checks and why (or that every check passed), in one paragraph."""
         if self.failed:
             why = "; ".join(f"{c.name}: {c.detail}" for c in self.checks if c.status == "failed")
+            if self.first:
+                return (
+                    f"promoted as the first version although it failed {', '.join(self.failed)} "
+                    f"(nothing else could serve): {why}"
+                )
             return f"failed {', '.join(self.failed)}: {why}"
         done = "; ".join(f"{c.name}: {c.detail}" for c in self.checks)
         return f"every check passed or did not apply: {done}"
@@ -215,6 +228,11 @@ def gate_tags(decision: GateDecision) -> dict[str, str]:
 
 def verdict(decision: GateDecision) -> str:
     """``promoted to @champion`` or ``not promoted (failed: <checks>)``, for one-line reports."""
+    if decision.promote and decision.failed:
+        return (
+            f"promoted to @champion as the first version although it failed "
+            f"{', '.join(decision.failed)} (nothing else could serve; the next must pass)"
+        )
     if decision.promote:
         return "promoted to @champion"
     return f"not promoted (failed: {', '.join(decision.failed)})"

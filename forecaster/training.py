@@ -173,10 +173,11 @@ def train(
         recent_history(df, plan.max_train), plan.peak_leads, plan.peak_levels, plan.peak_params
     )
     report("fit", 1, 1)
-    incumbent = _incumbent(model_name, tracking=tracking, models_dir=models_dir)
+    incumbent, first = _incumbent(model_name, tracking=tracking, models_dir=models_dir)
     decision = _judge(
         df, plan, heldout, scores, selection, candidates, incumbent, peak, executor=executor
     )
+    decision = replace(decision, first=first)
     with start_training_run(
         tracking,
         run_name=run_name or default_run_name(df),
@@ -269,17 +270,18 @@ def _judge(
 
 def _incumbent(
     model_name: str, *, tracking: TrackingConfig, models_dir: Path
-) -> LoadedModel | None:
-    """The current champion from the registry; ``None`` when there is none or it is unreadable."""
+) -> tuple[LoadedModel | None, bool]:
+    """The current champion from the registry (None when there is none or it is
+    unreadable), and whether the registry said there is none (the first version)."""
     try:
         if champion_version(model_name, tracking=tracking) is None:
-            return None
+            return None, True
         return load_champion(
             model_name, models_dir=models_dir, tracking=tracking, refresh_last_known_good=False
-        )
+        ), False
     except TrackingError as exc:
         logger.warning("no current champion to compare with: %s", exc)
-        return None
+        return None, False
 
 
 def _incumbent_rows(

@@ -116,7 +116,8 @@ def decide(
         if bounded > without:
             cause = LatencyCause(bounded - without, latency.services, latency.reason)
     current = live.current_nodes
-    stable = stabilise(bounded, current, state, pool.scale_down, now, latency=cause)
+    basis = None if forecast is None else forecast.generated_at
+    stable = stabilise(bounded, current, state, pool.scale_down, now, latency=cause, basis=basis)
     final = clamp(stable.nodes, pool.min_nodes, pool.max_nodes)
 
     stages = Stages(

@@ -18,6 +18,13 @@ shorter than the window never removes a node. Three more rules:
   recommendation, makes the answer idempotent: repeated queries and several replicas
   give the same number until the nodes are actually gone.
 
+One decision per instant and forecast: a second decision at the time of the last one
+made from a newer forecast (the service decides when a push arrives and again when the
+forecast run of that same instant is read) replaces the first rather than adding to
+it, as the replay makes one decision per step with the newest forecast; otherwise the
+first, made from the older forecast, could hold a scale-down for a whole window. Two
+decisions at one instant from the same forecast (replicas, a re-read) both count.
+
 The state keeps only spans that can still be a window maximum: an earlier value no
 larger than a later one never can (the later one stays in the window longer), so the
 spans strictly decrease from oldest to newest and number at most
@@ -69,6 +76,7 @@ def record(
     now: datetime,
     window: timedelta,
     latency: LatencyCause | None = None,
+    basis: datetime | None = None,
 ) -> StabilisationState:
     """Return the state with the decision ``raw`` at ``now`` added and expired spans dropped.
 
@@ -78,8 +86,12 @@ def record(
         now: the decision time (timezone-aware).
         window: the scale-down stabilisation window.
         latency: the nodes of ``raw`` there only for call-chain latency, None if none.
+        basis: when the forecast this decision used was made (None: no forecast).
     """
     require_aware(now, "now")
+    if _supersedes(state, now, basis) and state.previous is not None:
+        state = state.previous  # replaces the decision made at this instant from older data
+    before = replace(state, previous=None)
     spans = list(state.spans)
     if spans:
         # The previous value held until it was replaced now (never shrink under skew).
@@ -100,7 +112,15 @@ def record(
         tracked_since=state.tracked_since if state.tracked_since is not None else now,
         last_decision_at=now,
         last_scale_up_at=state.last_scale_up_at,
+        last_basis=basis,
+        previous=before,
     )
+
+
+def _supersedes(state: StabilisationState, now: datetime, basis: datetime | None) -> bool:
+    """Whether a decision at ``now`` from ``basis`` replaces the last one (see the module)."""
+    last = state.last_basis
+    return state.last_decision_at == now and basis is not None and last is not None and basis > last
 
 
 def stabilise(
@@ -111,6 +131,7 @@ def stabilise(
     now: datetime,
     *,
     latency: LatencyCause | None = None,
+    basis: datetime | None = None,
 ) -> Stabilised:
     """Apply the scale-down window and step to a desired node count.
 
@@ -122,12 +143,13 @@ def stabilise(
         now: the decision time (timezone-aware).
         latency: the nodes of ``raw`` there only for call-chain latency, remembered
             with the value so a later hold can name the cause.
+        basis: when the forecast this decision used was made (None: no forecast).
 
     Returns:
         The stabilised count, what limited it, the span that held it, and the new
         state. A scale-up (``raw`` above the ready nodes) is never delayed.
     """
-    updated = record(state, raw, now, scale_down.window, latency)
+    updated = record(state, raw, now, scale_down.window, latency, basis)
     # Spans strictly decrease, so the oldest kept one is the window's maximum.
     top = updated.spans[0]
     window_max = top.nodes

@@ -389,15 +389,23 @@ class StabilisationState:
             a whole window old, since nothing is known about earlier demand.
         last_decision_at: the time of the latest decision.
         last_scale_up_at: the latest decision that asked for more nodes than were ready.
+        last_basis: when the forecast of the latest decision was made (None: no
+            forecast).
+        previous: the state as it was before the decision at ``last_decision_at``
+            (itself without a ``previous``): a second decision at the same instant
+            from a newer forecast replaces that one instead of being added to it (see
+            :func:`pipelines.policy.stabilise.record`).
     """
 
     spans: tuple[DesiredSpan, ...] = ()
     tracked_since: datetime | None = None
     last_decision_at: datetime | None = None
     last_scale_up_at: datetime | None = None
+    last_basis: datetime | None = None
+    previous: StabilisationState | None = None
 
     def __post_init__(self) -> None:
-        for name in ("tracked_since", "last_decision_at", "last_scale_up_at"):
+        for name in ("tracked_since", "last_decision_at", "last_scale_up_at", "last_basis"):
             value = getattr(self, name)
             if value is not None:
                 require_aware(value, f"StabilisationState.{name}")
@@ -417,6 +425,8 @@ class StabilisationState:
             "tracked_since": iso_utc(self.tracked_since),
             "last_decision_at": iso_utc(self.last_decision_at),
             "last_scale_up_at": iso_utc(self.last_scale_up_at),
+            "last_basis": iso_utc(self.last_basis),
+            "previous": None if self.previous is None else self.previous.to_dict(),
         }
 
     @classmethod
@@ -439,11 +449,17 @@ class StabilisationState:
                 )
                 for s in raw_spans
             )
+            previous = data.get("previous")
+            if previous is not None and not isinstance(previous, Mapping):
+                raise TypeError("previous must be an object")
             return cls(
                 spans=spans,
                 tracked_since=_parse_optional_iso(data.get("tracked_since")),
                 last_decision_at=_parse_optional_iso(data.get("last_decision_at")),
                 last_scale_up_at=_parse_optional_iso(data.get("last_scale_up_at")),
+                last_basis=_parse_optional_iso(data.get("last_basis")),
+                # States stored before it was kept have none.
+                previous=None if previous is None else cls.from_dict(previous),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise DataValidationError(f"stored stabilisation state is malformed: {exc}") from exc

@@ -101,6 +101,29 @@ def test_the_first_champion_skips_the_comparisons_with_it() -> None:
         decision.check("peak_vs_buffer")
 
 
+def test_the_first_version_is_promoted_with_its_failed_checks_said() -> None:
+    # Refusing the first version leaves nothing serving (every pool reactive); with a
+    # champion in place, the same failed check blocks.
+    frame = losses(challenger=0.40, buffer=0.30, incumbent=0.35)
+    checks = (
+        point_check(FIRST),
+        compare_peak("peak_vs_buffer", frame, (0.9,), BUFFER),
+        Check("peak_vs_incumbent", "skipped", "no champion yet"),
+    )
+    first = GateDecision(FIRST, checks, peak_losses=frame, first=True)
+
+    assert first.promote
+    assert first.failed == ("peak_vs_buffer",)
+    assert first.reason.startswith(
+        "promoted as the first version although it failed peak_vs_buffer"
+    )
+    assert verdict(first).startswith(
+        "promoted to @champion as the first version although it failed peak_vs_buffer"
+    )
+    assert gate_metrics(first, (0.9,))["gate/promote"] == 1.0
+    assert not GateDecision(FIRST, checks, peak_losses=frame).promote
+
+
 def test_a_cell_above_the_guard_fails_it() -> None:
     relative = RelativeMase(0.97, 0.98, 1.2, ("a/demand_gpus", "10min"), 6, 0)
     over = guard_check(relative)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -410,3 +411,44 @@ def test_forecast_builds_from_a_real_model_frame() -> None:
     assert all(hi >= lo for hi, lo in zip(f.quantiles[0.9], f.quantiles[0.5], strict=True))
     with pytest.raises(DataValidationError, match=r"q0\.95"):
         DemandForecast.from_frame(frame, level=0.95, model_version="3", generated_at=NOW, step=STEP)
+
+
+def test_a_second_decision_at_the_same_instant_replaces_the_first() -> None:
+    # The service decides when the push of ``NOW`` arrives (from the older forecast:
+    # 10 nodes) and again when the forecast run of ``NOW`` is read (6 nodes). The
+    # replay decides once per step: the first must not hold the second for a window.
+    state = warmed((6, 30, 5))
+    first = stabilise(10, 8, state, CALM, NOW, basis=NOW - 10 * MIN)
+    assert first.nodes == 10
+
+    second = stabilise(6, 8, first.state, CALM, NOW, basis=NOW)
+
+    assert second.window_max == 6
+    assert second.nodes == 7  # one step below the 8 ready nodes, as from ``state``
+    assert second.nodes == stabilise(6, 8, state, CALM, NOW, basis=NOW).nodes
+    assert second.state.previous == replace(state, previous=None)
+    assert second.state.last_basis == NOW
+
+
+def test_two_decisions_at_one_instant_from_the_same_forecast_both_count() -> None:
+    # Replicas (or a re-read) deciding at one instant from the same forecast: the
+    # higher one still holds the lower one, whichever came last.
+    state = warmed((6, 30, 5))
+    first = stabilise(10, 8, state, CALM, NOW, basis=NOW - 10 * MIN)
+    second = stabilise(6, 8, first.state, CALM, NOW, basis=NOW - 10 * MIN)
+    assert (second.nodes, second.limited_by) == (10, "window")
+
+
+def test_a_decision_a_moment_later_still_counts_the_earlier_one() -> None:
+    state = warmed((6, 30, 5))
+    first = stabilise(10, 8, state, CALM, NOW, basis=NOW - 10 * MIN)
+    later = stabilise(6, 8, first.state, CALM, NOW + MIN, basis=NOW + MIN)
+    assert (later.nodes, later.limited_by) == (10, "window")
+
+
+def test_the_state_before_the_last_decision_survives_the_store() -> None:
+    first = stabilise(10, 8, warmed((6, 30, 5)), CALM, NOW, basis=NOW - MIN).state
+    assert first.previous is not None
+    assert StabilisationState.from_dict(first.to_dict()) == first
+    older = {k: v for k, v in first.to_dict().items() if k != "previous"}
+    assert StabilisationState.from_dict(older).previous is None  # stored before it was kept
