@@ -59,6 +59,7 @@ bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/forecast_accuracy.py
 	$(BIN)/python benchmarks/forecast_headroom.py
 	$(BIN)/python benchmarks/decision_quality.py
+	$(BIN)/python benchmarks/live_loop.py
 	$(BIN)/python benchmarks/peak_quantile.py
 	$(BIN)/python benchmarks/api_load.py
 	$(BIN)/python benchmarks/api_load.py --scenario mixed --gc-freeze

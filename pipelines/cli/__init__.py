@@ -81,6 +81,11 @@ class _Commands(LazyCommandGroup):
             "simulate_command",
             "Replay a pool's demand against reactive, static, Foresight and oracle policies.",
         ),
+        "twin": LazyCommand(
+            "pipelines.cli.twin",
+            "twin_command",
+            "Run the real service against a simulated cluster and compare with the replay.",
+        ),
         "scorecard": LazyCommand(
             "pipelines.cli.scorecard",
             "scorecard_command",

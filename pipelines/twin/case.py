@@ -1,0 +1,240 @@
+"""A twin case: the pool, its history and the demand replayed, and the deployment they run in.
+
+A case comes from the committed sample (:func:`sample_case`) or a real trace
+(:func:`trace_case`, e.g. Helios Earth total in ``../shared/data``). :func:`prepare`
+lays out a deployment for it in a fresh directory: a pools file with the one pool, a
+settings file that the twin and ``foresight serve`` both read (its own SQLite store
+and MLflow store; the scheduler's timed jobs far apart, so only the twin's clocked
+forecast runs make forecasts), the pool's history before the replayed window in the
+store, and a champion trained on that history (``run_train``, the quick model set).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from forecaster.exceptions import DataValidationError
+from forecaster.loaders import load_trace
+from forecaster.types import DS, UID, Y
+from pipelines.config.pools import PoolConfig, load_pools
+from pipelines.config.settings import Settings, load_settings
+from pipelines.jobs.forecast import run_forecast
+from pipelines.jobs.train import run_train
+from pipelines.store import Store, open_store
+from pipelines.twin.loop import ForecastRun
+
+SIGNALS: Final = ("allocated_gpus", "queue_gpus", "nodes")
+"""The pool signals the cluster reports and the twin pushes."""
+_FAR: Final = 10**6  # minutes: the scheduler's timed jobs never fire during a run
+
+
+@dataclass(frozen=True)
+class TwinCase:
+    """What one twin run replays.
+
+    Attributes:
+        name: the case's name (for tables and files).
+        pool: the pool (its ``name`` is the service's pool).
+        history: long frame ``unique_id, ds, y`` of the pool's signals before the window.
+        demand: GPUs of work wanted per step over the replayed window (UTC index).
+        initial_nodes: ready nodes at the window's first step.
+    """
+
+    name: str
+    pool: PoolConfig
+    history: pd.DataFrame
+    demand: pd.Series
+    initial_nodes: int
+
+    @property
+    def step(self) -> timedelta:
+        """The series step."""
+        index = pd.DatetimeIndex(self.demand.index)
+        return pd.Timedelta(index[1] - index[0]).to_pytimedelta()
+
+
+def _window(index: pd.DatetimeIndex, history: timedelta, steps: int) -> pd.DatetimeIndex:
+    start = index[0] + history
+    kept = index[index >= start][:steps]
+    if len(kept) < max(2, steps):
+        raise DataValidationError(
+            f"the series has {len(kept)} steps after {history} of history, fewer than the "
+            f"{steps} asked for; replay fewer steps (--steps) or use less history"
+        )
+    return kept
+
+
+def _long(pool: str, wide: pd.DataFrame) -> pd.DataFrame:
+    parts = [
+        pd.DataFrame({UID: f"{pool}/{signal}", DS: wide.index, Y: wide[signal].to_numpy()})
+        for signal in SIGNALS
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def sample_case(sample_dir: Path, pool: str, history: timedelta, steps: int) -> TwinCase:
+    """A pool of the committed sample: its signals before the window, its demand after.
+
+    Raises:
+        DataValidationError: the pool is not in the sample or the window does not fit.
+    """
+    pools = {p.name: p for p in load_pools(sample_dir / "pools.yaml").pools}
+    if pool not in pools:
+        raise DataValidationError(
+            f"the sample has no pool {pool!r}; pass one of {', '.join(pools)} (--pool)"
+        )
+    raw = pd.read_csv(sample_dir / "metrics.csv.gz")
+    raw = raw[raw[UID].str.startswith(f"{pool}/")]
+    wide = raw.pivot(index=DS, columns=UID, values=Y)
+    wide.index = pd.DatetimeIndex(wide.index).tz_convert("UTC")
+    wide.columns = [str(c).split("/", 1)[1] for c in wide.columns]
+    wide = wide.asfreq(pd.infer_freq(wide.index[:10]) or "5min")
+    wide = wide.ffill()  # the sample's scrape outage: the last reading holds
+    window = _window(pd.DatetimeIndex(wide.index), history, steps)
+    demand = (wide["allocated_gpus"] + wide["queue_gpus"]).loc[window]
+    before = wide[wide.index < window[0]]
+    return TwinCase(
+        name=f"sample_{pool}",
+        pool=pools[pool],
+        history=_long(pool, before),
+        demand=demand.rename(f"{pool}/demand_gpus"),
+        initial_nodes=int(wide["nodes"].loc[window[0]]),
+    )
+
+
+def trace_case(
+    shared: Path | None,
+    history: timedelta,
+    steps: int,
+    *,
+    lead: timedelta = timedelta(minutes=10),
+    gpus_per_node: int = 8,
+) -> TwinCase:
+    """Helios Earth total as a pool, sized as ``benchmarks/decision_quality.py`` sizes it.
+
+    8 GPUs per node, no floor, room for twice the trace's peak, target utilisation 1,
+    the given lead; demand = allocated + pending GPUs. Its history is the trace's own
+    allocated and pending GPUs with the nodes that demand would occupy.
+
+    ``shared``: the shared traces folder; None finds ``../shared/data``.
+
+    Raises:
+        SourceError: the shared data folder or the trace is missing.
+        DataValidationError: the window does not fit the trace.
+    """
+    frame = load_trace(
+        "helios_earth_total", data_dir=shared, signals={"allocated_gpus", "pending_gpus"}
+    )
+    wide = frame.pivot(index=DS, columns=UID, values=Y)
+    wide.columns = [str(c).split("/", 1)[1] for c in wide.columns]
+    wide = wide.rename(columns={"pending_gpus": "queue_gpus"}).clip(lower=0.0)
+    demand_all = wide["allocated_gpus"] + wide["queue_gpus"]
+    wide["nodes"] = np.ceil(demand_all / gpus_per_node)
+    name = "earth-total"
+    peak_nodes = math.ceil(float(demand_all.max()) / gpus_per_node)
+    pool = PoolConfig(
+        name=name,
+        node_group_id="earth_total",
+        gpus_per_node=gpus_per_node,
+        min_nodes=0,
+        max_nodes=2 * peak_nodes + 4,
+        lead_time=lead,
+        target_utilisation=1.0,
+    )
+    window = _window(pd.DatetimeIndex(wide.index), history, steps)
+    demand = demand_all.loc[window]
+    return TwinCase(
+        name="earth_total",
+        pool=pool,
+        history=_long(name, wide[wide.index < window[0]]),
+        demand=demand.rename(f"{name}/demand_gpus"),
+        initial_nodes=math.ceil(float(demand.iloc[0]) / gpus_per_node),
+    )
+
+
+def _write_config(workdir: Path) -> Path:
+    """The settings file of a deployment in ``workdir`` (its pools file is there too)."""
+    config: dict[str, Any] = {
+        "root": str(workdir),
+        "pools_file": str(workdir / "pools.yaml"),
+        # No committed sample to seed from: the store holds the case's history only.
+        "sample_dir": str(workdir / "no-sample"),
+        "scheduler": {
+            "workers": 1,
+            "ingest_every_minutes": _FAR,
+            "forecast_every_minutes": _FAR,
+            "evaluate_every_minutes": _FAR,
+            "publish_every_minutes": _FAR,
+            "train_cron": "0 3 1 1 *",
+        },
+    }
+    config_file = workdir / "settings.yaml"
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return config_file
+
+
+def prepare(case: TwinCase, workdir: Path) -> tuple[Path, Settings]:
+    """Lay out the case's deployment in ``workdir``: pools, settings, history, champion.
+
+    Returns:
+        The settings file (for ``foresight serve --config``) and the settings.
+
+    Raises:
+        DataValidationError: the champion could not be trained on the history.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "pools.yaml").write_text(
+        yaml.safe_dump({"pools": [case.pool.model_dump(mode="json")]}, sort_keys=False),
+        encoding="utf-8",
+    )
+    config_file = _write_config(workdir)
+    settings = load_settings(config_file)
+
+    with open_store(settings.store_url) as opened:
+        opened.samples.upsert_with_demand(case.history)
+        end = pd.Timestamp(case.history[DS].max()).to_pydatetime()
+        trained = run_train(settings, store=opened, now=end + case.step, fast=True)
+    if trained.outcome not in ("ok", "partial"):
+        raise DataValidationError(f"training the twin's champion failed: {trained.summary}")
+    return config_file, settings
+
+
+def copy_deployment(template: Path, workdir: Path) -> tuple[Path, Settings]:
+    """A deployment :func:`prepare` laid out, copied to ``workdir`` before any run.
+
+    The store (history only) and the model registry are copied, so a second run
+    starts from the same state without training again; the registry's artifacts stay
+    in ``template``, which must outlive the copy.
+    """
+    shutil.copytree(template, workdir, ignore=shutil.ignore_patterns("serve.log"))
+    config_file = _write_config(workdir)
+    return config_file, load_settings(config_file)
+
+
+class JobForecaster:
+    """Runs the forecast job (:func:`pipelines.jobs.forecast.run_forecast`) for a time.
+
+    Args:
+        settings: the deployment's settings.
+        store: the store the service reads (the job borrows it).
+    """
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings, self.store = settings, store
+
+    def __call__(self, now: datetime) -> ForecastRun:
+        """Run it with ``now`` as ``generated_at``, as the scheduler under the replay clock does."""
+        report = run_forecast(self.settings, store=self.store, now=now)
+        version = report.details.get("version")
+        return ForecastRun(
+            report.outcome, None if version is None else str(version), report.summary
+        )

@@ -1,0 +1,241 @@
+"""The twin's simulated cluster: one node pool that acts on what Foresight publishes.
+
+Per step ``t`` the driver calls, in this order, what a cluster does in that time:
+
+1. :meth:`SimCluster.begin`: nodes due at ``t`` become ready.
+2. :meth:`SimCluster.arrive`: the trace's demand of the step joins the backlog; the
+   cluster reports what its exporters would (:class:`Reading`: GPUs held by running
+   work, GPUs requested by pending work, ready nodes).
+3. :meth:`SimCluster.act`: the published recommendation is applied, by one of two
+   consumers (:data:`Semantics`):
+
+   - ``replay``: the node group is set to ``desired_nodes`` at once, exactly as the
+     offline replay's engine (:mod:`pipelines.simulate.engine`) does: more than held
+     is asked for now and ready ``lead`` later; fewer removes booting nodes first
+     (newest first), then ready ones. This is the semantics the replay's figures
+     assume, so the twin run with it must reproduce them.
+   - ``autoscaler``: cluster-autoscaler with a capacity buffer (or placeholder pods):
+     Foresight's ``headroom_pods`` placeholders, each asking for a whole node, sit
+     beside the real pods; pods that fit on neither the ready nor the booting nodes
+     are pending and CA asks for whole nodes for them (ready ``lead`` later, a booting
+     node counts as capacity, as CA's upcoming nodes do); a ready node that neither
+     real work nor a placeholder needs is removed once it has been unneeded for
+     ``unneeded`` (CA's ``--scale-down-unneeded-time``, default 10 min). Booting nodes
+     are never cancelled. Real pods are packed (CA's bin-packing simulation finds
+     the emptiest nodes unneeded), so a surplus node is empty, far below CA's 50 %
+     utilisation threshold.
+
+4. :meth:`SimCluster.serve`: the ready nodes run the backlog, oldest work first.
+
+The accounting is the replay's (:mod:`pipelines.simulate.result`): a node is paid from
+the step it is asked for (booting included) to the step it is removed; waiting
+GPU-hours are the backlog summed over steps. :meth:`SimCluster.result` returns a
+:class:`~pipelines.simulate.result.SimResult`, so both runs print the same figures.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from pipelines.policy.bounds import clamp
+from pipelines.policy.need import ceil_nodes
+from pipelines.simulate.result import FRAME_COLUMNS, SimResult
+from pipelines.simulate.types import SimPool
+from pipelines.simulate.workqueue import WorkQueue
+
+Semantics = Literal["replay", "autoscaler"]
+"""How the cluster applies a recommendation (see the module docstring)."""
+
+UNNEEDED_TIME = timedelta(minutes=10)
+"""cluster-autoscaler's default ``--scale-down-unneeded-time``."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the cluster's exporters report at a step, the three signals the twin pushes.
+
+    Attributes:
+        allocated_gpus: GPUs held by running work (the ready GPUs, at most, are busy).
+        queue_gpus: GPUs requested by pending work: the wanted work that does not fit.
+        nodes: ready nodes.
+    """
+
+    allocated_gpus: float
+    queue_gpus: float
+    nodes: int
+
+    @property
+    def demand_gpus(self) -> float:
+        """Allocated plus queued GPUs: the work wanted now."""
+        return self.allocated_gpus + self.queue_gpus
+
+
+@dataclass(frozen=True)
+class Published:
+    """The part of a recommendation a consumer acts on.
+
+    Attributes:
+        desired_nodes: the node count recommended (a ``replay`` consumer sets it).
+        headroom_pods: placeholder pods of one node each (an ``autoscaler`` consumer's
+            capacity buffer).
+    """
+
+    desired_nodes: int
+    headroom_pods: int
+
+
+class SimCluster:
+    """One simulated node pool over ``steps`` steps (see the module docstring).
+
+    Args:
+        pool: the pool replayed (sizes, bounds, lead in steps, price).
+        index: the UTC timestamps of the steps.
+        initial_nodes: ready nodes at step 0, clamped to the pool's bounds.
+        semantics: ``replay`` or ``autoscaler``.
+        unneeded: how long a node must be unneeded before ``autoscaler`` removes it.
+    """
+
+    def __init__(
+        self,
+        pool: SimPool,
+        index: pd.DatetimeIndex,
+        initial_nodes: int,
+        semantics: Semantics = "replay",
+        unneeded: timedelta = UNNEEDED_TIME,
+    ) -> None:
+        if semantics not in ("replay", "autoscaler"):
+            raise ValueError(f"semantics must be 'replay' or 'autoscaler', not {semantics!r}")
+        if unneeded < timedelta(0):
+            raise ValueError(f"unneeded must be >= 0, got {unneeded}")
+        n = len(index)
+        self.pool, self.index, self.semantics = pool, index, semantics
+        self.unneeded_steps = int(np.ceil(unneeded / pool.step))
+        self.ready = clamp(initial_nodes, pool.min_nodes, pool.max_nodes)
+        self.pending = 0
+        self.ups = self.downs = self.added = self.removed = 0
+        self._booting: deque[list[int]] = deque()  # [due step, nodes], oldest first
+        self._unneeded_since: list[int] = []  # one entry per unneeded ready node, oldest first
+        self._work = WorkQueue(n)
+        self._wanted = 0.0
+        self._columns = {name: np.zeros(n) for name in FRAME_COLUMNS}
+
+    def begin(self, t: int) -> None:
+        """Make the nodes due at ``t`` ready."""
+        while self._booting and self._booting[0][0] <= t:
+            arrived = self._booting.popleft()[1]
+            self.ready += arrived
+            self.pending -= arrived
+
+    def arrive(self, t: int, demand: float) -> Reading:
+        """Add the step's demand to the backlog; return what the exporters report."""
+        if not np.isfinite(demand) or demand < 0:
+            raise ValueError(f"demand at step {t} must be finite and >= 0, got {demand}")
+        self._wanted = self._work.size + demand
+        self._work.arrive(t, demand)
+        self._columns["demand_gpus"][t] = demand
+        capacity = float(self.ready * self.pool.gpus_per_node)
+        allocated = min(self._wanted, capacity)
+        return Reading(allocated, max(0.0, self._wanted - allocated), self.ready)
+
+    def act(self, t: int, published: Published) -> None:
+        """Apply the step's recommendation as the cluster's consumer does."""
+        desired = clamp(published.desired_nodes, self.pool.min_nodes, self.pool.max_nodes)
+        self._columns["desired_nodes"][t] = desired
+        if self.semantics == "replay":
+            self._resize(t, desired)
+        else:
+            self._autoscale(t, max(0, published.headroom_pods))
+
+    def serve(self, t: int) -> float:
+        """Run the backlog on the ready nodes (oldest first); return GPU-steps served."""
+        capacity = float(self.ready * self.pool.gpus_per_node)
+        served = self._work.serve(t, capacity)
+        columns = self._columns
+        columns["ready_nodes"][t] = self.ready
+        columns["pending_nodes"][t] = self.pending
+        columns["capacity_gpus"][t] = capacity
+        columns["served_gpus"][t] = served
+        columns["backlog_gpus"][t] = self._work.size
+        return served
+
+    # -- consumers --------------------------------------------------------------------
+
+    def _ask(self, t: int, nodes: int) -> None:
+        self._booting.append([t + self.pool.lead_steps, nodes])
+        self.pending += nodes
+        self.ups, self.added = self.ups + 1, self.added + nodes
+
+    def _resize(self, t: int, want: int) -> None:
+        """The replay engine's rule: ask for more now, or remove booting then ready nodes."""
+        held = self.ready + self.pending
+        if want > held:
+            self._ask(t, want - held)
+            return
+        if want == held:
+            return
+        cut = held - want
+        self.downs, self.removed = self.downs + 1, self.removed + cut
+        while cut and self._booting:
+            take = min(cut, self._booting[-1][1])
+            self._booting[-1][1] -= take
+            self.pending -= take
+            cut -= take
+            if self._booting[-1][1] == 0:
+                self._booting.pop()
+        self.ready -= cut
+
+    def _autoscale(self, t: int, placeholders: int) -> None:
+        """cluster-autoscaler: nodes for pending pods; remove nodes unneeded long enough."""
+        pool = self.pool
+        needed = ceil_nodes(self._wanted / pool.gpus_per_node) + placeholders
+        needed = clamp(needed, pool.min_nodes, pool.max_nodes)
+        held = self.ready + self.pending
+        if needed > held:
+            self._ask(t, needed - held)
+        # Booting nodes are capacity CA waits for, never cancelled: only ready ones go.
+        surplus = max(0, min(self.ready, held - needed))
+        since = self._unneeded_since
+        # A node needed again loses its timer; the longest-unneeded keep theirs.
+        del since[surplus:]
+        since.extend([t] * (surplus - len(since)))
+        due = sum(1 for s in since if t - s >= self.unneeded_steps)
+        if due:
+            del since[:due]
+            self.ready -= due
+            self.downs, self.removed = self.downs + 1, self.removed + due
+
+    # -- figures ----------------------------------------------------------------------
+
+    def result(self) -> SimResult:
+        """The run's figures with the replay's accounting (call after the last step)."""
+        n = len(self.index)
+        pool, columns = self.pool, self._columns
+        unserved, _ = self._work.close(n)
+        frame = pd.DataFrame(columns, index=self.index, columns=list(FRAME_COLUMNS))
+        for name in ("desired_nodes", "ready_nodes", "pending_nodes"):
+            frame[name] = frame[name].astype(np.int64)
+        hours, gpn = pool.step_hours, pool.gpus_per_node
+        held_nodes = float((columns["ready_nodes"] + columns["pending_nodes"]).sum())
+        capacity, served = columns["capacity_gpus"], columns["served_gpus"]
+        return SimResult(
+            pool=pool,
+            frame=frame,
+            wait_gpu_steps=self._work.waited,
+            gpu_hours_provisioned=held_nodes * gpn * hours,
+            gpu_hours_used=float(served.sum()) * hours,
+            idle_ready_gpu_hours=float((capacity - served).sum()) * hours,
+            booting_gpu_hours=float(columns["pending_nodes"].sum()) * gpn * hours,
+            waiting_gpu_hours=float(columns["backlog_gpus"].sum()) * hours,
+            unserved_gpu_hours=unserved * hours,
+            node_hours=held_nodes * hours,
+            scale_ups=self.ups,
+            scale_downs=self.downs,
+            nodes_added=self.added,
+            nodes_removed=self.removed,
+        )
