@@ -98,7 +98,8 @@ def test_serve_runs_api_scheduler_and_mlflow_ui_and_stops_cleanly(
     ui_processes = [cmd for cmd in _descendants(process.pid) if "mlflow" in cmd]
     assert len(ui_processes) == 2, ui_processes
 
-    # The gRPC expander answers with the pool /recommendation ranks first.
+    # The gRPC expander answers; without a cluster to read the operator's hand-made
+    # priority tiers from, it has no opinion and keeps every option (docs/consumers.md).
     credentials = grpc.ssl_channel_credentials(
         root_certificates=Path(env["FORESIGHT_TEST_CA"]).read_bytes()
     )
@@ -113,14 +114,17 @@ def test_serve_runs_api_scheduler_and_mlflow_ui_and_stops_cleanly(
             ),
             timeout=10,
         )
-    assert [o.nodeGroupId for o in answer.options] == ["eks-l4-infer-ng-51be6c07"]
+    assert [o.nodeGroupId for o in answer.options] == [
+        "not-a-foresight-group",
+        "eks-l4-infer-ng-51be6c07",
+    ]
 
     # The embedded scheduler leads (it is alone) and has stored its jobs.
     foresight = Path(sys.executable).with_name("foresight")
     jobs = subprocess.run(
         [str(foresight), "jobs"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
     )
-    assert "foresight.ingest" in jobs.stdout
+    assert any(line.startswith("│ ingest ") for line in jobs.stdout.splitlines())
     assert "No scheduler has stored these jobs yet" not in jobs.stdout
 
     process.send_signal(signal.SIGINT)

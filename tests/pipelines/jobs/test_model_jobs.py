@@ -13,12 +13,13 @@ from forecaster.metrics import naive_scale
 from forecaster.peak.online import serve_frame
 from forecaster.registry import load_champion
 from forecaster.tracking import TrackingConfig
+from forecaster.training import recent_history
 from forecaster.types import DS, MEAN, STEP, UID, Y
 from pipelines.config.settings import Settings
 from pipelines.config.tracking import tracking_config
 from pipelines.jobs.evaluate import RETRAIN, run_evaluate
-from pipelines.jobs.forecast import run_forecast
-from pipelines.jobs.history import read_history
+from pipelines.jobs.forecast import SAMPLE_AT_NOW, run_forecast
+from pipelines.jobs.history import read_history, training_plan
 from pipelines.jobs.ingest import run_ingest
 from pipelines.jobs.train import run_train
 from pipelines.store import Store
@@ -193,7 +194,7 @@ def test_the_forecast_job_stores_the_peak_quantiles_of_the_trained_peak_model(
         assert made.details["peak_rows"] == 1  # one demand series, one lead
 
         peak = store.peak_forecasts.latest(f"{POOL}/demand_gpus", version)
-        origin = cut - pd.Timedelta(minutes=10)  # the newest sample before the cut
+        origin = cut  # the sample stamped at the job's now is known at now
         assert list(peak["origin"]) == [origin]
         assert list(peak["ds"]) == [origin + pd.Timedelta(minutes=10)]
         assert set(peak["generated_at"]) == {cut}
@@ -211,7 +212,7 @@ def test_the_forecast_job_stores_the_peak_quantiles_of_the_trained_peak_model(
             tracking=tracking_config(settings),
         )
         assert loaded.peak is not None
-        history = read_history(store, settings, end=cut.to_pydatetime(), days=4).frame
+        history = read_history(store, settings, end=cut + SAMPLE_AT_NOW, days=4).frame
         direct = loaded.peak.predict_peak(history)
         direct = direct[direct[UID] == f"{POOL}/demand_gpus"]
         columns = [f"q{q:g}" for q in levels]
@@ -221,6 +222,8 @@ def test_the_forecast_job_stores_the_peak_quantiles_of_the_trained_peak_model(
         # Served: the raw quantiles calibrated and combined online, from the actuals (no
         # earlier raw forecast is stored: the calibration has learnt nothing yet).
         step = pd.Timedelta(minutes=10)
+        # As the job does: the recent history its plan trains on (max_train steps).
+        history = recent_history(history, training_plan(settings, step).max_train)
         served = serve_frame(direct, history, direct.iloc[:0], step)
         np.testing.assert_allclose(values, served[columns].to_numpy()[0])
         assert not np.allclose(values, raw)  # the reference's weight moved them
@@ -230,7 +233,8 @@ def test_the_forecast_job_stores_the_peak_quantiles_of_the_trained_peak_model(
         run_ingest(settings, store=store, source=FakeSource(data), now=later.to_pydatetime())
         assert run_forecast(settings, store=store, now=later.to_pydatetime()).outcome == "ok"
         newer = store.peak_forecasts.latest(f"{POOL}/demand_gpus", version)
-        history2 = read_history(store, settings, end=later.to_pydatetime(), days=4).frame
+        history2 = read_history(store, settings, end=later + SAMPLE_AT_NOW, days=4).frame
+        history2 = recent_history(history2, training_plan(settings, step).max_train)
         fresh = loaded.peak.predict_peak(history2)
         fresh = fresh[fresh[UID] == f"{POOL}/demand_gpus"]
         expected = serve_frame(fresh, history2, direct, step)[columns].to_numpy()[0]
@@ -267,7 +271,7 @@ def test_the_forecast_job_learns_a_joint_familys_fleet_from_every_series(
     joint = GlobalGradientBoosting(
         season_length=144, horizon=6, anchors=(1, 3, 6), max_iter=5, min_samples_leaf=10
     )
-    read = read_history(store, settings, end=cut.to_pydatetime(), days=settings.max_train_days)
+    read = read_history(store, settings, end=cut + SAMPLE_AT_NOW, days=settings.max_train_days)
     history = recent_history(read.frame, training_plan(settings, read.step).max_train)
     uids = sorted(str(u) for u in history[UID].unique())
     champion = ChampionForecaster(dict.fromkeys(uids, "global_gbm"), {"global_gbm": joint})
