@@ -28,10 +28,13 @@ the current champion's peak model by pinball at the levels pools serve. The deci
 is a :class:`~forecaster.gate.GateDecision`; its checks are the run's ``gate/...``
 metrics and ``foresight.gate.*`` tags.
 
-The order of the side effects is what keeps a crash harmless: the run is logged
-first, the new version is registered next, the ``champion`` alias moves only after
-the gate said so, and the last-known-good copy is replaced last (atomically). A
-training killed at any point leaves the previous champion serving.
+The MLflow run spans the training: it opens before the backtest (the UI shows it
+running, and its duration is the training's) and ends after registration and the
+gate, FINISHED, or FAILED when anything raised. The order of the side effects is what
+keeps a crash harmless: the run is logged first, the new version is registered next,
+the ``champion`` alias moves only after the gate said so, and the last-known-good
+copy is replaced last (atomically). A training killed at any point leaves the
+previous champion serving.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ from forecaster.selection import (
     default_family,
     promotion_gate,
 )
-from forecaster.tracking import TrackingConfig, start_training_run
+from forecaster.tracking import TrackingConfig, TrainingRun, start_training_run
 from forecaster.training_run import (
     TrainingRecord,
     champion_rows,
@@ -156,6 +159,39 @@ def train(
         executor: fans the backtests and the champion's fit out per series.
     """
     report = progress or (lambda stage, done, total: None)
+    # The run opens before the backtest and closes after registration, so its
+    # duration is the training's, and a training that raises ends it FAILED.
+    with start_training_run(
+        tracking,
+        run_name=run_name or default_run_name(df),
+        tags={"foresight.model_name": model_name, **data_span_tags(df)},
+    ) as run:
+        return _train_in_run(
+            run,
+            df,
+            candidates,
+            plan,
+            tracking=tracking,
+            model_name=model_name,
+            models_dir=models_dir,
+            report=report,
+            executor=executor,
+        )
+
+
+def _train_in_run(
+    run: TrainingRun,
+    df: pd.DataFrame,
+    candidates: Sequence[Estimator],
+    plan: TrainingPlan,
+    *,
+    tracking: TrackingConfig,
+    model_name: str,
+    models_dir: Path,
+    report: Progress,
+    executor: Executor | None,
+) -> TrainingOutcome:
+    """Everything :func:`train` does, inside its open run (see there)."""
     result = _backtest(candidates, df, plan, report, executor)
     chosen, heldout = split_heldout(result)
     selection_scores = score_backtest(chosen.frame, chosen.scales, plan.levels, plan.horizons)
@@ -178,28 +214,23 @@ def train(
         df, plan, heldout, scores, selection, candidates, incumbent, peak, executor=executor
     )
     decision = replace(decision, first=first)
-    with start_training_run(
-        tracking,
-        run_name=run_name or default_run_name(df),
-        tags={"foresight.model_name": model_name, **data_span_tags(df)},
-    ) as run:
-        record = TrainingRecord(
-            plan, candidates, df, result, heldout.frame, selection, selection_scores, scores
-        )
-        info = log_training(run, record, decision, champion, peak)
-        run_id = run.run_id
-    version = register(info.model_uri, model_name, tracking=tracking, run_id=run_id)
+    record = TrainingRecord(
+        plan, candidates, df, result, heldout.frame, selection, selection_scores, scores
+    )
+    info = log_training(run, record, decision, champion, peak)
+    version = register(info.model_uri, model_name, tracking=tracking, run_id=run.run_id)
     promoted = promote(model_name, version, decision, tracking=tracking)
     if promoted:
         export_last_known_good(
             info.model_uri,
             models_dir,
-            {"name": model_name, "version": version, "run_id": run_id},
+            {"name": model_name, "version": version, "run_id": run.run_id},
             tracking=tracking,
         )
+    run.set_tags({"foresight.model_version": version})
     report("register", 1, 1)
     return TrainingOutcome(
-        run_id=run_id,
+        run_id=run.run_id,
         selection=selection,
         scores=scores,
         decision=decision,
