@@ -25,7 +25,6 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import mlflow
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from mlflow import MlflowClient
@@ -35,16 +34,30 @@ from mlflow.models.model import ModelInfo
 from sqlalchemy.exc import SQLAlchemyError
 
 from forecaster.exceptions import TrackingError
-from forecaster.types import MODEL, UID, Levels, SeriesId
+from forecaster.run_metrics import (
+    HORIZON_COLUMN,
+    SCORE_KEYS,
+    describe_pools,
+    metric_key,
+    summary_metrics,
+)
+from forecaster.types import Levels
+
+__all__ = [  # the metric keys live in forecaster.run_metrics; re-exported from here
+    "HORIZON_COLUMN",
+    "SCORE_KEYS",
+    "TrackingConfig",
+    "TrainingRun",
+    "describe_pools",
+    "ensure_experiment",
+    "metric_key",
+    "start_training_run",
+    "summary_metrics",
+]
 
 logger = logging.getLogger(__name__)
 
 KIND_TAG = "foresight.kind"
-HORIZON_COLUMN = "horizon"
-"""Column of score frames holding the horizon label (``10min``, ``1h``...)."""
-SCORE_KEYS = (UID, MODEL, HORIZON_COLUMN)
-_NOT_METRICS = frozenset({*SCORE_KEYS, "n_windows"})
-_MAX_KEY_LENGTH = 250
 _MAX_PARAM_LENGTH = 6000
 _MAX_BATCH_METRICS = 1000
 EXPERIMENT_TAGS: dict[str, str] = {
@@ -131,57 +144,6 @@ def _scoped_tracking_uri(uri: str) -> Iterator[None]:
         mlflow.set_tracking_uri(previous)  # type: ignore[arg-type]  # None unsets it
 
 
-def metric_key(*parts: str) -> str:
-    """Join parts into a metric key MLflow accepts on every platform.
-
-    MLflow keys allow alphanumerics, ``_ - . /`` and spaces and must be normalised
-    paths; anything else in a part (a model alias, a horizon label) becomes ``_``.
-    """
-    clean = []
-    for part in parts:
-        safe = re.sub(r"[^\w.\- ]", "_", str(part)).strip() or "_"
-        clean.append("_" if set(safe) == {"."} else safe)
-    return "/".join(clean)[:_MAX_KEY_LENGTH]
-
-
-def summary_metrics(
-    scores: pd.DataFrame, champions: Mapping[str, str] | None = None
-) -> dict[str, float]:
-    """Aggregate a score frame into ``<metric>/<model>/<horizon>`` means over series.
-
-    Args:
-        scores: one row per ``unique_id, model, horizon`` with metric columns.
-        champions: optional ``unique_id -> model`` routing; adds
-            ``<metric>/champion/<horizon>`` over each series' own champion rows.
-
-    Returns:
-        Metric key to the mean of its finite values (keys with none are left out).
-    """
-    missing = [c for c in SCORE_KEYS if c not in scores.columns]
-    if missing:
-        raise ValueError(f"score frame lacks columns {missing}; it needs {list(SCORE_KEYS)}")
-    value_cols = [
-        c
-        for c in scores.columns
-        if c not in _NOT_METRICS and pd.api.types.is_numeric_dtype(scores[c])
-    ]
-    groups: list[tuple[str, pd.DataFrame]] = [
-        (str(model), frame) for model, frame in scores.groupby(MODEL, sort=True)
-    ]
-    if champions:
-        chosen = scores[scores[UID].map(champions).eq(scores[MODEL])]
-        groups.append(("champion", chosen))
-    out: dict[str, float] = {}
-    for model, frame in groups:
-        for horizon, rows in frame.groupby(HORIZON_COLUMN, sort=False):
-            for col in value_cols:
-                values = rows[col].to_numpy(dtype=np.float64)
-                values = values[np.isfinite(values)]
-                if values.size:
-                    out[metric_key(col, model, str(horizon))] = float(values.mean())
-    return out
-
-
 class TrainingRun:
     """An open MLflow run of one training; created by :func:`start_training_run`."""
 
@@ -201,12 +163,29 @@ class TrainingRun:
 
     def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
         """Log numeric metrics (keys are used as given, so build them with ``metric_key``)."""
+        self.log_steps((key, step, value) for key, value in metrics.items())
+
+    def log_steps(self, values: Iterable[tuple[str, int, float]]) -> None:
+        """Log metric values at steps: ``(key, step, value)``, e.g. one per backtest window.
+
+        A key logged at several steps is one line in the MLflow UI (x: the step), where
+        one value per key draws a chart of one point.
+        """
         now = int(pd.Timestamp.now(tz="UTC").timestamp() * 1000)
-        batch = [Metric(k, float(v), now, step) for k, v in metrics.items()]
+        batch = [Metric(key, float(value), now, int(step)) for key, step, value in values]
         with self._errors("log metrics"):
             for start in range(0, len(batch), _MAX_BATCH_METRICS):
                 chunk = batch[start : start + _MAX_BATCH_METRICS]
                 self._client.log_batch(self.run_id, metrics=chunk)
+
+    def log_table(self, name: str, frame: pd.DataFrame) -> None:
+        """Log a small frame as a JSON table ``name`` (the MLflow UI shows it as a table)."""
+        with self._errors(f"log {name}"):
+            self._client.log_table(self.run_id, data=frame, artifact_file=name)
+
+    def set_description(self, text: str) -> None:
+        """Set the run's description: the note the MLflow UI shows atop the run page."""
+        self.set_tags({"mlflow.note.content": text})
 
     def log_frame(self, name: str, frame: pd.DataFrame) -> None:
         """Log a frame as an artifact; ``name`` ends in ``.csv`` or ``.parquet``."""
@@ -393,26 +372,6 @@ def start_training_run(
         finally:
             with tracking_errors(config.tracking_uri, "end the training run"):
                 mlflow.end_run(status=status)
-
-
-def describe_pools(unique_ids: Iterable[str], max_chars: int | None = None) -> str:
-    """Return the sorted, comma-separated pools of ``<pool>/<signal>`` series ids.
-
-    With ``max_chars``, as many pools as fit, then how many more there are (e.g.
-    ``a100,h100,... (+998 of 1000)``), so a tag stays within MLflow's length limit.
-    """
-    pools = sorted({SeriesId.of(uid).pool for uid in unique_ids})
-    text = ",".join(pools)
-    if max_chars is None or len(text) <= max_chars:
-        return text
-
-    def shortened(count: int) -> str:
-        return ",".join([*pools[:count], f"... (+{len(pools) - count} of {len(pools)})"])
-
-    count = 0
-    while count < len(pools) and len(shortened(count + 1)) <= max_chars:
-        count += 1
-    return shortened(count)
 
 
 def is_tracking_server(uri: str) -> bool:

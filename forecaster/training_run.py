@@ -18,6 +18,8 @@ from forecaster.gate import GateDecision, gate_metrics, gate_tags
 from forecaster.peak.fitting import PeakFit
 from forecaster.plan import TrainingPlan
 from forecaster.pool_review import log_pool_review
+from forecaster.run_metrics import window_metrics, window_steps
+from forecaster.run_summary import summarise
 from forecaster.tracking import TrainingRun, describe_pools, summary_metrics
 from forecaster.types import DS, MODEL, UID
 
@@ -69,7 +71,37 @@ def log_training(
     log_pool_review(run, rows, record.scores, record.selection, level=max(plan.levels))
     run.set_tags(gate_tags(decision))
     run.set_tags({"foresight.peak": peak.describe()[:500]})
+    log_review(run, record, decision)
     return run.log_forecaster(champion, levels=plan.levels, peak=peak.model)
+
+
+def log_review(run: TrainingRun, record: TrainingRecord, decision: GateDecision) -> None:
+    """Log what a reviewer reads first and the per-window series.
+
+    The ``summary/...`` metrics, ``summary.json`` and ``gate.json`` and the run's
+    description (:mod:`forecaster.run_summary`); the champion's and persistence's
+    scores per backtest window as ``window/...`` metrics whose ``step`` is the window
+    (selection windows first, held-out ones from ``plan.n_windows``).
+    """
+    plan, result = record.plan, record.result
+    steps = window_steps(result.frame, result.heldout_from, plan.n_windows)
+    run.log_steps(
+        window_metrics(
+            result.frame,
+            result.scales,
+            record.selection,
+            steps,
+            levels=plan.levels,
+            horizons=plan.horizons,
+        )
+    )
+    summary = summarise(
+        record.scores, record.selection, decision, levels=plan.levels, served=plan.gated_levels
+    )
+    run.log_metrics(summary.metrics)
+    run.log_table("summary.json", summary.horizons)
+    run.log_table("gate.json", summary.checks)
+    run.set_description(summary.description)
 
 
 def nested_metrics(
@@ -119,6 +151,8 @@ def training_params(
         "champion_rule": plan.champion,
         "n_windows": plan.n_windows,
         "heldout_windows": plan.heldout_windows,
+        # The step of the first held-out window in the window/... metrics.
+        "heldout_first_step": plan.n_windows,
         "levels": list(plan.levels),
         "max_train": plan.max_train,
         "peak_leads": list(plan.peak_leads),
