@@ -1,5 +1,9 @@
 """Forecast-vs-actual plots of backtest frames, for MLflow runs and reports.
 
+One panel per series and backtest window, each with its own time axis: windows lie
+days apart and span hours, so one axis over all of them draws each as a speck in a
+mostly blank figure. Rows are series, columns windows (the latest ``max_windows``).
+
 Figures are built on matplotlib's object API with an Agg canvas: no pyplot, so no
 global figure registry that grows in a long-running process and no GUI backend.
 """
@@ -13,13 +17,17 @@ import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
 
 from forecaster.exceptions import DataValidationError
 from forecaster.types import CUTOFF, DS, MEAN, MODEL, UID, SeriesId, Y, quantile_column
 
 _REQUIRED = (UID, DS, CUTOFF, MODEL, MEAN, Y)
-_PANEL_HEIGHT = 2.6
+_PANEL_HEIGHT = 2.4
+_PANEL_WIDTH = 3.6
+MAX_WINDOWS = 4
+"""Most windows (columns) a figure shows: the latest; the held-out ones by default."""
 _COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 
 
@@ -30,21 +38,24 @@ def forecast_vs_actual(
     max_series: int = 6,
     level: float = 0.9,
     models: Sequence[str] | Mapping[str, str] | None = None,
+    max_windows: int = MAX_WINDOWS,
 ) -> Figure:
-    """Plot actuals against each model's backtest forecasts, one panel per series.
+    """Plot actuals against each model's backtest forecasts, a panel per series and window.
 
-    Each panel shows the actual values, every model's mean forecast per cutoff window
-    with its interval band, and the cutoffs as dashed vertical lines. The band runs
-    from ``q<1-level>`` (or the mean when that quantile was not predicted) up to
-    ``q<level>``: autoscaling acts on the upper quantile.
+    Each row is a series, each column a backtest window (the latest ``max_windows``
+    cutoffs), each panel on its own time axis: the actual values and every model's
+    mean forecast with its interval band. The band runs from ``q<1-level>`` (or the
+    mean when that quantile was not predicted) up to ``q<level>``: autoscaling acts
+    on the upper quantile. Rows share their y axis, so windows of a series compare.
 
     Args:
         backtest: frame ``unique_id, ds, cutoff, model, mean, q<level>..., y``.
         series: series to show (default: the first ``max_series`` ids in sort order).
-        max_series: most panels to draw.
+        max_series: most rows to draw.
         level: the quantile level of the band's upper edge.
         models: models to draw: a list, or ``unique_id -> model`` to draw only each
             series' champion; default all.
+        max_windows: most windows (columns) to draw, the latest ones.
 
     Returns:
         A matplotlib figure on an Agg canvas.
@@ -58,18 +69,28 @@ def forecast_vs_actual(
             f"backtest frame lacks columns {missing}; it needs {list(_REQUIRED)}."
         )
     chosen = _choose_series(backtest, series, max_series)
+    cutoffs = sorted(pd.Timestamp(c) for c in backtest[CUTOFF].unique())[-max(1, max_windows) :]
     upper, lower = quantile_column(level), quantile_column(round(1.0 - level, 10))
     palette = {
         str(m): _COLORS[i % len(_COLORS)] for i, m in enumerate(sorted(backtest[MODEL].unique()))
     }
-    fig = Figure(figsize=(10.0, _PANEL_HEIGHT * max(1, len(chosen))), layout="constrained")
+    fig = Figure(
+        figsize=(max(6.0, _PANEL_WIDTH * len(cutoffs)), _PANEL_HEIGHT * max(1, len(chosen))),
+        layout="constrained",
+    )
     FigureCanvasAgg(fig)
-    axes: list[Axes] = list(fig.subplots(len(chosen), 1, squeeze=False)[:, 0])
-    for ax, uid in zip(axes, chosen, strict=True):
+    grid = fig.subplots(len(chosen), len(cutoffs), squeeze=False, sharey="row")
+    for line, (row, uid) in enumerate(zip(grid, chosen, strict=True)):
         rows = backtest[backtest[UID] == uid]
         wanted = _models_for(uid, rows, models)
-        _draw_panel(ax, uid, rows, models=wanted, palette=palette, band=(lower, upper))
-    _legend(fig, axes)
+        for col, (ax, cutoff) in enumerate(zip(row, cutoffs, strict=True)):
+            window = rows[pd.to_datetime(rows[CUTOFF]) == cutoff]
+            _draw_panel(ax, window, models=wanted, palette=palette, band=(lower, upper))
+            if line == 0:  # windows head the columns once
+                ax.set_title(f"window from {cutoff:%Y-%m-%d %H:%M}", fontsize="medium")
+            if col == 0:
+                ax.set_ylabel(uid, fontsize="small")
+    _legend(fig, list(grid.flat))
     return fig
 
 
@@ -163,48 +184,35 @@ def _models_for(
 
 def _draw_panel(
     ax: Axes,
-    uid: str,
     rows: pd.DataFrame,
     *,
     models: list[str],
     palette: Mapping[str, str],
     band: tuple[str, str],
 ) -> None:
+    """Draw one series' window: actuals, each model's mean and band."""
     lower, upper = band
-    actual = _broken_between_windows(rows[[DS, Y]].drop_duplicates(DS).sort_values(DS))
+    actual = rows[[DS, Y]].drop_duplicates(DS).sort_values(DS)
     ax.plot(actual[DS], actual[Y], color="black", linewidth=1.2, label="actual")
     for model in models:
         color = palette[model]
-        label: str | None = model
-        for _, unsorted in rows[rows[MODEL] == model].groupby(CUTOFF, sort=True):
-            window = unsorted.sort_values(DS)
-            ax.plot(window[DS], window[MEAN], color=color, linewidth=1.0, label=label)
-            if upper in window.columns:
-                low = window[lower] if lower in window.columns else window[MEAN]
-                band_label = f"{model} {low.name}-{upper}" if label else None
-                ax.fill_between(
-                    window[DS], low, window[upper], color=color, alpha=0.18, label=band_label
-                )
-            label = None  # one legend entry per model, not per window
-    for cutoff in sorted(rows[CUTOFF].unique()):
-        # matplotlib's date units accept timestamps where its stubs say float.
-        ax.axvline(pd.Timestamp(cutoff), color="grey", linestyle="--", lw=0.7)  # type: ignore[arg-type]
-    ax.set_title(uid, fontsize="medium", loc="left")
+        window = rows[rows[MODEL] == model].sort_values(DS)
+        if window.empty:
+            continue
+        ax.plot(window[DS], window[MEAN], color=color, linewidth=1.0, label=model)
+        if upper in window.columns:
+            low = window[lower] if lower in window.columns else window[MEAN]
+            ax.fill_between(
+                window[DS],
+                low,
+                window[upper],
+                color=color,
+                alpha=0.18,
+                label=f"{model} {low.name}-{upper}",
+            )
+    # Hours of one window: concise ticks (the day once, then times) stay legible.
+    locator = AutoDateLocator(minticks=3, maxticks=6)  # type: ignore[no-untyped-call]
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
+    ax.tick_params(labelsize="small")
     ax.grid(alpha=0.3)
-
-
-def _broken_between_windows(actual: pd.DataFrame) -> pd.DataFrame:
-    """Insert a missing value after each point followed by a gap wider than the step.
-
-    Backtest windows lie apart (a day between cutoffs, say); a line drawn straight
-    across the gap would look like data, and matplotlib breaks a line at NaN.
-    """
-    if len(actual) < 3:
-        return actual
-    gaps = actual[DS].diff()
-    step = gaps.min()
-    before_gap = actual.loc[gaps.shift(-1) > step * 1.5]
-    if before_gap.empty:
-        return actual
-    breaks = pd.DataFrame({DS: before_gap[DS] + step, Y: float("nan")})
-    return pd.concat([actual, breaks]).sort_values(DS, kind="stable", ignore_index=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.dates as mdates
 import numpy as np
 import pandas as pd
 import pytest
@@ -41,18 +42,22 @@ def _backtest(n_series: int = 3, models: tuple[str, ...] = ("persistence", "gbm"
     return pd.DataFrame(rows)
 
 
-def test_one_panel_per_series_with_actual_models_and_cutoffs() -> None:
+def _names(fig: Figure) -> list[str]:
+    """The series of a figure's rows (the first column's y labels)."""
+    return [ax.get_ylabel() for ax in fig.get_axes() if ax.get_ylabel()]
+
+
+def test_one_panel_per_series_and_window_with_actual_and_models() -> None:
     fig = forecast_vs_actual(_backtest(), max_series=2)
     axes = fig.get_axes()
-    assert len(axes) == 2
-    assert axes[0].get_title(loc="left") == "pool0/queue_gpus"
+    assert len(axes) == 2 * 2  # 2 series x 2 windows
+    assert _names(fig) == ["pool0/queue_gpus", "pool1/queue_gpus"]
+    assert axes[0].get_title() == "window from 2024-01-01 03:20"
+    assert axes[1].get_title() == "window from 2024-01-01 04:20"
     labels = {line.get_label() for line in axes[0].get_lines()}
     assert {"actual", "persistence", "gbm"} <= labels
-    # 2 cutoffs per model drawn as windows, 2 dashed cutoff markers.
-    dashed = [line for line in axes[0].get_lines() if line.get_linestyle() == "--"]
-    assert len(dashed) == 2
-    # One interval band per model and window.
-    assert len(axes[0].collections) == 4
+    # One interval band per model in each window's panel.
+    assert len(axes[0].collections) == 2
     legend_texts = {t.get_text() for t in fig.legends[0].get_texts()}
     assert "persistence q0.1-q0.9" in legend_texts
 
@@ -60,7 +65,7 @@ def test_one_panel_per_series_with_actual_models_and_cutoffs() -> None:
 def test_champion_mapping_draws_only_each_series_champion() -> None:
     champions = {"pool0/queue_gpus": "gbm", "pool1/queue_gpus": "persistence"}
     fig = forecast_vs_actual(_backtest(), series=list(champions), models=champions)
-    first, second = fig.get_axes()
+    first, _, second, _ = fig.get_axes()
     assert "persistence" not in {line.get_label() for line in first.get_lines()}
     assert "gbm" not in {line.get_label() for line in second.get_lines()}
 
@@ -119,28 +124,34 @@ def test_pool_figures_draw_every_series_of_every_pool() -> None:
     frame = _fleet_backtest()
     figures = pool_figures(frame, level=0.9)
     assert list(figures) == ["a100-train", "h100-train", "l4-infer"]
-    drawn = {ax.get_title(loc="left") for fig in figures.values() for ax in fig.get_axes()}
+    drawn = {name for fig in figures.values() for name in _names(fig)}
     assert drawn == set(frame["unique_id"])
     for pool, fig in figures.items():
-        assert all(ax.get_title(loc="left").startswith(f"{pool}/") for ax in fig.get_axes())
+        assert all(name.startswith(f"{pool}/") for name in _names(fig))
 
 
 def test_pool_figures_can_stop_at_a_number_of_pools() -> None:
     assert list(pool_figures(_fleet_backtest(), max_pools=2)) == ["a100-train", "h100-train"]
 
 
-def test_windows_a_day_apart_are_not_joined_by_the_actual_line() -> None:
+def test_windows_a_day_apart_each_get_a_panel_on_their_own_time_axis() -> None:
     frame = _fleet_backtest()
     fig = forecast_vs_actual(frame, series=["l4-infer/demand_gpus"])
-    (actual,) = [line for line in fig.get_axes()[0].get_lines() if line.get_label() == "actual"]
-    y = np.asarray(actual.get_ydata(), dtype=float)
-    # Three windows: their 36 actuals, broken by one missing value between neighbours.
-    assert np.isfinite(y).sum() == 36
-    runs = np.split(y, np.flatnonzero(np.isnan(y)))
-    assert [int(np.isfinite(run).sum()) for run in runs] == [12, 12, 12]
+    axes = fig.get_axes()
+    assert len(axes) == 3  # one per window, side by side
+    for ax, day in zip(axes, range(3), strict=True):
+        (actual,) = [line for line in ax.get_lines() if line.get_label() == "actual"]
+        assert np.isfinite(np.asarray(actual.get_ydata(), dtype=float)).sum() == 12
+        # The axis spans its window (an hour), not the three days: no blank between.
+        low, high = (mdates.num2date(x) for x in ax.get_xlim())
+        first = pd.Timestamp("2025-03-01", tz="UTC") + pd.Timedelta(days=day, minutes=5)
+        assert low <= first < first + pd.Timedelta(hours=1) <= high + pd.Timedelta(minutes=5)
+        assert high - low < pd.Timedelta(hours=2)
 
 
-def test_contiguous_windows_stay_one_line() -> None:
-    fig = forecast_vs_actual(_backtest(n_series=1))
-    (actual,) = [line for line in fig.get_axes()[0].get_lines() if line.get_label() == "actual"]
-    assert not np.isnan(np.asarray(actual.get_ydata(), dtype=float)).any()
+def test_at_most_max_windows_columns_the_latest() -> None:
+    fig = forecast_vs_actual(_fleet_backtest(), series=["l4-infer/demand_gpus"], max_windows=2)
+    assert [ax.get_title() for ax in fig.get_axes()] == [
+        "window from 2025-03-02 00:00",
+        "window from 2025-03-03 00:00",
+    ]
