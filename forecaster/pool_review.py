@@ -5,7 +5,7 @@ the forecast of ``l4-infer``'s demand?" needs each series' score. Each pool gets
 child run of the training run whose metrics are its series' champion scores
 (``<metric>/<horizon>/<signal>``, and ``<metric>/<horizon>/mean`` over the pool), so
 the runs table sorts and compares pools and series, and whose artifact is the pool's
-backtest figure (every series, windows drawn apart). The training run holds every
+backtest figure (a panel per series and window). The training run holds every
 pool's figure under ``backtest_plots/``.
 """
 

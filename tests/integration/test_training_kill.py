@@ -1,7 +1,8 @@
 """A training SIGKILLed mid-run leaves the previous champion serving.
 
 A champion (version 1) is trained first. A second training, in its own process, is
-killed with SIGKILL at one of two moments: while its MLflow run is being logged, or
+killed with SIGKILL at one of two moments: while its MLflow run is open (the run opens
+before the backtest, so that is mid-training), or
 right after it registered its new version and before the gate could move the
 ``champion`` alias (the most dangerous window). Either way the alias still names
 version 1, ``load_champion`` serves version 1, the last-known-good copy is version 1,
@@ -164,8 +165,8 @@ def _kill_training(
         )
     try:
         if pause_at == "register":
-            # Kill as soon as the run exists: mid-logging, or at the latest paused
-            # before registering.
+            # Kill as soon as the run exists: mid-training (it opens before the
+            # backtest), or at the latest paused before registering.
             _wait_for(new_run_started, child, "MLflow run", log)
         else:
             _wait_for(marker.exists, child, f"pause before {pause_at}", log)
@@ -208,7 +209,7 @@ def test_a_killed_training_leaves_the_previous_champion_serving(tmp_path: Path) 
     assert first.version == "1"
 
     _kill_training(tmp_path, tracking, models_dir, "register")
-    _assert_version_1_serves(tracking, models_dir, "killed while its run was logged")
+    _assert_version_1_serves(tracking, models_dir, "killed while its run was open")
     assert {str(v.version) for v in client.search_model_versions(f"name = '{MODEL}'")} == {"1"}
 
     _kill_training(tmp_path, tracking, models_dir, "promote")

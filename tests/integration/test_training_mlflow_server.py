@@ -50,9 +50,19 @@ def test_training_runs_register_and_gate_over_http(
     assert second.promoted, second.decision.reason
     assert champion_version("it-demand", tracking=config) == second.version
     client = MlflowClient(tracking_uri=mlflow_server)
+    version = client.get_model_version("it-demand", second.version)
     artifacts = {a.path for a in client.list_artifacts(second.run_id)}
     assert {"scores.csv", "backtest.parquet", "champions.json", "backtest_plots"} <= artifacts
-    metrics = client.get_run(second.run_id).data.metrics
+    run = client.get_run(second.run_id)
+    metrics = run.data.metrics
     assert metrics["heldout/mase/champion/6h"] < metrics["heldout/mase/persistence/6h"]
-    version = client.get_model_version("it-demand", second.version)
+    # The reviewer's summary and the per-window series, through the server too.
+    assert {"summary.json", "gate.json"} <= artifacts
+    assert metrics["summary/promoted"] == 1.0
+    assert metrics["summary/mase_vs_persistence_6h"] < 1.0
+    assert run.data.tags["mlflow.note.content"].startswith("**Promoted to @champion.**")
+    steps = client.get_metric_history(second.run_id, "window/champion/mase_6h")
+    assert sorted(m.step for m in steps) == [0, 1, 2, 3, 4]  # 3 selection, 2 held out
+    assert run.info.end_time is not None
+    assert run.info.end_time >= version.creation_timestamp  # closed after registration
     assert version.tags["foresight.promotion"] == "promoted"
