@@ -104,8 +104,13 @@ def summarise(
 def horizon_table(
     scores: pd.DataFrame, selection: Mapping[str, str], upper: Sequence[float]
 ) -> pd.DataFrame:
-    """Per horizon: the champion's and persistence's mean MASE, their relative measures,
-    the worst cell and the coverage of the upper quantiles (means over series)."""
+    """One row per horizon: how the champion's held-out point forecasts fare.
+
+    Columns: the champion's and persistence's mean MASE over series, the relative
+    measures of :func:`forecaster.metrics.relative_mase` (geometric mean, ratio of
+    means, worst cell and its series, cells counted) and the mean coverage of each
+    ``upper`` quantile.
+    """
     chosen = _champion_rows(scores, selection)
     coverage = [f"coverage_{quantile_column(lv)}" for lv in upper]
     rows = []
@@ -135,7 +140,8 @@ def describe(
     peak: Mapping[str, float],
 ) -> str:
     """The run's note: the verdict, why, and the three figures behind it (Markdown)."""
-    lines = [f"**{verdict(decision).capitalize()}.**"]
+    said = verdict(decision)
+    lines = [f"**{said[:1].upper()}{said[1:]}.**"]
     if decision.failed:
         failed = [c for c in decision.checks if c.status == "failed"]
         lines += [f"- {c.name} failed: {c.detail}" for c in failed]
