@@ -18,9 +18,9 @@ from forecaster.gate import GateDecision, gate_metrics, gate_tags
 from forecaster.peak.fitting import PeakFit
 from forecaster.plan import TrainingPlan
 from forecaster.pool_review import log_pool_review
-from forecaster.run_metrics import window_metrics, window_steps
+from forecaster.run_metrics import REFERENCE, window_metrics, window_steps
 from forecaster.run_summary import summarise
-from forecaster.tracking import TrainingRun, describe_pools, summary_metrics
+from forecaster.tracking import HORIZON_COLUMN, TrainingRun, describe_pools, summary_metrics
 from forecaster.types import DS, MODEL, UID
 
 
@@ -63,6 +63,10 @@ def log_training(
     run.log_metrics(gate_metrics(decision, plan.gated_levels))
     run.log_frame("scores.csv", record.scores)  # held out: what the evaluate job compares with
     run.log_frame("scores_selection.csv", record.selection_scores)
+    run.log_table(
+        "scores_by_model.json",
+        model_table(record.selection_scores, record.scores, record.selection),
+    )
     run.log_champions(record.selection)
     run.log_frame("backtest.parquet", result.frame)
     if not result.failures.empty:
@@ -104,19 +108,50 @@ def log_review(run: TrainingRun, record: TrainingRecord, decision: GateDecision)
     run.set_description(summary.description)
 
 
+METRIC_MODELS = ("champion", REFERENCE)
+"""Models whose score aggregates are run metrics; every family's are in
+``scores_by_model.json``. One metric per family, metric and horizon drew a hundred
+sections of one-point charts in the MLflow UI and as many columns to choose from."""
+
+
 def nested_metrics(
-    selection_scores: pd.DataFrame, heldout_scores: pd.DataFrame, selection: Mapping[str, str]
+    selection_scores: pd.DataFrame,
+    heldout_scores: pd.DataFrame,
+    selection: Mapping[str, str],
+    models: Sequence[str] = METRIC_MODELS,
 ) -> dict[str, float]:
     """MLflow metrics of both score sets: ``selection/...`` and ``heldout/...``.
 
-    Keys are ``<set>/<metric>/<model>/<horizon>``; ``<model>`` includes ``champion``
-    (each series' selected family). Only ``heldout/`` figures are out of sample.
+    Keys are ``<set>/<metric>/<model>/<horizon>`` for ``models``; ``champion`` is each
+    series' selected family. Only ``heldout/`` figures are out of sample.
     """
     out: dict[str, float] = {}
     for prefix, scores in (("selection", selection_scores), ("heldout", heldout_scores)):
         for key, value in summary_metrics(scores, selection).items():
-            out[f"{prefix}/{key}"] = value
+            if key.split("/")[1] in models:
+                out[f"{prefix}/{key}"] = value
     return out
+
+
+def model_table(
+    selection_scores: pd.DataFrame, heldout_scores: pd.DataFrame, selection: Mapping[str, str]
+) -> pd.DataFrame:
+    """Every model's scores, means over series, per score set and horizon (a small table).
+
+    Rows ``set, model, horizon`` (``champion`` included) and the metric columns.
+    """
+    parts = []
+    for name, scores in (("selection", selection_scores), ("heldout", heldout_scores)):
+        if scores.empty:
+            continue
+        chosen = champion_rows(scores, selection)
+        both = pd.concat([scores, chosen], ignore_index=True).drop(columns=["n_windows"])
+        means = both.groupby([MODEL, HORIZON_COLUMN], sort=True).mean(numeric_only=True)
+        parts.append(means.reset_index().assign(set=name))
+    if not parts:
+        return pd.DataFrame()
+    table = pd.concat(parts, ignore_index=True)
+    return table[["set", *[c for c in table.columns if c != "set"]]]
 
 
 def default_run_name(df: pd.DataFrame) -> str:

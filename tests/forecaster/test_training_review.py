@@ -95,7 +95,23 @@ def test_per_window_metrics_are_stepped_by_window_and_aggregates_stay_single(
     aggregate = client.get_metric_history(outcome.run_id, "heldout/mase/champion/6h")
     assert [m.step for m in aggregate] == [0]
     assert aggregate[0].value == pytest.approx(sum(heldout) / len(heldout))
-    assert client.get_run(outcome.run_id).data.params["heldout_first_step"] == "4"
+    run = client.get_run(outcome.run_id)
+    assert run.data.params["heldout_first_step"] == "4"
+    # Families' aggregates are a table, not a hundred one-point charts.
+    assert "heldout/mase/seasonal_naive/6h" not in run.data.metrics
+    assert "selection/mase/persistence/6h" in run.data.metrics
+    table = _table(tracking, outcome.run_id, "scores_by_model.json").set_index(
+        ["set", "model", "horizon"]
+    )
+    scores = outcome.scores
+    family = scores[scores["model"].eq("seasonal_naive") & scores["horizon"].eq("6h")]
+    assert table.loc[("heldout", "seasonal_naive", "6h"), "mase"] == pytest.approx(
+        family["mase"].mean()
+    )
+    assert table.loc[("heldout", "champion", "6h"), "mase"] == pytest.approx(aggregate[0].value)
+    sections = {key.rsplit("/", 1)[0] for key in run.data.metrics}
+    # The run page's metric sections (before: one per family, metric and score set).
+    assert len(sections) <= 40
 
 
 def test_median_rule_windows_keep_their_place_after_the_unfitted_selection_windows(
