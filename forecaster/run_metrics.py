@@ -120,7 +120,8 @@ def window_steps(
         n_selection: the plan's number of selection windows.
     """
     cuts = frame[[UID, CUTOFF]].drop_duplicates()
-    first = pd.to_datetime(cuts[UID].astype(str).map(heldout_from), utc=True)
+    # The same rule as forecaster.backtest.split_heldout, so steps and scores agree.
+    first = cuts[UID].astype(str).map(heldout_from)
     held = cuts[CUTOFF].ge(first).fillna(False).astype(bool)
     rank = cuts.groupby([cuts[UID], held], observed=True)[CUTOFF].rank(method="dense") - 1
     before = (~held).groupby(cuts[UID], observed=True).transform("sum")

@@ -1,12 +1,15 @@
 """MLflow experiment tracking of training runs.
 
-One experiment per deployment, one run per training. A run carries the training's
-parameters, summary metrics per model and horizon, the per-series score table, the
-backtest frame, backtest plots per pool, a child run per pool and the champion of each series,
-so a reviewer can tell from the MLflow UI what was trained, on what, and why a model
-won. Every MLflow call goes through :func:`tracking_errors`, which turns library and
-connection failures into :class:`~forecaster.exceptions.TrackingError` naming the
-tracking URI without its credentials.
+One experiment per deployment, one run per training, open for the whole training. A
+run carries the training's parameters, a reviewer's summary and description
+(:mod:`forecaster.run_summary`), score aggregates and per-window series
+(:mod:`forecaster.run_metrics`, whose keys this module re-exports), the per-series
+score table, the backtest frame, backtest plots per pool, a child run per pool and
+the champion of each series, so a reviewer can tell from the MLflow UI what was
+trained, on what, and why a model won. Every MLflow call goes through
+:func:`tracking_errors`, which turns library and connection failures into
+:class:`~forecaster.exceptions.TrackingError` naming the tracking URI without its
+credentials.
 """
 
 from __future__ import annotations
