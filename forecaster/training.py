@@ -12,7 +12,8 @@ windows (:func:`forecaster.backtest.nested_cutoffs`). Selection sees only the
 selection windows; the champion's reported scores and the promotion gate use only the
 held-out ones, which selection never saw (neither as training data nor as actuals).
 MLflow gets both, as ``selection/<metric>/<model>/<horizon>`` and
-``heldout/<metric>/<model>/<horizon>``, so a reviewer cannot mistake one for the other.
+``heldout/<metric>/<model>/<horizon>`` (the champion's and persistence's; every
+family's in ``scores_by_model.json``), so a reviewer cannot mistake one for the other.
 
 The training also fits one global peak-quantile model on every pool's demand
 (:mod:`forecaster.peak.fitting`) at the plan's ``peak_leads`` and ``peak_levels``, and
