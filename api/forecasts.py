@@ -35,15 +35,14 @@ import pandas as pd
 
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND
-from forecaster.peak.fleet import lead_steps
 from forecaster.registry import LoadedModel
-from forecaster.types import DS, STEP, quantile_column
+from forecaster.types import DS, STEP
 from pipelines.config.pools import PoolConfig
 from pipelines.policy import DemandForecast
-from pipelines.policy.peak import PeakForecast
 from pipelines.store import Store
 from pipelines.store.forecasts import GENERATED_AT
-from pipelines.store.peak_forecasts import LAST, LEAD, ORIGIN, RAW, RETURN
+from pipelines.store.peak_forecasts import LEAD, ORIGIN
+from pipelines.store.stored_peak import stored_peak
 
 logger = logging.getLogger(__name__)
 
@@ -183,7 +182,7 @@ class ForecastCache:
         peaks = self._store.peak_forecasts.at(sid, version, generated)
         step = _step_of(rows, peaks)
         origin = pd.Timestamp(rows[DS].iloc[0]).to_pydatetime() - int(rows[STEP].iloc[0]) * step
-        peak, missing = _peak_of(pool, peaks, step)
+        peak, missing = stored_peak(peaks, pool.lead_time, step, pool.quantile)
         try:
             forecast = DemandForecast.from_frame(
                 rows,
@@ -221,43 +220,3 @@ def _step_of(rows: pd.DataFrame, peaks: pd.DataFrame) -> timedelta:
         steps = rows[STEP].to_numpy()
         return (ds[1] - ds[0]).to_pytimedelta() / int(steps[1] - steps[0])
     return DEFAULT_STEP
-
-
-def _peak_of(
-    pool: PoolConfig, peaks: pd.DataFrame, step: timedelta
-) -> tuple[PeakForecast | None, str]:
-    """The stored peak over the pool's lead time, or why there is none."""
-    if peaks.empty:
-        return None, "the served model version has no peak forecast for the pool"
-    need = lead_steps(pool.lead_time, step)
-    covering = peaks[peaks[LEAD] >= need].sort_values(LEAD)
-    if covering.empty:
-        return None, (
-            f"the peak forecasts reach {int(peaks[LEAD].max())} steps, short of the pool's "
-            f"lead time of {need} steps (retrain after changing lead times)"
-        )
-    row = covering.iloc[0]
-    column = quantile_column(pool.quantile)
-    if column not in row.index or pd.isna(row[column]):
-        return None, (
-            f"the peak forecasts have no {column} (retrain after changing the pool's quantile)"
-        )
-    levels = {
-        float(str(c)[1:]): float(row[c])
-        for c in row.index
-        if str(c).startswith("q") and not pd.isna(row[c])
-    }
-    raw = {
-        float(str(c)[len(RAW) + 1 :]): float(row[c])
-        for c in row.index
-        if str(c).startswith(RAW) and not pd.isna(row[c])
-    }
-    peak = PeakForecast(
-        quantiles=levels,
-        origin=pd.Timestamp(row[ORIGIN]).to_pydatetime(),
-        last=float(row[LAST]),
-        lead=int(row[LEAD]) * step,
-        raw=raw or None,
-        returning=None if pd.isna(row[RETURN]) else float(row[RETURN]),
-    )
-    return peak, ""

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Final
 
 import pandas as pd
 
-from forecaster.types import quantile_column
 from pipelines.config.pools import PoolConfig
 from pipelines.policy import decide
-from pipelines.policy.peak import PeakForecast
 from pipelines.policy.types import (
     NO_LATENCY,
     DemandForecast,
@@ -37,7 +35,8 @@ from pipelines.policy.types import (
 from pipelines.simulate.result import SimResult
 from pipelines.simulate.types import History
 from pipelines.store import Store
-from pipelines.store.peak_forecasts import GENERATED_AT, LAST, LEAD, ORIGIN, RAW, RETURN
+from pipelines.store.peak_forecasts import GENERATED_AT
+from pipelines.store.stored_peak import stored_peak
 
 FIGURES: Final = (
     "waiting_gpu_hours",
@@ -125,6 +124,8 @@ class StoredRunPolicy:
         peaks = self._peaks[
             (self._peaks[GENERATED_AT] == ts) & (self._peaks["model_version"] == version)
         ]
+        # The same rows -> bound as the service (api.forecasts): what serves is replayed.
+        peak, missing = stored_peak(peaks, self.pool.lead_time, step, self.pool.quantile)
         return DemandForecast(
             made.timestamps,
             made.quantiles,
@@ -132,42 +133,9 @@ class StoredRunPolicy:
             made.model_version,
             made.generated_at,
             made.step,
-            peak=self._peak(peaks, step),
-            peak_missing="" if not peaks.empty else "no peak rows in the run",
+            peak=peak,
+            peak_missing=missing,
         )
-
-    def _peak(self, peaks: pd.DataFrame, step: timedelta) -> PeakForecast | None:
-        """The stored peak covering the pool's lead, built as the service builds it."""
-        need = max(1, -(-self.pool.lead_time // step))
-        covering = peaks[peaks[LEAD] >= need].sort_values(LEAD)
-        if covering.empty:
-            return None
-        row = covering.iloc[0]
-        if pd.isna(row.get(quantile_column(self.pool.quantile))):
-            return None
-        levels = {
-            float(str(c)[1:]): float(row[c])
-            for c in row.index
-            if str(c).startswith("q") and not pd.isna(row[c])
-        }
-        raw = {
-            float(str(c)[len(RAW) + 1 :]): float(row[c])
-            for c in row.index
-            if str(c).startswith(RAW) and not pd.isna(row[c])
-        }
-        return PeakForecast(
-            quantiles=levels,
-            origin=_utc(row[ORIGIN]),
-            last=float(row[LAST]),
-            lead=int(row[LEAD]) * step,
-            raw=raw or None,
-            returning=None if pd.isna(row[RETURN]) else float(row[RETURN]),
-        )
-
-
-def _utc(value: object) -> datetime:
-    stamp = pd.Timestamp(value)  # type: ignore[arg-type]
-    return (stamp.tz_localize("UTC") if stamp.tz is None else stamp).to_pydatetime()
 
 
 def compare(twin: SimResult, replay: SimResult) -> list[dict[str, float | str]]:

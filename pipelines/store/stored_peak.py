@@ -1,0 +1,64 @@
+"""A stored peak forecast as the policy takes it: the one place rows become a bound.
+
+The service (:mod:`api.forecasts`) and the twin's replay of the stored runs
+(:mod:`pipelines.twin.compare`) both read a run's peak rows through
+:func:`stored_peak`, so the replay judges exactly the bound the service decides on.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pandas as pd
+
+from forecaster.peak.fleet import lead_steps
+from forecaster.types import quantile_column
+from pipelines.policy.peak import PeakForecast
+from pipelines.store.peak_forecasts import LAST, LEAD, ORIGIN, RAW, RETURN
+
+
+def stored_peak(
+    peaks: pd.DataFrame, lead_time: timedelta, step: timedelta, level: float
+) -> tuple[PeakForecast | None, str]:
+    """The stored peak over ``lead_time`` at ``level``, or why there is none.
+
+    Args:
+        peaks: one run's peak rows of one series (``PeakForecastRepository.at``).
+        lead_time: the pool's lead time; the shortest stored lead covering it is used.
+        step: the series step.
+        level: the pool's quantile; the rows must carry it.
+    """
+    if peaks.empty:
+        return None, "the served model version has no peak forecast for the pool"
+    need = lead_steps(lead_time, step)
+    covering = peaks[peaks[LEAD] >= need].sort_values(LEAD)
+    if covering.empty:
+        return None, (
+            f"the peak forecasts reach {int(peaks[LEAD].max())} steps, short of the pool's "
+            f"lead time of {need} steps (retrain after changing lead times)"
+        )
+    row = covering.iloc[0]
+    column = quantile_column(level)
+    if column not in row.index or pd.isna(row[column]):
+        return None, (
+            f"the peak forecasts have no {column} (retrain after changing the pool's quantile)"
+        )
+    levels = {
+        float(str(c)[1:]): float(row[c])
+        for c in row.index
+        if str(c).startswith("q") and not pd.isna(row[c])
+    }
+    raw = {
+        float(str(c)[len(RAW) + 1 :]): float(row[c])
+        for c in row.index
+        if str(c).startswith(RAW) and not pd.isna(row[c])
+    }
+    peak = PeakForecast(
+        quantiles=levels,
+        origin=pd.Timestamp(row[ORIGIN]).to_pydatetime(),
+        last=float(row[LAST]),
+        lead=int(row[LEAD]) * step,
+        raw=raw or None,
+        returning=None if pd.isna(row[RETURN]) else float(row[RETURN]),
+    )
+    return peak, ""
