@@ -145,8 +145,12 @@ def _view(buffer: npt.NDArray[_Number], t: int) -> npt.NDArray[_Number]:
     return view
 
 
-class _Fleet:
-    """Ready nodes and booting requests (oldest first), with the scale-event counts."""
+class NodeFleet:
+    """Ready nodes and booting requests (oldest first), with the scale-event counts.
+
+    The replay's cluster; the closed-loop twin (:mod:`pipelines.twin.cluster`) holds
+    one too, so the live loop's nodes follow the very rules the replay judged.
+    """
 
     def __init__(self, ready: int, lead_steps: int) -> None:
         self.ready, self.pending, self.lead = ready, 0, lead_steps
@@ -180,6 +184,13 @@ class _Fleet:
             if self._booting[-1][1] == 0:
                 self._booting.pop()
         self.ready -= cut
+
+    def remove_ready(self, nodes: int) -> None:
+        """Remove ``nodes`` ready nodes at once (one scale-down event)."""
+        if nodes <= 0:
+            return
+        self.ready -= nodes
+        self.downs, self.removed = self.downs + 1, self.removed + nodes
 
 
 def _start_nodes(
@@ -248,7 +259,7 @@ def simulate(
 
     seen = _Seen(sim, index)
     work = WorkQueue(n)
-    fleet = _Fleet(_start_nodes(policy, sim, float(values[0]), initial_nodes), sim.lead_steps)
+    fleet = NodeFleet(_start_nodes(policy, sim, float(values[0]), initial_nodes), sim.lead_steps)
     policy.reset()
     for t in range(n):
         fleet.boot(t)

@@ -35,7 +35,6 @@ GPU-hours are the backlog summed over steps. :meth:`SimCluster.result` returns a
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
@@ -45,6 +44,7 @@ import pandas as pd
 
 from pipelines.policy.bounds import clamp
 from pipelines.policy.need import ceil_nodes
+from pipelines.simulate.engine import NodeFleet
 from pipelines.simulate.result import FRAME_COLUMNS, SimResult
 from pipelines.simulate.types import SimPool
 from pipelines.simulate.workqueue import WorkQueue
@@ -116,21 +116,48 @@ class SimCluster:
         n = len(index)
         self.pool, self.index, self.semantics = pool, index, semantics
         self.unneeded_steps = int(np.ceil(unneeded / pool.step))
-        self.ready = clamp(initial_nodes, pool.min_nodes, pool.max_nodes)
-        self.pending = 0
-        self.ups = self.downs = self.added = self.removed = 0
-        self._booting: deque[list[int]] = deque()  # [due step, nodes], oldest first
+        # The replay engine's own nodes: booting, ready and the scale-event counts.
+        self.fleet = NodeFleet(
+            clamp(initial_nodes, pool.min_nodes, pool.max_nodes), pool.lead_steps
+        )
         self._unneeded_since: list[int] = []  # one entry per unneeded ready node, oldest first
         self._work = WorkQueue(n)
         self._wanted = 0.0
         self._columns = {name: np.zeros(n) for name in FRAME_COLUMNS}
 
+    @property
+    def ready(self) -> int:
+        """Nodes ready for work."""
+        return self.fleet.ready
+
+    @property
+    def pending(self) -> int:
+        """Nodes asked for and still booting."""
+        return self.fleet.pending
+
+    @property
+    def ups(self) -> int:
+        """Scale-up events so far."""
+        return self.fleet.ups
+
+    @property
+    def downs(self) -> int:
+        """Scale-down events so far."""
+        return self.fleet.downs
+
+    @property
+    def added(self) -> int:
+        """Nodes asked for so far."""
+        return self.fleet.added
+
+    @property
+    def removed(self) -> int:
+        """Nodes removed so far."""
+        return self.fleet.removed
+
     def begin(self, t: int) -> None:
         """Make the nodes due at ``t`` ready."""
-        while self._booting and self._booting[0][0] <= t:
-            arrived = self._booting.popleft()[1]
-            self.ready += arrived
-            self.pending -= arrived
+        self.fleet.boot(t)
 
     def arrive(self, t: int, demand: float) -> Reading:
         """Add the step's demand to the backlog; return what the exporters report."""
@@ -148,7 +175,7 @@ class SimCluster:
         desired = clamp(published.desired_nodes, self.pool.min_nodes, self.pool.max_nodes)
         self._columns["desired_nodes"][t] = desired
         if self.semantics == "replay":
-            self._resize(t, desired)
+            self.fleet.resize(t, desired)
         else:
             self._autoscale(t, max(0, published.headroom_pods))
 
@@ -166,30 +193,6 @@ class SimCluster:
 
     # -- consumers --------------------------------------------------------------------
 
-    def _ask(self, t: int, nodes: int) -> None:
-        self._booting.append([t + self.pool.lead_steps, nodes])
-        self.pending += nodes
-        self.ups, self.added = self.ups + 1, self.added + nodes
-
-    def _resize(self, t: int, want: int) -> None:
-        """The replay engine's rule: ask for more now, or remove booting then ready nodes."""
-        held = self.ready + self.pending
-        if want > held:
-            self._ask(t, want - held)
-            return
-        if want == held:
-            return
-        cut = held - want
-        self.downs, self.removed = self.downs + 1, self.removed + cut
-        while cut and self._booting:
-            take = min(cut, self._booting[-1][1])
-            self._booting[-1][1] -= take
-            self.pending -= take
-            cut -= take
-            if self._booting[-1][1] == 0:
-                self._booting.pop()
-        self.ready -= cut
-
     def _autoscale(self, t: int, placeholders: int) -> None:
         """cluster-autoscaler: nodes for pending pods; remove nodes unneeded long enough."""
         pool = self.pool
@@ -197,7 +200,7 @@ class SimCluster:
         needed = clamp(needed, pool.min_nodes, pool.max_nodes)
         held = self.ready + self.pending
         if needed > held:
-            self._ask(t, needed - held)
+            self.fleet.resize(t, needed)
         # Booting nodes are capacity CA waits for, never cancelled: only ready ones go.
         surplus = max(0, min(self.ready, held - needed))
         since = self._unneeded_since
@@ -207,8 +210,7 @@ class SimCluster:
         due = sum(1 for s in since if t - s >= self.unneeded_steps)
         if due:
             del since[:due]
-            self.ready -= due
-            self.downs, self.removed = self.downs + 1, self.removed + due
+            self.fleet.remove_ready(due)
 
     # -- figures ----------------------------------------------------------------------
 
