@@ -43,7 +43,7 @@ from forecaster.types import DS, UID, Levels, Progress
 from pipelines.config.settings import Settings
 from pipelines.config.tracking import tracking_config
 from pipelines.executors import make_executor
-from pipelines.jobs.history import read_history, training_plan
+from pipelines.jobs.history import newest_sample, read_history, training_plan
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, no_progress, outcome_of, utc_now
 from pipelines.store import Store
@@ -98,10 +98,11 @@ def run_forecast(
             # A sample stamped ``now`` is known at ``now`` (under the replay clock "now"
             # is the newest sample): the history ends just after it.
             end = generated_at + SAMPLE_AT_NOW
-            history = read_history(opened, settings, end=end, days=settings.max_train_days)
-            observed = pd.Timestamp(history.frame[DS].max()).to_pydatetime()
+            # Checked before the history is read: a skipped run costs one small query.
+            observed = newest_sample(opened, end=end)
             if skip_unchanged and (unchanged := _unchanged(opened, loaded.version, observed)):
                 return finish(JOB, started, "skipped", unchanged)
+            history = read_history(opened, settings, end=end, days=settings.max_train_days)
             plan = training_plan(settings, history.step)
             recent = recent_history(history.frame, plan.max_train)
             problems = dict(history.problems)
@@ -161,10 +162,10 @@ def run_forecast(
     return finish(JOB, started, outcome, summary, problems=problems, details=details)
 
 
-def _unchanged(store: Store, version: str, observed: datetime) -> str:
+def _unchanged(store: Store, version: str, observed: datetime | None) -> str:
     """Why a new run would repeat the last one of ``version``; empty when it would not."""
     last = store.forecast_runs.latest(version)
-    if last is None or last.observed_until is None or last.observed_until != observed:
+    if observed is None or last is None or last.observed_until != observed:
         return ""
     return (
         f"no new data: the newest sample ({observed.isoformat()}) is the one the run of "

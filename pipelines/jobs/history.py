@@ -71,7 +71,7 @@ def read_history(
             passes validation; the message names each and why.
     """
     span = timedelta(days=days if days is not None else 2 * settings.max_train_days)
-    newest = _newest(store, series, end)
+    newest = newest_sample(store, series, end)
     if newest is None:
         raise DataValidationError(
             f"the store at {store.url} has no samples"
@@ -153,7 +153,13 @@ def candidate_models(
     return default_models(step, horizon, fast=fast or settings.model_set == "fast")
 
 
-def _newest(store: Store, series: Sequence[str] | None, end: datetime | None) -> datetime | None:
+def newest_sample(
+    store: Store, series: Sequence[str] | None = None, end: datetime | None = None
+) -> datetime | None:
+    """The newest stored sample time (of ``series``, all by default), at most ``end``.
+
+    One query on each series' newest time, no history read.
+    """
     last = store.samples.last_timestamps(series)
     if not last:
         return None
