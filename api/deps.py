@@ -1,17 +1,55 @@
-"""Dependencies of the routes, as ``Annotated`` aliases.
+"""Dependencies of the routes, as ``Annotated`` aliases, and the app state they read.
 
-The service lives on ``app.state`` from the lifespan on; a request that arrives
-before it (or after shutdown) gets a 503, never an attribute error.
+The lifespan publishes what the app serves from with :func:`attach` and withdraws it
+with :func:`detach`; this module is the only one that writes ``app.state`` after
+start-up, and routes read it only through the aliases below. A request that arrives
+before start-up (or after shutdown) gets a 503, never an attribute error.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Path, Query, Request, status
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, status
 
+from api.auth import TokenGuard
 from api.callchain.feed import SpanFeed
+from api.grpc_expander.server import RunningExpander
+from api.latency import LatencyTracker
+from api.metrics import AppMetrics
 from api.service import RecommendationService
+from api.wiring import Serving
+
+
+def attach(
+    app: FastAPI,
+    serving: Serving,
+    *,
+    guard: TokenGuard,
+    span_feed: SpanFeed,
+    expander: RunningExpander | None,
+) -> None:
+    """Publish what the started app serves from (the routes find it from now on)."""
+    state = app.state
+    state.auth = guard
+    state.max_body_bytes = serving.services.settings.service.max_body_bytes
+    state.services = serving.services
+    state.latency = serving.latency
+    state.span_feed = span_feed
+    state.service = serving.service
+    state.grpc_expander = expander
+
+
+def detach(app: FastAPI) -> None:
+    """Withdraw the service and the span feed: requests get a 503 from now on."""
+    app.state.service = None
+    app.state.span_feed = None
+
+
+def running_service(app: FastAPI) -> RecommendationService | None:
+    """Return the app's recommendation service; None before start-up or after shutdown."""
+    service: RecommendationService | None = getattr(app.state, "service", None)
+    return service
 
 
 def _from_state(request: Request, name: str) -> Any:
@@ -52,6 +90,36 @@ async def get_span_feed(request: Request) -> SpanFeed:
 
 SpanFeedDep = Annotated[SpanFeed, Depends(get_span_feed)]
 """The span ingestion of the running app (adds spans off the event loop)."""
+
+
+async def get_latency(request: Request) -> LatencyTracker | None:
+    """Return the app's call-chain analysis; None before the app has started."""
+    tracker: LatencyTracker | None = getattr(request.app.state, "latency", None)
+    return tracker
+
+
+LatencyDep = Annotated[LatencyTracker | None, Depends(get_latency)]
+"""The call-chain analysis of the running app (None before start-up)."""
+
+
+async def get_metrics(request: Request) -> AppMetrics:
+    """Return the app's own metrics registry (installed with the routes)."""
+    registry: AppMetrics = request.app.state.metrics
+    return registry
+
+
+MetricsDep = Annotated[AppMetrics, Depends(get_metrics)]
+"""The app's own Prometheus registry."""
+
+
+async def get_mlflow_ui(request: Request) -> str | None:
+    """Return the MLflow UI's address the dashboard links to (None: no link)."""
+    address: str | None = getattr(request.app.state, "mlflow_ui", None)
+    return address
+
+
+MlflowUiDep = Annotated[str | None, Depends(get_mlflow_ui)]
+"""The MLflow UI's address given to :func:`~api.main.create_app`, if any."""
 
 PoolFilter = Annotated[
     list[str] | None,

@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.callchain.jsonload import json_problem
+from api.unavailable import Unavailable
 from forecaster.exceptions import ConfigError, DataValidationError, ForesightError, TrackingError
 from pipelines.errors import PublishError, StoreError
 
@@ -39,10 +40,10 @@ class UnknownPoolError(ForesightError, LookupError):
 class PoolUnavailableError(ForesightError):
     """A pool exists but cannot be answered for yet (no live data, or no forecast)."""
 
-    def __init__(self, pool: str, reason: str) -> None:
+    def __init__(self, pool: str, why: Unavailable) -> None:
         self.pool = pool
-        self.reason = reason
-        super().__init__(f"pool {pool!r}: {reason}")
+        self.why = why
+        super().__init__(f"pool {pool!r}: {why.detail}")
 
 
 _STATUS: Final[tuple[tuple[type[ForesightError], int, str], ...]] = (

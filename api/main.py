@@ -19,7 +19,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import timedelta
+from typing import NamedTuple
 
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
@@ -28,15 +29,15 @@ from api.auth import AUTH_RESPONSES, TokenGuard, authorize, install_auth_handler
 from api.callchain.feed import SpanFeed
 from api.callchain.incremental import ChainWindow
 from api.champion import ChampionFollower, RegistryChampion, load_model
-from api.clock import Clock, ClockMode, decision_clock
+from api.clock import ClockMode
 from api.dashboard import page_router as dashboard_page_router
 from api.dashboard import router as dashboard_router
+from api.deps import attach, detach
 from api.docs_ui import install_docs
 from api.errors import install_error_handlers
 from api.grpc_expander.wiring import start_configured_expander
-from api.latency import LatencyTracker, bottleneck_settings
+from api.latency import LatencyTracker
 from api.limits import install_limits
-from api.live_error import StoredLiveError
 from api.metrics import AppMetrics, RequestTimer
 from api.routers import (
     chain,
@@ -50,13 +51,9 @@ from api.routers import (
     spans,
 )
 from api.routers import metrics as metrics_route
-from api.service import (
-    RecommendationService,
-    Services,
-    no_latency,
-    uncalibrated,
-    unmeasured_error,
-)
+from api.service import RecommendationService
+from api.services import Services
+from api.wiring import Serving, serving
 from forecaster.exceptions import ForesightError, SourceError
 from pipelines.config.pools import load_pools
 from pipelines.config.settings import Settings, load_settings
@@ -174,26 +171,59 @@ async def _analyse_forever(
         await asyncio.sleep(every)
 
 
-def _start_background(
-    built: Services,
-    service: RecommendationService,
-    tracker: LatencyTracker,
-    *,
-    refresh_seconds: float | None,
-    analysis_seconds: float | None,
-    follow_champion: bool,
-) -> list[asyncio.Task[None]]:
-    """Start the app's periodic tasks: refresh, call-chain analysis, champion follow."""
-    tasks = []
-    if refresh_seconds:
-        tasks.append(asyncio.create_task(_refresh_forever(service, refresh_seconds)))
-    if analysis_seconds:
-        tasks.append(asyncio.create_task(_analyse_forever(tracker, service, analysis_seconds)))
-    if follow_champion and built.champion is not None:
-        follower = ChampionFollower(service, built.champion)
-        every = built.settings.service.model_poll_seconds
-        tasks.append(asyncio.create_task(_follow_champion_forever(follower, every)))
-    return tasks
+class _Background(NamedTuple):
+    """How often the app's periodic tasks run (None or False: not at all)."""
+
+    refresh_seconds: float | None
+    analysis_seconds: float | None
+    follow_champion: bool
+
+    def start(self, running: Serving) -> list[asyncio.Task[None]]:
+        """Start the periodic tasks: refresh, call-chain analysis, champion follow."""
+        service, built = running.service, running.services
+        tasks = []
+        if self.refresh_seconds:
+            tasks.append(asyncio.create_task(_refresh_forever(service, self.refresh_seconds)))
+        if self.analysis_seconds:
+            analyse = _analyse_forever(running.latency, service, self.analysis_seconds)
+            tasks.append(asyncio.create_task(analyse))
+        if self.follow_champion and built.champion is not None:
+            follower = ChampionFollower(service, built.champion)
+            every = built.settings.service.model_poll_seconds
+            tasks.append(asyncio.create_task(_follow_champion_forever(follower, every)))
+        return tasks
+
+
+@asynccontextmanager
+async def _serve(app: FastAPI, running: Serving, background: _Background) -> AsyncIterator[None]:
+    """Start serving ``running`` on ``app`` (store read, span feed, expander, tasks); stop after.
+
+    Raises:
+        StoreError: the store failed at start-up.
+    """
+    built, service = running.services, running.service
+    feed = SpanFeed(built.spans)
+    try:
+        guard = TokenGuard.from_settings(built.settings.service)
+        warn_if_open(guard)
+        await run_in_threadpool(service.start)
+        feed.start()
+        expander = start_configured_expander(built.settings.publish, service)
+        attach(app, running, guard=guard, span_feed=feed, expander=expander)
+        tasks = background.start(running)
+        try:
+            yield
+        finally:
+            await _cancel(tasks)
+            if expander is not None:
+                await run_in_threadpool(expander.stop)
+            detach(app)
+            service.store_probe.close()
+    finally:
+        # Spans already queued are added before the window is left behind.
+        await run_in_threadpool(feed.stop)
+        if built.owns_store:
+            built.store.close()
 
 
 async def _cancel(tasks: Sequence[asyncio.Task[None]]) -> None:
@@ -202,67 +232,6 @@ async def _cancel(tasks: Sequence[asyncio.Task[None]]) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-
-
-def _wire_live_error(built: Services) -> tuple[bool, bool]:
-    """Feed the evaluate job's live error to the health gate and the metrics, and its
-    live calibration to the forecasts.
-
-    Returns:
-        Whether the error source and the calibration source were wired here (a
-        caller's own source wins and is left alone).
-    """
-    if built.live_error is not unmeasured_error:
-        return False, False
-
-    def served() -> str | None:
-        return None if built.model is None else built.model.version
-
-    stored = StoredLiveError(built.store, served)
-    built.live_error = stored
-    if built.calibration is not uncalibrated:
-        return True, False
-    built.calibration = stored.calibration
-    return True, True
-
-
-def _unwire_live_error(built: Services, wired: tuple[bool, bool]) -> None:
-    """Undo what :func:`_wire_live_error` wired (the caller's own sources stay)."""
-    error, calibration = wired
-    if error:
-        built.live_error = unmeasured_error
-    if calibration:
-        built.calibration = uncalibrated
-
-
-def _current_clock(built: Services) -> Clock:
-    """A clock reading whichever decision clock ``built`` holds at the time."""
-
-    def now() -> datetime:
-        return built.clock()
-
-    return now
-
-
-def _wire_latency(built: Services) -> tuple[LatencyTracker, bool]:
-    """Return the tracker of the span window, and whether it became the latency source.
-
-    A latency source given by the caller (tests, a replay) wins over the spans.
-    """
-    tracker = LatencyTracker(
-        built.spans,
-        built.pools.pools,
-        clock=built.span_clock,
-        services=built.pools.services,
-        settings=bottleneck_settings(built.settings),
-        # Spans age on the wall clock; the analysis is served on the decision clock,
-        # read through ``built`` at each analysis (a caller may swap the clock).
-        stamp=_current_clock(built),
-    )
-    wired = built.latency is no_latency
-    if wired:
-        built.latency = tracker.adjustment
-    return tracker, wired
 
 
 def create_app(
@@ -287,7 +256,8 @@ def create_app(
         seed_from_sample: when the app builds its services, fill pools that have no
             samples from the committed sample data set (the embedded default).
         clock: ``system`` (wall time) or ``replay`` (as of the newest sample, for old
-            sample data); ignored when ``services`` is given (set ``services.clock``).
+            sample data); ignored when ``services`` is given (set ``services.clock``, or
+            ``app.state.services.clock`` once started: the app serves a completed copy).
         refresh_seconds: how often a background task polls the store for samples
             written by others and recomputes recommendations ahead of expiry; None
             turns it off (requests then recompute only on expiry or local pushes).
@@ -306,59 +276,20 @@ def create_app(
         The app, not yet started.
     """
 
+    async def given_services() -> Services:
+        if services is not None:
+            return services
+        chosen = settings if settings is not None else load_settings()
+        return await run_in_threadpool(build_services, chosen, seed_from_sample=seed_from_sample)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        built = services
-        if built is None:
-            chosen = settings if settings is not None else load_settings()
-            built = await run_in_threadpool(
-                build_services, chosen, seed_from_sample=seed_from_sample
-            )
-        service = RecommendationService(built)
-        if services is None:
-            ahead = timedelta(seconds=built.settings.service.max_sample_future_seconds)
-            built.clock = decision_clock(clock, service.live.newest, ahead)
-        error_wiring = _wire_live_error(built)
-        tracker, wired = _wire_latency(built)
-        feed = SpanFeed(built.spans)
-        try:
-            guard = TokenGuard.from_settings(built.settings.service)
-            warn_if_open(guard)
-            await run_in_threadpool(service.start)
-            feed.start()
-            expander = start_configured_expander(built.settings.publish, service)
-            app.state.auth = guard
-            app.state.max_body_bytes = built.settings.service.max_body_bytes
-            app.state.services = built
-            app.state.latency = tracker
-            app.state.span_feed = feed
-            app.state.service = service
-            app.state.grpc_expander = expander
-            tasks = _start_background(
-                built,
-                service,
-                tracker,
-                refresh_seconds=refresh_seconds,
-                analysis_seconds=analysis_seconds,
-                follow_champion=follow_champion,
-            )
-            try:
-                yield
-            finally:
-                await _cancel(tasks)
-                if expander is not None:
-                    await run_in_threadpool(expander.stop)
-                app.state.service = None
-                service.store_probe.close()
-        finally:
-            # Spans already queued are added before the window is left behind.
-            app.state.span_feed = None
-            await run_in_threadpool(feed.stop)
-            if wired:
-                built.latency = no_latency
-            _unwire_live_error(built, error_wiring)
-            if built.owns_store:
-                built.store.close()
+        given = await given_services()
+        # Injected services keep their own clock (set ``services.clock``).
+        running = serving(given, None if services is not None else clock)
+        background = _Background(refresh_seconds, analysis_seconds, follow_champion)
+        async with _serve(app, running, background):
+            yield
 
     app = FastAPI(
         title="Foresight",

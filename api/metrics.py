@@ -66,9 +66,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.latency import LatencyTracker
 from api.outbox_metrics import OutboxCollector
+from api.pool_entry import PoolEntry
 from api.publish_metrics import PublishCollector
 from api.scorecard_metrics import ScorecardCollector
-from api.service import PoolEntry, RecommendationService
+from api.service import RecommendationService
 from forecaster.exceptions import ForesightError
 from pipelines.config.pools import PoolConfig
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from typing import Literal, Protocol
 
 from api.consumers.k8s import Manifest
 from api.consumers.kube_writer import (
@@ -27,6 +27,10 @@ from forecaster.exceptions import ConfigError
 from pipelines.config.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+
+Mode = Literal["apply", "dry_run"]
+"""``apply``: objects written; ``dry_run``: nothing persisted in the cluster."""
 
 
 class ClusterWriter(Protocol):
@@ -70,7 +74,7 @@ def prune_scopes(buffers_namespace: str) -> list[PruneScope]:
 
 @contextmanager
 def cluster_for(
-    settings: Settings, kube: ClusterWriter | None, *, write: bool
+    settings: Settings, kube: ClusterWriter | None, *, mode: Mode
 ) -> Iterator[tuple[ClusterWriter | None, str]]:
     """Yield the cluster to use (None offline) and why there is none.
 
@@ -83,7 +87,7 @@ def cluster_for(
     try:
         owned = KubeWriter.from_settings(settings.publish)
     except ConfigError as exc:
-        if write:
+        if mode == "apply":
             raise
         yield None, f"no cluster: {exc}"
         return
@@ -100,16 +104,17 @@ def sync_objects(
     desired: list[Manifest],
     keep_pools: set[str],
     *,
-    write: bool,
+    mode: Mode,
 ) -> tuple[list[Change], str]:
     """Write (or dry-run) ``desired``; offline ``planned`` changes when no cluster answers."""
     if kube is None:
         return planned_changes(desired), f"offline ({offline})"
     scopes = prune_scopes(settings.publish.buffers_namespace)
     try:
-        changes = kube.sync(desired, prune=scopes, keep_pools=keep_pools, dry_run=not write)
+        dry_run = mode == "dry_run"
+        changes = kube.sync(desired, prune=scopes, keep_pools=keep_pools, dry_run=dry_run)
     except ClusterUnreachableError as exc:
-        if write:
+        if mode == "apply":
             raise
         logger.warning("dry run offline: %s", exc)
         return planned_changes(desired), f"offline ({exc})"

@@ -25,7 +25,7 @@ import httpx
 
 from api.clock import Clock, ClockMode, decision_clock, system_clock
 from api.live import LiveIndex
-from api.publish_cluster import ClusterWriter
+from api.publish_cluster import ClusterWriter, Mode
 from api.publishing import PublishOutcome, publish_once
 from api.service import RecommendationService
 from pipelines.config.pools import load_pools
@@ -50,8 +50,9 @@ def running_service_publisher(
     def publish(
         settings: Settings, store: Store, *, apply: bool, now: datetime | None = None
     ) -> PublishOutcome:
+        mode: Mode = "apply" if apply else "dry_run"
         return publish_once(
-            settings, store, apply=apply, now=now, kube=kube, http=http, service=service
+            settings, store, mode=mode, now=now, kube=kube, http=http, service=service
         )
 
     return publish

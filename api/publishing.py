@@ -10,13 +10,13 @@ scheduler's publish job:
    ranking merged with the operator's hand-made entries
    (:mod:`api.consumers.priority_live`); build the capacity buffers; each validated
    offline (an invalid one raises here, before anything is written);
-3. write them through the Kubernetes API only when ``apply`` is true *and*
+3. write them through the Kubernetes API only when the mode is ``apply`` *and*
    ``service.forecast_only`` is false; otherwise a dry run: with a reachable cluster
    every write is sent with ``dryRun=All`` and compared with what is there, without
    one the objects are only reported. One object's trouble stays its own: a
    ConfigMap Foresight must not overwrite is *skipped* with the reason, a refused
    write *failed*, and the other objects (and the webhooks) still go out;
-4. when ``apply`` is true, queue one webhook delivery per configured URL if the set
+4. when the mode is ``apply``, queue one webhook delivery per configured URL if the set
    changed since the last one queued for that URL, then run one delivery pass over
    the outbox. Webhooks are not gated by ``forecast_only``: a receiver is a consumer
    that chose to be told, like a client of ``/recommendation``.
@@ -29,7 +29,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
 
 import httpx
 
@@ -52,18 +51,17 @@ from api.consumers.priority_live import (
     read_live,
 )
 from api.consumers.webhooks import changed, encode, idempotency_key, payload
-from api.publish_cluster import ClusterWriter, cluster_for, sync_objects
+from api.publish_cluster import ClusterWriter, Mode, cluster_for, sync_objects
 from api.publish_results import PROBLEMS, ObjectResult, object_results
-from api.service import RecommendationService, Services
+from api.service import RecommendationService
+from api.services import Services
+from api.unavailable import details
 from pipelines.config.pools import PoolConfig, load_pools
 from pipelines.config.settings import Settings
 from pipelines.policy.recommendation import Recommendation
 from pipelines.store import Store
 
 logger = logging.getLogger(__name__)
-
-Mode = Literal["apply", "dry_run"]
-"""``apply``: objects written; ``dry_run``: nothing persisted in the cluster."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +157,7 @@ def publish_once(
     settings: Settings,
     store: Store,
     *,
-    apply: bool,
+    mode: Mode,
     now: datetime | None = None,
     kube: ClusterWriter | None = None,
     http: httpx.Client | None = None,
@@ -171,7 +169,8 @@ def publish_once(
         settings: the deployment's settings (``publish``, ``service.forecast_only``,
             ``webhook_secret``).
         store: the open store (state, audit trail, outbox).
-        apply: write for real and send webhooks; False is a dry run of everything.
+        mode: ``apply`` writes for real (unless ``service.forecast_only``) and sends
+            webhooks; ``dry_run`` is a dry run of everything.
         now: the publication time; default the service's clock. Without ``service``
             it is also the decision time.
         kube: the cluster writer; default one from ``settings.publish`` (in a dry run
@@ -200,22 +199,22 @@ def publish_once(
     publish = settings.publish
     pools = service.services.pools.pools
     buffers = capacity_buffers(recs, BufferSettings(namespace=publish.buffers_namespace))
-    write = apply and not settings.service.forecast_only
+    cluster_mode = _cluster_mode(settings, mode)
     plan, changes, cluster = _write_objects(
-        settings, kube, pools, recs, buffers, set(missing), write=write
+        settings, kube, pools, recs, buffers, set(missing), mode=cluster_mode
     )
-    webhooks = _queue_webhooks(settings, store, recs, when, enqueue=apply)
+    webhooks = _queue_webhooks(settings, store, recs, when, mode=mode)
     deliveries: tuple[DeliveryResult, ...] = ()
-    if apply and publish.webhook_urls:
+    if mode == "apply" and publish.webhook_urls:
         deliveries = _deliver(settings, store, http, now)
     results = object_results(changes)
     return PublishOutcome(
         generated_at=when,
-        mode="apply" if write else "dry_run",
-        reason="" if write else _dry_run_reason(apply),
+        mode=cluster_mode,
+        reason="" if cluster_mode == "apply" else _dry_run_reason(mode),
         cluster=cluster,
         recommendations=recs,
-        missing=dict(missing),
+        missing=details(missing),
         configmap=plan,
         buffers=buffers,
         shape=publish.buffer_shape,
@@ -236,11 +235,11 @@ def _write_objects(
     buffers: BufferManifests,
     keep_pools: set[str],
     *,
-    write: bool,
+    mode: Mode,
 ) -> tuple[ConfigMapPlan, list[Change], str]:
     """Plan the ConfigMap against the live one, then write (or dry-run) every object."""
     publish = settings.publish
-    with cluster_for(settings, kube, write=write) as (writer, offline):
+    with cluster_for(settings, kube, mode=mode) as (writer, offline):
         live = read_live(writer, publish.namespace, offline)
         plan = plan_configmap(
             pools, recs, live, namespace=publish.namespace,
@@ -248,10 +247,10 @@ def _write_objects(
         )  # fmt: skip
         desired = [] if plan.skipped else [plan.manifest]
         desired += _buffer_objects(buffers, publish.buffer_shape)
-        changes, cluster = sync_objects(settings, writer, offline, desired, keep_pools, write=write)
+        changes, cluster = sync_objects(settings, writer, offline, desired, keep_pools, mode=mode)
     if plan.skipped:
         # Named first, where the ConfigMap's line would have been.
-        where = (publish.namespace, not write)
+        where = (publish.namespace, mode == "dry_run")
         changes = [
             Change("skipped", "ConfigMap", CONFIGMAP_NAME, *where, reason=plan.note),
             *changes,
@@ -259,8 +258,13 @@ def _write_objects(
     return plan, changes, cluster
 
 
-def _dry_run_reason(apply: bool) -> str:
-    if apply:
+def _cluster_mode(settings: Settings, mode: Mode) -> Mode:
+    """The mode of the cluster's objects: ``service.forecast_only`` makes an apply dry."""
+    return "apply" if mode == "apply" and not settings.service.forecast_only else "dry_run"
+
+
+def _dry_run_reason(mode: Mode) -> str:
+    if mode == "apply":
         return "service.forecast_only is true (set FORESIGHT_SERVICE__FORECAST_ONLY=false to write)"
     return "dry run (pass --apply to write)"
 
@@ -279,7 +283,7 @@ def _queue_webhooks(
     recs: tuple[Recommendation, ...],
     when: datetime,
     *,
-    enqueue: bool,
+    mode: Mode,
 ) -> list[WebhookPlan]:
     """Queue the set for each URL whose last queued set differs (dry run: only compare)."""
     if not recs:
@@ -295,7 +299,7 @@ def _queue_webhooks(
             plans.append(WebhookPlan(url, False, None, None))
             continue
         key = idempotency_key(body, None if last is None else last.idempotency_key)
-        item = store.outbox.enqueue(url, raw, key, now=when) if enqueue else None
+        item = store.outbox.enqueue(url, raw, key, now=when) if mode == "apply" else None
         plans.append(WebhookPlan(url, True, key, item))
     return plans
 

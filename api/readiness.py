@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from api.champion import RegistryView
-from api.service import STALE_STEPS, RecommendationService
+from api.service import RecommendationService
 from forecaster.loaders import DEMAND
 from forecaster.registry import LoadedModel
 from forecaster.types import SeriesId
@@ -109,7 +109,7 @@ def check_readiness(service: RecommendationService) -> Readiness:
     stale: dict[str, float | None] = {}
     for name in service.names:
         newest = service.live.readings(name).newest
-        bound = STALE_STEPS * service.forecasts.step(name)
+        bound = services.settings.service.live_stale_steps * service.forecasts.step(name)
         # A reading far in the future (written by another writer) is no fresher.
         if newest is None or abs(now - newest) > bound:
             stale[name] = None if newest is None else (now - newest).total_seconds()

@@ -15,157 +15,40 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
 import pandas as pd
 
-from api.callchain.incremental import ChainWindow
-from api.clock import (
-    Clock,
-    ReplayClock,
-    from_another_clock,
-    system_clock,
-    warn_another_clock,
-)
+from api.audit import AuditTrail
+from api.clock import ReplayClock
+from api.decision import DecisionInputs, clock_skew, decide_pool, forecast_unusable
 from api.errors import PoolUnavailableError, UnknownPoolError
 from api.forecasts import DEFAULT_STEP, ForecastCache, PoolForecast
 from api.ingest import Ingested, ingest
 from api.live import LiveIndex
+from api.pool_entry import PoolEntry
 from api.pool_states import PoolLocks, update_states
 from api.sample_checks import TimeWindow
-from api.schemas import PoolRecommendation
+from api.services import Services
 from api.store_probe import StoreWriteProbe
-from forecaster.exceptions import DataValidationError
+from api.unavailable import Unavailable
 from forecaster.registry import LoadedModel
 from forecaster.types import DS, UID
-from pipelines.config.pools import PoolConfig, PoolsConfig
-from pipelines.config.settings import Settings
-from pipelines.policy import (
-    NO_LATENCY,
-    Calibration,
-    ForecastHealth,
-    LatencyAdjustment,
-    Recommendation,
-    StabilisationState,
-    decide,
-)
-from pipelines.store import Store
-
-if TYPE_CHECKING:
-    from api.champion import ChampionSource, RegistryView
+from pipelines.config.pools import PoolConfig
+from pipelines.policy import Recommendation, StabilisationState
 
 logger = logging.getLogger(__name__)
 
-LatencySource = Callable[[PoolConfig, datetime], LatencyAdjustment]
-"""Returns the call-chain adjustment of a pool at a time."""
-
-ErrorSource = Callable[[PoolConfig, datetime], tuple[float | None, datetime | None]]
-"""Returns a pool's recent live forecast error and when it was measured."""
-
-CalibrationSource = Callable[[PoolConfig, float], Calibration | None]
-"""Returns the live calibration of a pool's demand at a quantile level (None: none)."""
-
-
-def no_latency(pool: PoolConfig, now: datetime) -> LatencyAdjustment:
-    """The latency source without call-chain data: never adds nodes."""
-    return NO_LATENCY
-
-
-def unmeasured_error(pool: PoolConfig, now: datetime) -> tuple[float | None, datetime | None]:
-    """The error source before live error is measured: unknown, which counts as healthy."""
-    return None, None
-
-
-def uncalibrated(pool: PoolConfig, level: float) -> Calibration | None:
-    """The calibration source before any is measured: the model's own quantiles."""
-    return None
-
-
-STALE_STEPS: Final = 3
-"""Live readings older than this many steps of the pool's series are stale."""
-FORECAST_AGE_STEPS: Final = 3
-"""Stored forecasts older than this many steps are stale (the forecast job runs about
-every step; this lets one run be late or missed)."""
-ERROR_BOUND: Final = 2.0
-"""The largest recent live forecast error (MASE) still trusted."""
-
-
-@dataclass
-class Services:
-    """Everything the app serves from, built in the lifespan or injected by tests.
-
-    Attributes:
-        settings: the deployment's settings.
-        pools: the configured pools.
-        store: the store (samples, state, audit trail).
-        model: the loaded champion, None when none could be loaded (decisions are
-            then reactive, and ``/readyz`` says why).
-        model_problem: why ``model`` is None.
-        clock: the decision clock (see :mod:`api.clock`).
-        latency: the call-chain adjustment per pool.
-        live_error: the recent live forecast error per pool.
-        calibration: the live calibration of a pool's quantile (added to the forecast
-            when ``settings.service.live_calibration``).
-        owns_store: close the store when the app stops.
-        spans: the call-chain statistics that ``POST /v1/traces`` and
-            ``POST /signals/spans`` feed, kept incrementally (analysed by
-            :mod:`api.latency`).
-        span_clock: the clock spans arrive by (wall time: spans age in real time even
-            when decisions replay old samples).
-        champion: where new champions come from; the app follows it (see
-            :mod:`api.champion`). None: serve ``model`` for good.
-        registry: what the last check of ``champion`` saw; None before the first.
-        wall_clock: the wall clock that bounds pushed sample times (a sample later
-            than it, plus the tolerance, is refused whatever the decision clock).
-    """
-
-    settings: Settings
-    pools: PoolsConfig
-    store: Store
-    model: LoadedModel | None
-    model_problem: str = ""
-    clock: Clock = system_clock
-    latency: LatencySource = no_latency
-    live_error: ErrorSource = unmeasured_error
-    calibration: CalibrationSource = uncalibrated
-    owns_store: bool = False
-    spans: ChainWindow = field(default_factory=ChainWindow)
-    span_clock: Clock = system_clock
-    champion: ChampionSource | None = None
-    registry: RegistryView | None = None
-    wall_clock: Clock = system_clock
-
-
-@dataclass(frozen=True)
-class PoolEntry:
-    """A pool's current recommendation and its wire form, built once when decided."""
-
-    recommendation: Recommendation
-    body: PoolRecommendation
-
-    @classmethod
-    def of(cls, rec: Recommendation) -> PoolEntry:
-        """Build the entry and the recommendation's wire form."""
-        return cls(rec, PoolRecommendation.of(rec))
-
-
-_AUDIT_KEYS: Final = ("desired_nodes", "current_nodes", "action", "mode", "model_version")
 
 REFRESH_BATCH: Final = 8
 """Pools a refresh decides per batch (one state read and one commit each): a push of a
 pool in the batch waits for the batch, so batches stay small."""
 
 
-class _BusyError(Exception):
-    """The service lock is taken and the caller chose not to wait (a read)."""
-
-
-def _audit_key(payload: dict[str, Any]) -> tuple[Any, ...]:
-    term = payload.get("explanation", {}).get("term")
-    return (*(payload.get(key) for key in _AUDIT_KEYS), term)
+Made = Recommendation | Unavailable
+"""A decision: the recommendation, or why the pool has none."""
 
 
 class RecommendationService:
@@ -173,11 +56,12 @@ class RecommendationService:
 
     Args:
         services: what to serve from.
+        live: the live readings' index (default: a new one over ``services``).
     """
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, *, live: LiveIndex | None = None) -> None:
         self.services = services
-        self.live = LiveIndex(services.store, services.pools.pools)
+        self.live = live if live is not None else LiveIndex(services.store, services.pools.pools)
         self.forecasts = ForecastCache(
             services.store,
             services.model,
@@ -190,7 +74,7 @@ class RecommendationService:
         # Bumped with every dirty mark: a decision clears the mark only if none came
         # while it was being made (a model swapped in meanwhile must still be used).
         self._marks: dict[str, int] = dict.fromkeys(self._pools, 0)
-        self._audited: dict[str, tuple[Any, ...] | None] = {}
+        self._audit = AuditTrail(services.store)
         # Held in this order: pool locks (a pool's decisions take turns, state read to
         # state write), then the service lock (entries, dirty marks, the audit).
         self._pool_locks = PoolLocks(self._pools)
@@ -275,12 +159,11 @@ class RecommendationService:
         steps of the data: the largest of the pools' series steps.
         """
         services = self.services
-        tolerance = timedelta(seconds=services.settings.service.max_sample_future_seconds)
         replay = None
         if isinstance(services.clock, ReplayClock):
             step = max((self.forecasts.step(name) for name in self._pools), default=DEFAULT_STEP)
             replay = services.clock.window(step)
-        return TimeWindow.around(services.wall_clock(), tolerance, replay)
+        return TimeWindow.around(services.wall_clock(), self._skew(), replay)
 
     def invalidate(self, pools: Iterable[str] | None = None) -> None:
         """Recompute these pools (all when None) on the next request, e.g. after new latency."""
@@ -349,15 +232,15 @@ class RecommendationService:
 
     def recommendations(
         self, pools: Sequence[PoolConfig]
-    ) -> tuple[list[PoolEntry], dict[str, str]]:
-        """Return the current entries of ``pools`` and the reasons of those without one.
+    ) -> tuple[list[PoolEntry], dict[str, Unavailable]]:
+        """Return the current entries of ``pools`` and why the others have none.
 
         Raises:
             StoreError: the store failed while recomputing.
         """
         now = self.now()
         entries: list[PoolEntry] = []
-        missing: dict[str, str] = {}
+        missing: dict[str, Unavailable] = {}
         for pool in pools:
             entry = self._current(pool, now)
             if isinstance(entry, PoolEntry):
@@ -398,22 +281,13 @@ class RecommendationService:
             PoolUnavailableError: no forecast can be made (no model, too little history),
                 or the stored one was dated by another clock (recommendations ignore it).
         """
-        pool = self.pool(name)
-        made = self.forecasts.get(pool)
-        if made.forecast is None:
-            raise PoolUnavailableError(name, f"no demand forecast: {made.reason}")
-        now = self.now()
-        if from_another_clock(made.forecast.generated_at, now, self._skew()):
-            raise PoolUnavailableError(
-                name,
-                f"no demand forecast: the newest stored one was made at "
-                f"{made.forecast.generated_at.isoformat()}, after now ({now.isoformat()}), so "
-                "another clock dated it and recommendations do not use it; see 'One clock' in "
-                "docs/api.md",
-            )
+        made = self.forecasts.get(self.pool(name))
+        why = forecast_unusable(made, self.now(), self._skew())
+        if why is not None:
+            raise PoolUnavailableError(name, why)
         return made
 
-    def _current(self, pool: PoolConfig, now: datetime) -> PoolEntry | str:
+    def _current(self, pool: PoolConfig, now: datetime) -> PoolEntry | Unavailable:
         # Fast path without the lock: a fresh entry is immutable and replaced whole.
         entry = self._fresh(pool.name, now)
         if entry is not None:
@@ -436,7 +310,7 @@ class RecommendationService:
 
     def _decide(
         self, pools: Sequence[PoolConfig], *, wait: bool = True, unless_fresh: bool = False
-    ) -> dict[str, PoolEntry | str] | None:
+    ) -> dict[str, PoolEntry | Unavailable] | None:
         """Decide for ``pools`` at the clock's time and publish the answers.
 
         Holds the pools' locks from reading their stabilisation states to publishing,
@@ -445,15 +319,18 @@ class RecommendationService:
 
         Args:
             pools: the pools to decide for.
-            wait: False (a read, one pool) to return None at once rather than wait for
-                a decision in progress: of this pool, or of another one holding the
-                service lock.
+            wait: False (a read of one pool) to return None at once rather than wait
+                for a decision in progress: of this pool, or of another one holding
+                the service lock.
             unless_fresh: keep an entry that became fresh while waiting (a read).
 
         Returns:
-            Each pool's entry, or why it has none; None when ``wait`` is False and a
+            Each pool's entry, or why it has none; None when ``wait`` is False and the
             pool was busy.
         """
+        if not wait and len(pools) != 1:
+            # A busy pool in a batch would leave the others' new states stored unpublished.
+            raise ValueError(f"wait=False decides one pool, got {len(pools)}")
         with self._pool_locks.hold([pool.name for pool in pools], wait=wait) as held:
             if not held:
                 return None
@@ -465,99 +342,45 @@ class RecommendationService:
                 for pool in pools
                 if unless_fresh and (entry := self._fresh(pool.name, now)) is not None
             }
-            todo = [pool for pool in pools if pool.name not in fresh]
-
+            todo = [pool.name for pool in pools if pool.name not in fresh]
             marks: dict[str, int] = {}
 
             def decide_one(
                 name: str, state: StabilisationState
-            ) -> tuple[Recommendation | str, StabilisationState | None]:
+            ) -> tuple[Made | None, StabilisationState | None]:
                 if not self._lock.acquire(blocking=wait):
-                    # Clean for one pool: its state is written only after it is decided.
-                    raise _BusyError
+                    # Busy (None), and nothing stored: a state is written once decided.
+                    return None, None
                 try:
                     marks[name] = self._marks.get(name, 0)
-                    made = self._decision(self._pools[name], now, state)
+                    made = decide_pool(self._inputs(), self._pools[name], now, state)
                 finally:
                     self._lock.release()
                 return made, made.state if isinstance(made, Recommendation) else None
 
-            try:
-                decided = update_states(
-                    self.services.store.state,
-                    [pool.name for pool in todo],
-                    decide_one,
-                    updated_at=now,
-                )
-            except _BusyError:
-                return None
-            published: dict[str, PoolEntry | str] = {}
+            decided = update_states(self.services.store.state, todo, decide_one, updated_at=now)
+            published: dict[str, PoolEntry | Unavailable] = {}
             for name, made in decided.items():
+                if made is None:
+                    return None
                 # Pool by pool: a read waits for one audit write at most, not a batch's.
                 with self._lock:
                     published[name] = self._publish(name, made, marks[name])
             return {**fresh, **published}
 
-    def _decision(
-        self, pool: PoolConfig, now: datetime, state: StabilisationState
-    ) -> Recommendation | str:
-        """Decide for one pool at ``now`` from its state; the reason when it cannot."""
-        readings = self.live.readings(pool.name)
-        try:
-            live = readings.live_signals()
-        except DataValidationError as exc:
-            # Stored by another writer (the push API checks its own): this pool cannot
-            # be decided, the others still can.
-            return f"the live samples are invalid: {exc}"
-        if live is None:
-            missing = ", ".join(readings.missing())
-            return f"no live samples of {missing} yet; push them to /signals/metrics"
-        made = self.forecasts.get(pool)
-        services = self.services
-        forecast = made.forecast
-        skew = self._skew()
-        if forecast is not None and from_another_clock(forecast.generated_at, now, skew):
-            # Made after now: not by this clock (a forecast job on the wall clock while
-            # this process replays). Its age would be negative and its data unknown.
-            warn_another_clock(self._warned, pool.name, "forecast", forecast.generated_at, now)
-            forecast = None
-        if forecast is not None and services.settings.service.live_calibration:
-            forecast = forecast.calibrated(services.calibration(pool, forecast.level))
-        error, error_at = services.live_error(pool, now)
-        if error_at is not None and from_another_clock(error_at, now, skew):
-            # Measured after now: by an evaluation on another clock; not this decision's.
-            warn_another_clock(self._warned, pool.name, "live forecast error", error_at, now)
-            error, error_at = None, None
-        last = state.last_decision_at
-        if last is not None and from_another_clock(last, now, skew):
-            # Kept, its timers would run backwards (a scale-down warming up for months);
-            # starting afresh only delays the next scale-down by one window.
-            warn_another_clock(self._warned, pool.name, "stabilisation state", last, now)
-            state = StabilisationState()
-        health = ForecastHealth(
-            recent_error=error,
-            error_bound=ERROR_BOUND,
-            max_live_age=STALE_STEPS * made.step,
-            max_forecast_age=FORECAST_AGE_STEPS * made.step,
-            error_at=error_at,
-        )
-        return decide(pool, forecast, live, health, services.latency(pool, now), state, now)
+    def _inputs(self) -> DecisionInputs:
+        """The inputs of a decision now (the forecasts change when a model is swapped in)."""
+        return DecisionInputs(self.services, self.live, self.forecasts, self._warned)
 
     def _forecasts_until(self) -> datetime:
         """The latest generation time of a forecast run this clock can have made."""
         return self.now() + self._skew()
 
     def _skew(self) -> timedelta:
-        """How far past now a stored time may lie and still be this clock's.
+        """How far past now a stored time may lie and still be this clock's."""
+        return clock_skew(self.services.settings.service)
 
-        The skew a pushed sample may carry (``service.max_sample_future_seconds``):
-        replicas' clocks disagree that much, and a replica's replay clock lags the
-        newest sample by up to one poll. Further ahead, a time was dated by another
-        clock (see :func:`~api.clock.from_another_clock`).
-        """
-        return timedelta(seconds=self.services.settings.service.max_sample_future_seconds)
-
-    def _publish(self, pool: str, made: Recommendation | str, mark: int) -> PoolEntry | str:
+    def _publish(self, pool: str, made: Made, mark: int) -> PoolEntry | Unavailable:
         """Make a decision the pool's answer (audited); the caller holds the lock.
 
         ``mark``: the pool's dirty mark when the decision was made; a later one keeps
@@ -565,27 +388,10 @@ class RecommendationService:
         """
         if self._marks.get(pool, 0) == mark:
             self._dirty.discard(pool)
-        if not isinstance(made, Recommendation):
-            return self._unavailable(pool, made)
+        if isinstance(made, Unavailable):
+            self._entries.pop(pool, None)
+            return made
         entry = PoolEntry.of(made)
-        self._audit(entry)
+        self._audit.record(made, entry.body)
         self._entries[pool] = entry
         return entry
-
-    def _unavailable(self, pool: str, reason: str) -> str:
-        self._entries.pop(pool, None)
-        return reason
-
-    def _audit(self, entry: PoolEntry) -> None:
-        rec = entry.recommendation
-        payload = entry.body.model_dump(mode="json")
-        key = _audit_key(payload)
-        if rec.pool not in self._audited:
-            latest = self.services.store.recommendations.latest(rec.pool)
-            self._audited[rec.pool] = None if latest is None else _audit_key(latest.payload)
-        if self._audited[rec.pool] == key:
-            return
-        self.services.store.recommendations.append(
-            rec.pool, rec.generated_at, rec.desired_nodes, rec.action, payload
-        )
-        self._audited[rec.pool] = key

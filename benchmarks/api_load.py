@@ -79,7 +79,7 @@ from fastapi import APIRouter, FastAPI, Response  # noqa: E402
 from api.deps import ServiceDep  # noqa: E402
 from api.main import create_app  # noqa: E402
 from api.schemas import PoolRecommendation  # noqa: E402
-from api.service import Services  # noqa: E402
+from api.services import Services  # noqa: E402
 from forecaster.champion import ChampionForecaster  # noqa: E402
 from forecaster.models.naive import Persistence, SeasonalNaive  # noqa: E402
 from forecaster.registry import LoadedModel  # noqa: E402

@@ -47,7 +47,8 @@ sys.path.insert(0, str(ROOT))
 from api.grpc_expander.protos import expander_pb2, expander_pb2_grpc  # noqa: E402
 from api.grpc_expander.server import ExpanderTLS, start_expander  # noqa: E402
 from api.grpc_expander.wiring import service_ranking  # noqa: E402
-from api.service import RecommendationService, Services  # noqa: E402
+from api.service import RecommendationService  # noqa: E402
+from api.services import Services  # noqa: E402
 from pipelines.config.pools import PoolsConfig  # noqa: E402
 from pipelines.config.settings import load_settings  # noqa: E402
 from pipelines.store import open_store  # noqa: E402

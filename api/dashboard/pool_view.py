@@ -26,7 +26,7 @@ from api.dashboard.schemas import (
     StepPoint,
 )
 from api.errors import PoolUnavailableError
-from api.service import ERROR_BOUND, RecommendationService
+from api.service import RecommendationService
 from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, Y
 from pipelines.config.pools import PoolConfig
@@ -163,7 +163,11 @@ def pool_view(service: RecommendationService, name: str, hours: float) -> PoolVi
         band=band,
         band_missing=band_missing,
         newest_sample=age(newest_at, until),
-        live_error=LiveErrorOut(mase=mase, bound=ERROR_BOUND, measured=age(measured_at, until)),
+        live_error=LiveErrorOut(
+            mase=mase,
+            bound=service.services.settings.service.max_live_mase,
+            measured=age(measured_at, until),
+        ),
         headline=None if rec is None else headline(rec),
         terms=[] if rec is None else terms(rec),
     )

@@ -25,7 +25,7 @@ from api.dashboard.page import ASSETS, asset_text, render_page
 from api.dashboard.pool_view import pool_view
 from api.dashboard.schemas import HistoryOut, HistoryPoint, PoolViewOut, StatusOut
 from api.dashboard.status import deployment_status
-from api.deps import PoolName, ServiceDep
+from api.deps import MlflowUiDep, PoolName, ServiceDep
 from api.service import RecommendationService
 from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, Y
@@ -137,6 +137,6 @@ def get_pool_view(service: ServiceDep, pool: PoolName, hours: HistoryHours = 6.0
     responses={503: {"description": "store down"}},
     summary="The served model, its forecast run and the scheduler (for the dashboard)",
 )
-def get_status(request: Request, service: ServiceDep) -> StatusOut:
+def get_status(service: ServiceDep, mlflow_ui: MlflowUiDep) -> StatusOut:
     """Return the served model (and its MLflow UI page), forecast-run ages and job states."""
-    return deployment_status(service, getattr(request.app.state, "mlflow_ui", None))
+    return deployment_status(service, mlflow_ui)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from api.deps import ServiceDep
-from api.latency import LatencyTracker
+from api.deps import LatencyDep, ServiceDep
 
 router = APIRouter(tags=["signals"])
 
@@ -39,7 +38,7 @@ _SERVICE_FIELDS = (
         }
     },
 )
-async def get_chain(request: Request, service: ServiceDep) -> JSONResponse:
+async def get_chain(service: ServiceDep, tracker: LatencyDep) -> JSONResponse:
     """Return every service seen in the span window or configured with an SLO.
 
     ``verdict`` is one of ``bottleneck`` (blamed, on a GPU-bound pool),
@@ -49,7 +48,6 @@ async def get_chain(request: Request, service: ServiceDep) -> JSONResponse:
     or ``unjudged``. A service is blamed when its own (exclusive) p95 is past its own
     limit, whatever its call duration does.
     """
-    tracker: LatencyTracker | None = getattr(request.app.state, "latency", None)
     body: dict[str, Any] = (
         tracker.chain()
         if tracker is not None

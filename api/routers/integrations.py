@@ -44,6 +44,7 @@ from api.consumers.priority_live import (
 )
 from api.deps import ServiceDep
 from api.service import RecommendationService
+from api.unavailable import Unavailable, details
 from forecaster.exceptions import ConfigError
 from pipelines.policy import Recommendation
 
@@ -163,7 +164,9 @@ def _plan(service: RecommendationService, reader: ConfigMapReader | ConfigError)
     )
 
 
-def _current(service: RecommendationService) -> tuple[list[Recommendation], dict[str, str]]:
+def _current(
+    service: RecommendationService,
+) -> tuple[list[Recommendation], dict[str, Unavailable]]:
     entries, missing = service.recommendations(service.select(None))
     return [entry.recommendation for entry in entries], missing
 
@@ -270,6 +273,6 @@ async def get_capacity_buffers(
         overprovisioning=manifests.objects("overprovisioning")
         if shape in (None, "overprovisioning")
         else [],
-        unavailable=missing,
+        unavailable=details(missing),
     )
     return Response(body.model_dump_json(), media_type="application/json")

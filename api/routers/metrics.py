@@ -6,11 +6,11 @@ Guarded like a read (the gauges show every pool's desired and current nodes) unl
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Response
 from fastapi.concurrency import run_in_threadpool
 
 from api.auth import AUTH_RESPONSES, authorize_metrics
-from api.metrics import AppMetrics
+from api.deps import MetricsDep
 
 router = APIRouter(
     tags=["health"], dependencies=[Depends(authorize_metrics)], responses=AUTH_RESPONSES
@@ -23,12 +23,11 @@ router = APIRouter(
     responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
     summary="Prometheus metrics",
 )
-async def metrics(request: Request) -> Response:
+async def metrics(registry: MetricsDep) -> Response:
     """Return desired/current nodes, model and data age, live error and request latency.
 
     Gauges are read from the service at scrape time (see :mod:`api.metrics`).
     """
-    registry: AppMetrics = request.app.state.metrics
     # A scrape may recompute an expired recommendation (store I/O): off the event loop.
     body, content_type = await run_in_threadpool(registry.exposition)
     return Response(body, media_type=content_type)

@@ -12,6 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from api.deps import PoolFilter, PoolName, ServiceDep
 from api.schemas import PoolRecommendation, RecommendationSet, UnavailablePool
+from api.unavailable import Unavailable
 
 router = APIRouter(tags=["recommendations"])
 
@@ -36,7 +37,7 @@ async def list_recommendations(service: ServiceDep, pool: PoolFilter = None) -> 
     """
     pools = service.select(pool)
     fresh = service.peek(pools)
-    missing: dict[str, str] = {}
+    missing: dict[str, Unavailable] = {}
     if fresh is not None:
         entries = fresh
     else:
@@ -46,7 +47,9 @@ async def list_recommendations(service: ServiceDep, pool: PoolFilter = None) -> 
     body = RecommendationSet(
         generated_at=service.now(),
         pools=[entry.body for entry in entries],
-        unavailable=[UnavailablePool(pool=name, reason=why) for name, why in missing.items()],
+        unavailable=[
+            UnavailablePool(pool=name, reason=why.detail) for name, why in missing.items()
+        ],
     )
     return _json(body)
 

@@ -72,7 +72,9 @@ def publish_command(
                 rows = seed_from_sample(settings, store, load_pools(settings.pools_file))
                 console.print(f"Seeded {rows} samples from the sample data set.")
             service = publishing_service(settings, store, clock=mode)
-            outcome = publish_once(settings, store, apply=apply, service=service)
+            outcome = publish_once(
+                settings, store, mode="apply" if apply else "dry_run", service=service
+            )
         print_outcome(outcome)
     code = exit_code(outcome)
     if code:

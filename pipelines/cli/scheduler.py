@@ -104,7 +104,9 @@ def _publisher(mode: ClockMode) -> Publisher:
         settings: Settings, store: Store, *, apply: bool, now: datetime | None = None
     ) -> object:
         service = publishing_service(settings, store, clock=mode)
-        return publish_once(settings, store, apply=apply, now=now, service=service)
+        return publish_once(
+            settings, store, mode="apply" if apply else "dry_run", now=now, service=service
+        )
 
     return publish
 

@@ -135,6 +135,24 @@ class ServiceSettings(_Section):
         ge=1,
         description="open connections at most; more are refused with 503 until some close",
     )
+    live_stale_steps: int = Field(
+        default=3,
+        ge=1,
+        description="live readings older than this many steps of the pool's series are stale "
+        "(the decision turns reactive and /readyz reports data_stale), >= 1",
+    )
+    forecast_stale_steps: int = Field(
+        default=3,
+        ge=1,
+        description="stored forecasts older than this many steps are stale (the forecast job "
+        "runs about every step; 3 lets one run be late or missed), >= 1",
+    )
+    max_live_mase: float = Field(
+        default=2.0,
+        gt=0,
+        description="the largest recent live forecast error (MASE) still trusted; above it "
+        "the decision turns reactive, positive",
+    )
 
 
 ClusterAutoscalerVersion = Literal["1.33", "1.34", "1.35", "1.36"]

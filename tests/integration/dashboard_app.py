@@ -20,7 +20,7 @@ from pathlib import Path
 import uvicorn
 
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 from forecaster.champion import ChampionForecaster
 from forecaster.loaders import DEMAND
 from forecaster.models.naive import Persistence, SeasonalNaive

@@ -29,7 +29,7 @@ from api.grpc_expander.choice import ExpanderView
 from api.grpc_expander.protos import expander_pb2, expander_pb2_grpc
 from api.grpc_expander.server import METHOD, ExpanderTLS, RunningExpander, start_expander
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolsConfig
 from pipelines.config.settings import load_settings

@@ -29,9 +29,10 @@ from api.consumers.capacity_buffers import BufferSettings, capacity_buffers
 from api.consumers.k8s import Manifest
 from api.consumers.kube_writer import KubeWriter, PruneScope
 from api.consumers.priority_expander import priority_expander_configmap
-from api.publish_cluster import prune_scopes
+from api.publish_cluster import Mode, prune_scopes
 from api.publishing import publish_once
-from api.service import RecommendationService, Services
+from api.service import RecommendationService
+from api.services import Services
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.config.settings import load_settings
 from pipelines.policy import (
@@ -384,7 +385,8 @@ def test_publish_once_uses_the_kubeconfig_and_dry_runs_server_side(
                 Services(settings, pools, store, None, clock=lambda: NOW)
             )
             service.start()
-            return publish_once(settings, store, apply=apply, now=NOW, service=service)
+            mode: Mode = "apply" if apply else "dry_run"
+            return publish_once(settings, store, mode=mode, now=NOW, service=service)
 
         dry = run(forecast_only=True, apply=True)
         assert dry.mode == "dry_run"

@@ -18,8 +18,10 @@ import pandas as pd
 import pytest
 import yaml
 
+from api.publish_cluster import Mode
 from api.publishing import publish_once
-from api.service import RecommendationService, Services
+from api.service import RecommendationService
+from api.services import Services
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.config.settings import load_settings
 from pipelines.store import open_store
@@ -75,7 +77,8 @@ def publish_to_stub(stub: tuple[KubeStub, str], tmp_path: Path) -> Iterator[Publ
                 Services(settings, PoolsConfig(pools=POOLS), store, None, clock=lambda: NOW)
             )
             service.start()
-            return publish_once(settings, store, apply=apply, now=NOW, service=service)
+            mode: Mode = "apply" if apply else "dry_run"
+            return publish_once(settings, store, mode=mode, now=NOW, service=service)
 
         yield run
 

@@ -33,7 +33,7 @@ from opentelemetry.trace import SpanKind
 
 from api.callchain.incremental import ChainWindow
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 from forecaster.champion import ChampionForecaster
 from forecaster.models.naive import Persistence
 from forecaster.registry import LoadedModel

@@ -25,7 +25,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import URL, create_engine, text
 
 from api.ingest import samples_frame
-from api.service import RecommendationService, Services
+from api.service import RecommendationService
+from api.services import Services
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.config.settings import load_settings
 from pipelines.policy import NO_LATENCY, LatencyAdjustment

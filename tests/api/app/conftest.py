@@ -18,7 +18,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 from forecaster.champion import ChampionForecaster
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.registry import LoadedModel

@@ -17,7 +17,7 @@ from api.auth import (
     TokenGuard,
     token_problems,
 )
-from api.service import Services
+from api.services import Services
 from forecaster.exceptions import ConfigError
 from pipelines.config.sections import ServiceSettings
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from api.callchain.incremental import ChainWindow
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 from pipelines.config.pools import PoolsConfig
 from tests.api.app.test_app_traces import chain
 

@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from api.callchain.incremental import DEFAULT_MAX_SERVICES, ChainWindow
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 from tests.api.app.test_app_traces import MS, T0, chain, otlp_request
 
 

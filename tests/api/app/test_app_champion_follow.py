@@ -187,7 +187,9 @@ def test_the_same_version_back_from_the_registry_only_changes_the_source(
         forecasts = service.forecasts
         assert ChampionFollower(service, registry).check() is True
         assert service.forecasts is forecasts  # no refit: the same files
-        assert (services.model.source, services.model.reason) == ("registry", "")  # type: ignore[union-attr]
+        served = service.services.model
+        assert served is not None
+        assert (served.source, served.reason) == ("registry", "")
         assert _served(client) == before
 
 

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from api.clock import ReplayClock
 from api.publish_runner import serving_job_runner, store_clock
-from api.service import Services
+from api.services import Services
 from forecaster.registry import LoadedModel
 from pipelines.cli.serve import _forecast_before_serving
 from pipelines.config.pools import PoolsConfig
@@ -96,7 +96,7 @@ def test_forecasts_made_while_serving_are_dated_by_the_replay_clock(
     app = app_of(services)
     with TestClient(app) as client:
         service = app.state.service
-        services.clock = ReplayClock(service.live.newest, fallback=lambda: WALL)
+        service.services.clock = ReplayClock(service.live.newest, fallback=lambda: WALL)
         runner = serving_job_runner(
             lambda: app.state.service, runner=_never, jobs=_jobs(bare_store, champion)
         )
@@ -175,7 +175,7 @@ def _replay_answer(
     """Serve ``services`` on the replay clock (wall clock ``WALL``) and return one answer."""
     app = app_of(services)
     with TestClient(app) as client:
-        services.clock = ReplayClock(app.state.service.live.newest, fallback=lambda: WALL)
+        app.state.services.clock = ReplayClock(app.state.service.live.newest, fallback=lambda: WALL)
         app.state.service.invalidate()
         response = client.get(f"/{route}/{pool}")
     body: dict[str, Any] = response.json()

@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.clock import REPLAY_AHEAD_STEPS, ReplayClock
-from api.service import Services
+from api.services import Services
 from pipelines.store import Store
 
 NEWEST = datetime(2025, 3, 30, 23, 55, tzinfo=UTC)
@@ -33,7 +33,7 @@ def _sample(series_id: str, at: datetime, value: float = 3.0) -> list[dict[str, 
 
 def _replaying(client: TestClient, services: Services) -> Any:
     service = client.app.state.service  # type: ignore[attr-defined]
-    services.clock = ReplayClock(service.live.newest, fallback=lambda: WALL)
+    service.services.clock = ReplayClock(service.live.newest, fallback=lambda: WALL)
     return service
 
 

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from api.clock import ReplayClock
 from api.forecasts import ForecastCache
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 from forecaster.peak import PeakQuantileForecaster
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolsConfig

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.service import Services
+from api.services import Services
 from pipelines.config.pools import PoolConfig
 
 

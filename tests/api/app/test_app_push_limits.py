@@ -18,7 +18,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.clock import ReplayClock
-from api.service import Services
+from api.services import Services
 from pipelines.store import Store
 
 AT = "2025-03-31T00:00:00Z"
@@ -38,7 +38,7 @@ def test_a_far_future_sample_is_refused_and_moves_no_replay_clock(
     services = make_services(wall_clock=lambda: wall)
     with TestClient(make_app(services)) as client:
         service = client.app.state.service  # type: ignore[attr-defined]
-        services.clock = ReplayClock(service.live.newest, fallback=lambda: wall)
+        service.services.clock = ReplayClock(service.live.newest, fallback=lambda: wall)
         before = service.now()
 
         refused = client.post(

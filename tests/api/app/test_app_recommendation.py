@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.service import Services
+from api.services import Services
 from pipelines.store import Store
 
 

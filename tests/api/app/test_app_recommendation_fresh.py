@@ -16,7 +16,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.service import RecommendationService, Services
+from api.service import RecommendationService
+from api.services import Services
 from pipelines.config.pools import PoolConfig
 from pipelines.policy import LatencyAdjustment
 

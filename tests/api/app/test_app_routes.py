@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.service import Services
+from api.services import Services
 from forecaster.registry import LoadedModel
 from pipelines.config.settings import Settings
 from pipelines.store import Store

@@ -23,7 +23,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 
 EXAMPLES_PER_OPERATION = 10
 CHECKS = [

@@ -15,7 +15,8 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.scorecard_metrics import ScorecardCollector
-from api.service import RecommendationService, Services
+from api.service import RecommendationService
+from api.services import Services
 from pipelines.store import Store
 from tests.api.app.conftest import END, STEP, history
 

@@ -13,7 +13,9 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.ingest import samples_frame
-from api.service import PoolEntry, RecommendationService, Services
+from api.pool_entry import PoolEntry
+from api.service import RecommendationService
+from api.services import Services
 from pipelines.config.pools import PoolConfig
 from pipelines.policy import NO_LATENCY, LatencyAdjustment, StabilisationState
 from pipelines.store import Store

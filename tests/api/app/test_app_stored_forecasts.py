@@ -13,7 +13,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-from api.service import RecommendationService, Services
+from api.service import RecommendationService
+from api.services import Services
 from forecaster.champion import ChampionForecaster
 from forecaster.models.base import Forecaster
 from forecaster.peak import PeakQuantileForecaster

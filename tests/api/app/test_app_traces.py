@@ -25,7 +25,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from api.callchain.incremental import ChainWindow
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 from pipelines.config.pools import PoolsConfig
 from pipelines.config.sections import ServiceSettings
 

@@ -23,7 +23,7 @@ from api.callchain.feed import SpanFeed
 from api.callchain.incremental import ChainWindow
 from api.deps import get_span_feed
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 from tests.api.app.test_app_traces import PROTOBUF, otlp_request
 
 WAIT_S = 20  # a safety net against a hang, never a timing assertion

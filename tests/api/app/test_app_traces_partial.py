@@ -16,7 +16,7 @@ from google.protobuf import json_format
 from google.rpc import status_pb2  # type: ignore[import-untyped, unused-ignore]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from api.service import Services
+from api.services import Services
 from tests.api.app.test_app_traces import MS, PROTOBUF, T0, chain, otlp_json, otlp_request
 
 

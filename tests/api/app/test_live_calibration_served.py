@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.live_error import StoredLiveError, calibrations_of
-from api.service import Services
+from api.services import Services
 from forecaster.exceptions import DataValidationError
 from pipelines.config.pools import PoolConfig
 from pipelines.config.settings import Settings

@@ -14,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from api.service import RecommendationService, Services
+from api.service import RecommendationService
+from api.services import Services
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolsConfig
 from pipelines.config.settings import Settings

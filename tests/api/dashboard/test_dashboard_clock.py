@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from api.clock import ReplayClock
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 
 END_ISO = "2025-03-30T23:55:00Z"
 WALL = datetime(2026, 12, 6, 21, 0, tzinfo=UTC)
@@ -28,7 +28,7 @@ def test_every_time_the_page_reads_is_the_decision_clocks(services: Services) ->
     app = create_app(services=services, refresh_seconds=None, analysis_seconds=None)
     with TestClient(app) as client:
         # As `serve --clock replay` builds it; the spans keep the wall clock they arrive by.
-        services.clock = ReplayClock(app.state.service.live.newest, fallback=lambda: WALL)
+        app.state.services.clock = ReplayClock(app.state.service.live.newest, fallback=lambda: WALL)
         app.state.latency.update(app.state.service.live)
         recs = client.get("/recommendation").json()
         history = client.get("/dashboard/history/alpha", params={"hours": 1}).json()

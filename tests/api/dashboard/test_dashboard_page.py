@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from api.dashboard.page import ASSETS, render_page
 from api.dashboard.router import MAX_HISTORY_HOURS
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 from pipelines.config.sections import ServiceSettings
 
 END_ISO = "2025-03-30T23:55:00Z"

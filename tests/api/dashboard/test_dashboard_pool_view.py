@@ -8,7 +8,7 @@ from itertools import pairwise
 from fastapi.testclient import TestClient
 
 from api.main import create_app
-from api.service import Services
+from api.services import Services
 from pipelines.policy import Calibration
 from pipelines.store import Store
 from tests.api.dashboard.conftest import END

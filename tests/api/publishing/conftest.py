@@ -12,7 +12,8 @@ import pytest
 
 from api.consumers.k8s import Manifest
 from api.consumers.kube_writer import Change, PruneScope
-from api.service import RecommendationService, Services
+from api.service import RecommendationService
+from api.services import Services
 from pipelines.config.pools import PoolsConfig
 from pipelines.config.settings import Settings, load_settings
 from pipelines.errors import PublishError

@@ -62,7 +62,7 @@ def test_a_conflicting_hand_made_entry_skips_the_configmap_only(
     http, seen = receiver()
 
     outcome = publish_once(
-        settings, store, apply=True, now=NOW, kube=cluster, http=http, service=make_service()
+        settings, store, mode="apply", now=NOW, kube=cluster, http=http, service=make_service()
     )
 
     (call,) = cluster.calls
@@ -83,7 +83,13 @@ def test_the_job_report_names_each_object_and_is_partial_on_a_skip(
 
     def publisher(settings: Settings, store: Store, *, apply: bool, now: datetime | None) -> object:
         return publish_once(
-            settings, store, apply=apply, now=now, kube=cluster, http=http, service=service
+            settings,
+            store,
+            mode="apply" if apply else "dry_run",
+            now=now,
+            kube=cluster,
+            http=http,
+            service=service,
         )
 
     report = run_publish(settings, publish=publisher, store=store, now=NOW)
@@ -103,7 +109,7 @@ def test_a_failed_object_does_not_stop_the_others_and_is_named(
     )
 
     outcome = publish_once(
-        settings, store, apply=True, now=NOW, kube=cluster, service=make_service()
+        settings, store, mode="apply", now=NOW, kube=cluster, service=make_service()
     )
 
     assert outcome.objects["PriorityClass foresight-placeholder"] == "failed"
@@ -119,7 +125,7 @@ def test_a_skipped_configmap_alone_exits_zero(
     cluster.live[CM] = live_configmap("25:\n  - ^ng-.*\n0:\n  - .*\n")
 
     outcome = publish_once(
-        settings, store, apply=True, now=NOW, kube=cluster, service=make_service()
+        settings, store, mode="apply", now=NOW, kube=cluster, service=make_service()
     )
 
     assert outcome.objects[CM_TARGET] == "skipped"
@@ -133,7 +139,7 @@ def test_the_dry_run_shows_the_configmap_merged_with_the_live_one(
     cluster.live[CM] = live_configmap("15:\n  - ^cpu-general$\n0:\n  - .*\n")
 
     outcome = publish_once(
-        settings, store, apply=False, now=NOW, kube=cluster, service=make_service()
+        settings, store, mode="dry_run", now=NOW, kube=cluster, service=make_service()
     )
 
     assert outcome.configmap.basis == "merged"
@@ -149,7 +155,7 @@ def test_the_dry_run_says_when_the_live_configmap_cannot_be_read(
     cluster.unreadable = "403 Forbidden: get configmaps"
 
     outcome = publish_once(
-        settings, store, apply=False, now=NOW, kube=cluster, service=make_service()
+        settings, store, mode="dry_run", now=NOW, kube=cluster, service=make_service()
     )
 
     assert outcome.configmap.basis == "unreadable"
@@ -168,7 +174,7 @@ def test_the_printed_configmap_is_valid_yaml_at_any_terminal_width(
 ) -> None:
     cluster.live[CM] = live_configmap("15:\n  - ^cpu-general$\n0:\n  - .*\n")
     outcome = publish_once(
-        settings, store, apply=False, now=NOW, kube=cluster, service=make_service()
+        settings, store, mode="dry_run", now=NOW, kube=cluster, service=make_service()
     )
     console = Console(width=width, record=True, color_system=None)
     monkeypatch.setattr(publish_cli, "console", console)
@@ -190,7 +196,7 @@ def test_the_outcome_and_the_table_show_each_pools_mode(
 ) -> None:
     # Issue #36 item 3: without a model every pool decides reactively; say so.
     outcome = publish_once(
-        settings, store, apply=False, now=NOW, kube=cluster, service=make_service()
+        settings, store, mode="dry_run", now=NOW, kube=cluster, service=make_service()
     )
     console = Console(width=200, record=True, color_system=None)
     monkeypatch.setattr(publish_cli, "console", console)

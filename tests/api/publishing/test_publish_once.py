@@ -60,7 +60,7 @@ def test_dry_run_writes_nothing_and_queues_nothing(
     http, seen = receiver()
 
     outcome = publish_once(
-        settings, store, apply=False, now=NOW, kube=cluster, http=http, service=make_service()
+        settings, store, mode="dry_run", now=NOW, kube=cluster, http=http, service=make_service()
     )
 
     assert outcome.mode == "dry_run"
@@ -82,7 +82,7 @@ def test_apply_writes_every_object_and_delivers_a_signed_set(
     http, seen = receiver()
 
     outcome = publish_once(
-        settings, store, apply=True, now=NOW, kube=cluster, http=http, service=make_service()
+        settings, store, mode="apply", now=NOW, kube=cluster, http=http, service=make_service()
     )
 
     assert outcome.applied
@@ -110,7 +110,7 @@ def test_forecast_only_turns_apply_into_a_dry_run_but_still_serves_webhooks(
     http, seen = receiver()
 
     outcome = publish_once(
-        settings, store, apply=True, now=NOW, kube=cluster, http=http, service=make_service()
+        settings, store, mode="apply", now=NOW, kube=cluster, http=http, service=make_service()
     )
 
     assert outcome.mode == "dry_run"
@@ -128,13 +128,19 @@ def test_unchanged_set_is_not_queued_again_and_a_change_chains_the_key(
 ) -> None:
     http, seen = receiver()
     first = publish_once(
-        settings, store, apply=True, now=NOW, kube=cluster, http=http, service=make_service()
+        settings, store, mode="apply", now=NOW, kube=cluster, http=http, service=make_service()
     )
     later = NOW + STEP
     # Same numbers later: only time-derived fields move, so nothing is queued.
     store.samples.upsert(make_readings("alpha", allocated=40, queued=24, nodes=6, at=later))
     again = publish_once(
-        settings, store, apply=True, now=later, kube=cluster, http=http, service=make_service(later)
+        settings,
+        store,
+        mode="apply",
+        now=later,
+        kube=cluster,
+        http=http,
+        service=make_service(later),
     )
     assert [(p.changed, p.item_id) for p in again.webhooks] == [(False, None)]
 
@@ -143,7 +149,7 @@ def test_unchanged_set_is_not_queued_again_and_a_change_chains_the_key(
     changed = publish_once(
         settings,
         store,
-        apply=True,
+        mode="apply",
         now=much_later,
         kube=cluster,
         http=http,
@@ -180,7 +186,7 @@ def test_buffer_shape_selects_the_objects_written(
 ) -> None:
     settings = make_settings(publish={**publish, "buffers_namespace": "gpu-buffers"})
 
-    publish_once(settings, store, apply=True, now=NOW, kube=cluster, service=make_service())
+    publish_once(settings, store, mode="apply", now=NOW, kube=cluster, service=make_service())
 
     assert kinds(cluster) == expected
 
@@ -196,7 +202,7 @@ def test_invalid_configmap_is_never_written_nor_anything_queued(
 
     with pytest.raises(PublishError, match="DNS-1123"):
         publish_once(
-            settings, store, apply=True, now=NOW, kube=cluster, http=http, service=make_service()
+            settings, store, mode="apply", now=NOW, kube=cluster, http=http, service=make_service()
         )
 
     assert cluster.calls == []
@@ -217,7 +223,7 @@ def test_a_pool_without_data_keeps_its_objects_and_ranks_last(
     )
 
     outcome = publish_once(
-        settings, store, apply=True, now=NOW, kube=cluster, service=make_service(pools=pools)
+        settings, store, mode="apply", now=NOW, kube=cluster, service=make_service(pools=pools)
     )
 
     assert set(outcome.missing) == {"gamma"}
@@ -234,13 +240,13 @@ def test_without_a_cluster_a_dry_run_is_planned_offline_and_apply_fails(
     missing = tmp_path / "no-such-kubeconfig"
     settings = make_settings(publish={"kubeconfig": str(missing)})
 
-    dry = publish_once(settings, store, apply=False, now=NOW, service=make_service())
+    dry = publish_once(settings, store, mode="dry_run", now=NOW, service=make_service())
 
     assert dry.cluster.startswith("offline")
     assert str(missing) in dry.cluster
     assert {change.action for change in dry.changes} == {"planned"}
     with pytest.raises(ConfigError, match=r"publish\.kubeconfig"):
-        publish_once(settings, store, apply=True, now=NOW, service=make_service())
+        publish_once(settings, store, mode="apply", now=NOW, service=make_service())
 
 
 def test_no_webhooks_without_any_recommendation(
@@ -252,7 +258,7 @@ def test_no_webhooks_without_any_recommendation(
     outcome = publish_once(
         settings,
         store,
-        apply=True,
+        mode="apply",
         now=NOW,
         kube=cluster,
         http=http,

@@ -1,0 +1,55 @@
+"""The audit trail of recommendations: a pool's answer is stored when it differs.
+
+"Differs" is judged on what a reader of the trail acts on (desired and current nodes,
+action, mode, model version, the explanation's term), not on the time or the
+explanation's wording, so a steady pool adds nothing however often it is decided.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from api.schemas import PoolRecommendation
+from pipelines.policy import Recommendation
+from pipelines.store import Store
+
+_AUDIT_KEYS: Final = ("desired_nodes", "current_nodes", "action", "mode", "model_version")
+
+
+def audit_key(payload: dict[str, Any]) -> tuple[Any, ...]:
+    """Return what must change for a recommendation's wire form to be audited again."""
+    term = payload.get("explanation", {}).get("term")
+    return (*(payload.get(key) for key in _AUDIT_KEYS), term)
+
+
+class AuditTrail:
+    """Appends a pool's recommendation to the store when it differs from its last one.
+
+    The last key of each pool is read from the store once, then remembered (the
+    caller serialises appends: the service holds its lock).
+
+    Args:
+        store: the store holding the trail.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._last: dict[str, tuple[Any, ...] | None] = {}
+
+    def record(self, rec: Recommendation, body: PoolRecommendation) -> None:
+        """Append ``rec`` (wire form ``body``) unless it repeats the pool's last entry.
+
+        Raises:
+            StoreError: the store failed.
+        """
+        payload = body.model_dump(mode="json")
+        key = audit_key(payload)
+        if rec.pool not in self._last:
+            latest = self._store.recommendations.latest(rec.pool)
+            self._last[rec.pool] = None if latest is None else audit_key(latest.payload)
+        if self._last[rec.pool] == key:
+            return
+        self._store.recommendations.append(
+            rec.pool, rec.generated_at, rec.desired_nodes, rec.action, payload
+        )
+        self._last[rec.pool] = key
