@@ -11,7 +11,7 @@ last-known-good copy in step) and hands it to
 :meth:`~api.service.RecommendationService.use_model`, which fits it for every pool
 before swapping it in: requests keep being answered by the old model until then.
 
-What the follower last saw is kept in :attr:`~api.service.Services.registry`, so
+What the follower last saw is kept in :attr:`~api.services.Services.registry`, so
 ``/readyz`` and ``/metrics`` tell the served version, the registry's champion, whether
 they differ and whether the registry answered; after an outage the next check that
 reaches the registry puts everything right without a restart.
@@ -136,7 +136,7 @@ class ChampionFollower:
         """Ask the registry once; load and serve a new champion when there is one.
 
         Never raises for a registry problem: serving goes on with what it has, and
-        :attr:`~api.service.Services.registry` says what went wrong.
+        :attr:`~api.services.Services.registry` says what went wrong.
 
         Returns:
             Whether a different model (or the same version from a new source) was

@@ -4,7 +4,7 @@ The evaluate job (:mod:`pipelines.jobs.evaluate`) scores stored forecasts agains
 actuals and, run by the scheduler, stores its details with the job run: the mean
 live MASE per series at the selection horizon. :class:`StoredLiveError` reads the
 newest successful run from the store (at most every ``every``, so a decision costs
-a dict lookup) and answers the policy's :data:`~api.service.ErrorSource` question for
+a dict lookup) and answers the policy's :data:`~api.services.ErrorSource` question for
 a pool: the live MASE of its ``demand_gpus`` and when it was measured. The policy's
 health gate then falls back to reactive above the bound, and ``/metrics`` exposes the
 value as ``foresight_live_forecast_error`` (which ``ForesightModelDegraded`` alerts on).

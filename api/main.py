@@ -4,7 +4,7 @@ Nothing happens at import time. The lifespan loads the settings (unless given), 
 pools, the store (seeding an empty one from the committed sample when asked), and
 the champion from the registry alias, falling back to the last-known-good copy, and
 then follows the alias (see :mod:`api.champion`) so a promotion is served without a
-restart; tests inject ready-made :class:`~api.service.Services` instead. Serve with
+restart; tests inject ready-made :class:`~api.services.Services` instead. Serve with
 ``uvicorn --factory api.main:create_app`` or ``foresight serve``.
 
 The embedded default (``make run``) serves the committed sample, whose data ends in
