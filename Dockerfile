@@ -16,6 +16,7 @@ COPY pyproject.toml README.md ./
 COPY forecaster ./forecaster
 COPY api ./api
 COPY pipelines ./pipelines
+COPY cli ./cli
 RUN /opt/foresight/bin/pip install --upgrade pip \
     && /opt/foresight/bin/pip install .
 

@@ -27,7 +27,7 @@ from forecaster.exceptions import ForesightError
 
 START_TIMEOUT_S: Final = 180.0
 _POLL_S: Final = 0.05
-_CLI: Final = "from pipelines.cli import main; main()"
+_CLI: Final = "from cli import main; main()"
 _REPO: Final = Path(__file__).resolve().parents[2]
 
 

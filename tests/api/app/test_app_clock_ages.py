@@ -22,8 +22,8 @@ from fastapi.testclient import TestClient
 from api.clock import ReplayClock
 from api.publish_runner import serving_job_runner, store_clock
 from api.services import Services
+from cli.serve import _forecast_before_serving
 from forecaster.registry import LoadedModel
-from pipelines.cli.serve import _forecast_before_serving
 from pipelines.config.pools import PoolsConfig
 from pipelines.config.settings import Settings
 from pipelines.jobs.forecast import run_forecast

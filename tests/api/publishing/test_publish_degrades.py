@@ -21,7 +21,7 @@ from api.consumers.kube_writer import Change
 from api.consumers.priority_expander import MANAGED_NODE_GROUPS
 from api.publishing import publish_once
 from api.service import RecommendationService
-from pipelines.cli import publish as publish_cli
+from cli import publish as publish_cli
 from pipelines.config.settings import Settings
 from pipelines.jobs.publish import run_publish
 from pipelines.store import Store

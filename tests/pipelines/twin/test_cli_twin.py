@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from cli import app
 
 
 @pytest.mark.parametrize(

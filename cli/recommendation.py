@@ -17,8 +17,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from cli.support import ConfigOption, cli_errors, cli_settings, console
 from forecaster.exceptions import ConfigError, ForesightError
-from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
 
 if TYPE_CHECKING:
     import httpx

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.cli.support import console
+from cli import app
+from cli.support import console
 from pipelines.store import open_store
 
 END = datetime(2025, 6, 2, tzinfo=UTC)

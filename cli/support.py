@@ -1,6 +1,6 @@
 """What every ``foresight`` command shares: the console, options, settings and errors.
 
-The command modules (:mod:`pipelines.cli` and the modules of its lazy commands) import
+The command modules (:mod:`cli` and the modules of its lazy commands) import
 from here so each command reads settings, reports errors and prints the same way.
 """
 

@@ -14,8 +14,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from cli.support import ConfigOption, cli_errors, cli_settings, console
 from forecaster.exceptions import ConfigError
-from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
 from pipelines.store import open_store
 
 app = typer.Typer(

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from cli import app
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_default_output_goes_under_the_data_dir(
@@ -43,7 +43,7 @@ def test_default_output_goes_under_the_data_dir(
 def test_an_empty_equal_cost_row_says_why() -> None:
     from rich.console import Console
 
-    from pipelines.cli.simulate_run import equal_cost_table
+    from cli.simulate_run import equal_cost_table
     from pipelines.simulate.equal_cost import compare_policies
 
     points = {

@@ -10,7 +10,7 @@ import pytest
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from cli import app
 
 DAY = 24
 
@@ -164,7 +164,7 @@ def test_serve_refuses_weak_tokens_beyond_loopback_before_any_banner(
 
 
 def test_loopback_and_explicit_consent_are_not_refused() -> None:
-    from pipelines.cli.serve import check_exposure
+    from cli.serve import check_exposure
     from pipelines.config.settings import load_settings
 
     settings = load_settings()

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cli.support import ConfigOption, cli_errors, cli_settings, console
 from forecaster.exceptions import ConfigError, ForesightError, TrackingError
-from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
 from pipelines.config.pools import load_pools
 from pipelines.config.settings import Settings
 from pipelines.mlflow_ui import mlflow_ui

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.cli.support import console
+from cli import app
+from cli.support import console
 from pipelines.store import open_store
 
 
@@ -88,7 +88,7 @@ def test_scheduler_runs_in_the_foreground_and_stops_on_sigterm(
             [str(Path(sys.executable).parent / "foresight"), "scheduler", "--config", str(config)],
             stdout=output,
             stderr=subprocess.STDOUT,
-            cwd=Path(__file__).resolve().parents[3],
+            cwd=Path(__file__).resolve().parents[2],
         )
         try:
             deadline = time.monotonic() + 90

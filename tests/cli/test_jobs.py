@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from cli import app
 from pipelines.store import open_store
 from tests.pipelines.jobs.job_fakes import POOLS_YAML, synthetic
 

@@ -16,8 +16,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from cli.support import ConfigOption, cli_errors, cli_settings, console
 from forecaster.exceptions import ConfigError, DataValidationError
-from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
 from pipelines.scorecard import Window
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.cli.serve import local_ui_address
+from cli.serve import local_ui_address
 from pipelines.config.settings import load_settings
 
 

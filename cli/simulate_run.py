@@ -1,7 +1,7 @@
 """The replay behind ``foresight simulate``: load, replay, compare, print and write.
 
-:mod:`pipelines.cli.simulate` checks the options (before any heavy import) and hands
-them here as :class:`~pipelines.cli.simulate.SimulateArgs`.
+:mod:`cli.simulate` checks the options (before any heavy import) and hands
+them here as :class:`~cli.simulate.SimulateArgs`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 import pandas as pd
 from rich.table import Table
 
+from cli.simulate import DEFAULT_KS, SimulateArgs
+from cli.support import console
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders.traces import DEMAND
 from forecaster.plotting import save_png
 from forecaster.types import DS, UID, SeriesId, Y
-from pipelines.cli.simulate import DEFAULT_KS, SimulateArgs
-from pipelines.cli.support import console
 from pipelines.config.pools import PoolConfig, load_pools
 from pipelines.config.settings import Settings
 from pipelines.config.tracking import tracking_config as make_tracking_config

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from pipelines.cli.serve import _forecast_before_serving
+from cli.serve import _forecast_before_serving
 from pipelines.config.settings import Settings, load_settings
 from pipelines.jobs.report import JobReport
 from pipelines.store import open_store
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_without_a_champion_serving_goes_on_and_says_why(
 def test_train_now_starts_the_scheduled_training_at_once(settings: Settings) -> None:
     import threading
 
-    from pipelines.cli.serve import _scheduler
+    from cli.serve import _scheduler
     from pipelines.jobs.runtime import finish, utc_now
 
     ran: list[str] = []
@@ -86,7 +86,7 @@ def test_train_now_starts_the_scheduled_training_at_once(settings: Settings) -> 
 def test_train_now_without_the_scheduler_is_refused_at_once() -> None:
     from typer.testing import CliRunner
 
-    from pipelines.cli import app
+    from cli import app
 
     result = CliRunner().invoke(app, ["serve", "--train-now", "--no-scheduler"])
     assert result.exit_code == 2

@@ -14,8 +14,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from cli.support import ConfigOption, cli_errors, cli_settings, console
 from forecaster.exceptions import ConfigError
-from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
 from pipelines.config.settings import Settings
 from pipelines.jobs.publish import Publisher, publishing_runner
 from pipelines.scheduler import default_plan, job_statuses, start_scheduler

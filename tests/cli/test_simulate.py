@@ -13,9 +13,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from cli import app
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "metrics.csv.gz"
 FAST = ["--model", "persistence", "--warmup", "1d", "--span", "1d"]
 
@@ -180,7 +180,7 @@ def test_simulate_with_the_peak_forecaster_sweeps_its_levels(workdir: Path) -> N
 
 
 def test_the_light_option_checks_name_what_the_replay_accepts() -> None:
-    from pipelines.cli import simulate as options
+    from cli import simulate as options
     from pipelines.simulate.champion import CHAMPION
     from pipelines.simulate.compare import POLICY_NAMES
 
@@ -193,11 +193,11 @@ def test_help_and_option_errors_load_no_replay_library() -> None:
     script = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from pipelines.cli import app\n"
+        "from cli import app\n"
         "for args in (['simulate', '--help'], ['simulate', '--pool', 'a', '--lead', '10']):\n"
         "    CliRunner().invoke(app, args)\n"
         "heavy = sorted(m for m in ('sklearn', 'mlflow', 'pipelines.simulate', "
-        "'pipelines.cli.simulate_run') if m in sys.modules)\n"
+        "'cli.simulate_run') if m in sys.modules)\n"
         "print(heavy)\n"
     )
     done = subprocess.run(
@@ -206,7 +206,7 @@ def test_help_and_option_errors_load_no_replay_library() -> None:
         text=True,
         timeout=120,
         check=False,
-        cwd=Path(__file__).resolve().parents[3],
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"

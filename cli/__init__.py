@@ -1,10 +1,9 @@
 """The ``foresight`` command line: train, backtest and forecast here; the rest wired in.
 
-The CLI is the composition root: it sits on top of every package and wires the parts
+The CLI is the composition root: the top package, above ``api``, it wires the parts
 together (``serve`` hands the scheduler the running API's publisher, ``scheduler``
-hands it ``api.publishing``'s), so the modules of this package are the only ones in
-``pipelines`` that import ``api``, and nothing imports them (the import-linter
-contracts in ``pyproject.toml`` hold both).
+hands it ``api.publishing``'s), and nothing imports it (the import-linter layers
+contract in ``pyproject.toml`` holds that).
 
 Every command works on the committed sample by default (``data/sample``) or on any
 CSV / Parquet file given with ``--data``; settings come from ``--config`` (YAML) and
@@ -19,8 +18,8 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import typer
 
-from pipelines.cli.lazy_commands import LazyCommand, LazyCommandGroup
-from pipelines.cli.support import (
+from cli.lazy_commands import LazyCommand, LazyCommandGroup
+from cli.support import (
     ConfigOption,
     DataOption,
     SeriesOption,
@@ -42,57 +41,57 @@ if TYPE_CHECKING:
 class _Commands(LazyCommandGroup):
     lazy_commands: ClassVar[Mapping[str, LazyCommand]] = {
         "serve": LazyCommand(
-            "pipelines.cli.serve",
+            "cli.serve",
             "serve_command",
             "Serve the API (recommendations, forecasts, integrations, dashboard) and the jobs.",
         ),
         "scheduler": LazyCommand(
-            "pipelines.cli.scheduler",
+            "cli.scheduler",
             "scheduler_command",
             "Run the scheduled jobs in the foreground (one leader among replicas); Ctrl-C stops.",
         ),
         "jobs": LazyCommand(
-            "pipelines.cli.scheduler",
+            "cli.scheduler",
             "jobs_command",
             "Show the scheduler's leader and each job: trigger, last run, where, outcome, next.",
         ),
         "ingest": LazyCommand(
-            "pipelines.cli.jobs",
+            "cli.jobs",
             "ingest_command",
             "Fetch what is new of every pool signal since the last stored sample, once.",
         ),
         "backfill": LazyCommand(
-            "pipelines.cli.jobs",
+            "cli.jobs",
             "backfill_command",
             "Fetch and store every pool signal over a past window (re-fetching is harmless).",
         ),
         "recommendation": LazyCommand(
-            "pipelines.cli.recommendation",
+            "cli.recommendation",
             "recommendation_command",
             "Show the recommended nodes per pool: from the running service, else the store.",
         ),
         "publish": LazyCommand(
-            "pipelines.cli.publish",
+            "cli.publish",
             "publish_command",
             "Publish the priority-expander ConfigMap, buffers and webhooks (dry run by default).",
         ),
         "simulate": LazyCommand(
-            "pipelines.cli.simulate",
+            "cli.simulate",
             "simulate_command",
             "Replay a pool's demand against reactive, static, Foresight and oracle policies.",
         ),
         "twin": LazyCommand(
-            "pipelines.cli.twin",
+            "cli.twin",
             "twin_command",
             "Run the real service against a simulated cluster and compare with the replay.",
         ),
         "scorecard": LazyCommand(
-            "pipelines.cli.scorecard",
+            "cli.scorecard",
             "scorecard_command",
             "Score what Foresight recommended against what happened: waiting avoided, nodes added.",
         ),
         "webhooks": LazyCommand(
-            "pipelines.cli.webhooks",
+            "cli.webhooks",
             "app",
             "The webhook outbox: list dead letters and retry them.",
         ),

@@ -11,7 +11,7 @@ before turning writes on.
 
 This module holds the options and checks them before anything heavy is imported, so
 ``--help`` and a mistyped option answer at once; the replay itself is
-:mod:`pipelines.cli.simulate_run`.
+:mod:`cli.simulate_run`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Annotated
 
 import typer
 
+from cli.support import ConfigOption, DataOption, cli_errors, cli_settings
 from forecaster.exceptions import ConfigError
-from pipelines.cli.support import ConfigOption, DataOption, cli_errors, cli_settings
 
 DEFAULT_SWEEP = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
 """Quantiles swept: low ones too, so Foresight reaches as low a cost as the references."""
@@ -184,7 +184,7 @@ def simulate_command(
             mlflow=mlflow,
         )
         settings = cli_settings(config)
-        from pipelines.cli.simulate_run import run_simulation
+        from cli.simulate_run import run_simulation
 
         run_simulation(settings, args)
 

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli.support import cli_errors, console
 from forecaster.exceptions import ConfigError
-from pipelines.cli.support import cli_errors, console
 
 if TYPE_CHECKING:
     from pipelines.twin.case import TwinCase

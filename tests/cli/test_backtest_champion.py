@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from cli import app
 
 
 def test_backtest_scores_the_walk_forward_champion_on_the_families_windows(

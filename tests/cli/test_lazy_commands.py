@@ -14,7 +14,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from pipelines.cli import _Commands, app
+from cli import _Commands, app
 
 HEAVY = ("pandas", "numpy", "sklearn", "mlflow", "matplotlib", "fastapi", "sqlalchemy")
 
@@ -24,7 +24,7 @@ def test_help_and_a_typo_import_no_heavy_library(args: list[str]) -> None:
     probe = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from pipelines.cli import app\n"
+        "from cli import app\n"
         f"CliRunner().invoke(app, {args!r})\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
     )

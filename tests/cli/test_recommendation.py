@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.cli.support import console
+from cli import app
+from cli.support import console
 from pipelines.store import open_store
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2025, 3, 30, 23, 55, tzinfo=UTC)
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.cli.support import console
+from cli import app
+from cli.support import console
 from pipelines.store import Store, open_store
 
 T0 = datetime(2025, 3, 1, 12, tzinfo=UTC)

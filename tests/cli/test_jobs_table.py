@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
-from pipelines.cli.scheduler import jobs_table, run_lines
+from cli.scheduler import jobs_table, run_lines
 from pipelines.scheduler.status import JobStatus
 from pipelines.store.job_runs import JobRun
 

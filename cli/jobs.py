@@ -1,6 +1,6 @@
 """``foresight ingest`` and ``foresight backfill``: run the ingest job once, with a bar.
 
-Wired into :mod:`pipelines.cli` one line per command. A failed run exits 1 after
+Wired into :mod:`cli` one line per command. A failed run exits 1 after
 printing its report; a configuration error exits 2 (as every command does).
 """
 
@@ -13,8 +13,8 @@ import pandas as pd
 import typer
 from rich.table import Table
 
+from cli.support import ConfigOption, cli_errors, cli_settings, console
 from forecaster.exceptions import ConfigError
-from pipelines.cli.support import ConfigOption, cli_errors, cli_settings, console
 from pipelines.jobs.ingest import backfill, run_ingest
 from pipelines.jobs.report import JobReport
 from pipelines.reporting import progress_bar
