@@ -14,6 +14,7 @@ WORKDIR /src
 # Metadata first: the dependency layer is rebuilt only when pyproject.toml changes.
 COPY pyproject.toml README.md ./
 COPY forecaster ./forecaster
+COPY policy ./policy
 COPY api ./api
 COPY pipelines ./pipelines
 COPY cli ./cli

@@ -4,7 +4,7 @@
 live calibration, live error, the call-chain adjustment, the stabilisation state),
 drops those another clock dated, bounds the forecast's health by the settings'
 thresholds scaled to the series step, and asks the policy
-(:func:`pipelines.policy.decide`). A pool that cannot be decided gets an
+(:func:`policy.decide`). A pool that cannot be decided gets an
 :class:`~api.unavailable.Unavailable` instead.
 """
 
@@ -21,7 +21,7 @@ from api.unavailable import Unavailable
 from forecaster.exceptions import DataValidationError
 from pipelines.config.pools import PoolConfig
 from pipelines.config.sections import ServiceSettings
-from pipelines.policy import (
+from policy import (
     DemandForecast,
     ForecastHealth,
     LiveSignals,

@@ -14,7 +14,7 @@ online by the forecast job, :mod:`forecaster.peak.online`; the model's own are k
 beside them and named in the explanation). The stored peak forecast is as of its
 origin; the policy carries its headroom (peak quantile minus the demand at the origin)
 over to the newest observed demand when that is newer
-(:meth:`pipelines.policy.peak.PeakForecast.rebased`), and says so.
+(:meth:`policy.peak.PeakForecast.rebased`), and says so.
 
 A pool gets a reason instead of a forecast when no model is loaded, or when the store
 has no forecast of the served version for it (the forecast job has not run since the
@@ -38,11 +38,11 @@ from forecaster.loaders import DEMAND
 from forecaster.registry import LoadedModel
 from forecaster.types import DS, STEP
 from pipelines.config.pools import PoolConfig
-from pipelines.policy import DemandForecast
 from pipelines.store import Store
 from pipelines.store.forecasts import GENERATED_AT
 from pipelines.store.peak_forecasts import LEAD, ORIGIN
 from pipelines.store.stored_peak import stored_peak
+from policy import DemandForecast
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Trace routes add spans to ``Services.spans`` (a
 :class:`~api.callchain.incremental.ChainWindow`, which keeps per-service sketches
 incrementally).
 :class:`LatencyTracker` turns the window into one
-:class:`~pipelines.policy.LatencyAdjustment` per pool with :func:`~api.callchain.analyse`, in
+:class:`~policy.LatencyAdjustment` per pool with :func:`~api.callchain.analyse`, in
 a background task of the app every few seconds: settling the spans that arrived since
 the last run costs about 10 us each, too much for a request. Decisions read the latest
 result through :meth:`LatencyTracker.adjustment` (the ``Services.latency`` hook), which is a dict
@@ -32,8 +32,8 @@ from api.clock import Clock, system_clock
 from api.live import LiveIndex
 from pipelines.config.pools import GPU_UTIL, NODES, PoolConfig, ServiceConfig
 from pipelines.config.settings import Settings
-from pipelines.policy import NO_LATENCY, LatencyAdjustment
-from pipelines.policy.types import iso_utc
+from policy import NO_LATENCY, LatencyAdjustment
+from policy.types import iso_utc
 
 
 def bottleneck_settings(settings: Settings) -> BottleneckSettings:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from api.schemas import PoolRecommendation
-from pipelines.policy import Recommendation
+from policy import Recommendation
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The pools' stabilisation states: read, decided on and written back one decision at a time.
 
-Every decision reads its pool's :class:`~pipelines.policy.StabilisationState`, adds itself
+Every decision reads its pool's :class:`~policy.StabilisationState`, adds itself
 and writes the result back; two decisions of one pool overlapping would lose one
 update (or put an older state over a newer one). In this process
 :class:`PoolLocks` makes a pool's decisions take turns (a push and the background
@@ -20,8 +20,8 @@ from datetime import datetime
 from typing import Final, TypeVar
 
 from forecaster.exceptions import DataValidationError
-from pipelines.policy import StabilisationState
 from pipelines.store import PoolStateRepository, StoredState
+from policy import StabilisationState
 
 logger = logging.getLogger(__name__)
 

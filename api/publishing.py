@@ -58,8 +58,8 @@ from api.services import Services
 from api.unavailable import details
 from pipelines.config.pools import PoolConfig, load_pools
 from pipelines.config.settings import Settings
-from pipelines.policy.recommendation import Recommendation
 from pipelines.store import Store
+from policy.recommendation import Recommendation
 
 logger = logging.getLogger(__name__)
 

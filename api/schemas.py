@@ -1,7 +1,7 @@
 """Request and response bodies of the HTTP API, separate from the domain types.
 
 A recommendation has one wire form, :class:`PoolRecommendation`: built once from the
-policy's :class:`~pipelines.policy.Recommendation` when it is decided (``of``), it is
+policy's :class:`~policy.Recommendation` when it is decided (``of``), it is
 what ``/recommendation`` serves, what webhooks deliver and what the audit trail keeps,
 and the OpenAPI schema is generated from it. Every number is a plain JSON number, so a
 KEDA ``metrics-api`` scaler can read one with a GJSON ``valueLocation`` such as
@@ -24,8 +24,8 @@ from pydantic import (
 )
 
 from forecaster.types import DEFAULT_LEVELS, quantile_column
-from pipelines.policy import Action, HealthReason, Mode, Recommendation, StabilisationLimit, Term
-from pipelines.policy.explain import Explanation
+from policy import Action, HealthReason, Mode, Recommendation, StabilisationLimit, Term
+from policy.explain import Explanation
 
 MAX_SAMPLES_PER_PUSH: Final = 10_000
 SERIES_ID_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z][a-z0-9_]*$"

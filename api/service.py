@@ -37,7 +37,7 @@ from api.unavailable import Unavailable
 from forecaster.registry import LoadedModel
 from forecaster.types import DS, UID
 from pipelines.config.pools import PoolConfig
-from pipelines.policy import Recommendation, StabilisationState
+from policy import Recommendation, StabilisationState
 
 logger = logging.getLogger(__name__)
 

@@ -85,8 +85,8 @@ from forecaster.models.naive import Persistence, SeasonalNaive  # noqa: E402
 from forecaster.registry import LoadedModel  # noqa: E402
 from pipelines.config.pools import load_pools  # noqa: E402
 from pipelines.config.settings import load_settings  # noqa: E402
-from pipelines.policy.types import iso_utc  # noqa: E402
 from pipelines.store import open_store  # noqa: E402
+from policy.types import iso_utc  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "api_load.json"
 STEP = timedelta(minutes=5)

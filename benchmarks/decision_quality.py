@@ -15,7 +15,7 @@ to the oracle, in hindsight), the oracle, Foresight and the two references.
   case's fleet (``decision_fleets.py``), refitted daily on the data seen so far and
   nothing later; its raw quantiles calibrated and combined online exactly as the
   forecast job does before storing them (:mod:`forecaster.peak.online`); each step the
-  bound goes through ``pipelines.policy.decide``. Its quantile is swept from 0.05 to 0.999,
+  bound goes through ``policy.decide``. Its quantile is swept from 0.05 to 0.999,
   so it reaches as low and as high a cost as the references.
   ``--model champion`` replays the per-horizon champion (the fallback when a version
   has no peak model), ``--model FAMILY`` pins one family of it, for diagnosis.
@@ -76,7 +76,7 @@ from forecaster.peak.calibration import MIN_EXPECTED_MISSES  # noqa: E402
 from forecaster.plotting import save_png  # noqa: E402
 from forecaster.procedure import TrainedChampion  # noqa: E402
 from forecaster.types import DS, UID, Y  # noqa: E402
-from pipelines.config.pools import PoolConfig, ScaleDownConfig  # noqa: E402
+from pipelines.config.pools import PoolConfig  # noqa: E402
 from pipelines.config.settings import Settings, load_settings  # noqa: E402
 from pipelines.simulate import (  # noqa: E402
     OraclePolicy,
@@ -93,6 +93,7 @@ from pipelines.simulate.peak import PEAK, ModelCache, PeakReplayForecaster  # no
 from pipelines.simulate.reference import reference_policy  # noqa: E402
 from pipelines.simulate.replay_forecast import ReplayForecaster  # noqa: E402
 from pipelines.simulate.result import accounting, accounting_line  # noqa: E402
+from policy.config import ScaleDownConfig  # noqa: E402
 
 LEADS_MIN = (5, 10, 20)
 QUANTILES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)

@@ -111,7 +111,7 @@ def walk_forward_replay(shared: Path, case: TwinCase) -> dict[str, Any]:
 
     The global peak-quantile model fitted on the Earth total fleet (demand, pending
     GPUs, pending jobs) at each simulated midnight from the data before it, calibrated
-    online, each step through ``pipelines.policy.decide``: the same pool, quantile,
+    online, each step through ``policy.decide``: the same pool, quantile,
     window and initial nodes as the twin, but forecasts of its own (made from the
     trace up to the step itself, not from the twin's readings up to the step before).
     """

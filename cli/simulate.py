@@ -197,7 +197,7 @@ def duration(text: str, option: str, *, allow_zero: bool = False) -> timedelta:
     """
     from pydantic import TypeAdapter, ValidationError
 
-    from pipelines.config.pools import parse_duration
+    from policy.config import parse_duration
 
     if _NUMBER.fullmatch(text.strip()):
         raise ConfigError(f"{option} {text!r} needs a unit: e.g. {text.strip()}min, 1h, 1d")

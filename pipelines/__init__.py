@@ -1,5 +1,5 @@
 """Getting data and running work on a clock: sources, store, jobs, scheduler, simulator.
 
-It also holds the pure scale policy (:mod:`pipelines.policy`), below both the API and
-the simulator so each imports it downward.
+The pure scale policy the simulator replays is its own package (:mod:`policy`),
+below both the API and this package so each imports it downward.
 """

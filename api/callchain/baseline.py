@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from api.callchain.types import ServiceStats
 from forecaster.exceptions import DataValidationError
-from pipelines.policy.types import iso_utc, require_aware
+from policy.types import iso_utc, require_aware
 
 DEFAULT_FORGET_AFTER: Final = timedelta(days=1)
 """A baseline not updated for this long is dropped (its service has gone quiet)."""

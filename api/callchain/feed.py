@@ -25,7 +25,7 @@ from typing import Final, NamedTuple, Protocol
 
 from api.callchain.types import Span, SpanQueueFullError
 from api.callchain.window import AddResult
-from pipelines.policy.types import require_aware
+from policy.types import require_aware
 
 logger = logging.getLogger(__name__)
 

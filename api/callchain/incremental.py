@@ -41,7 +41,7 @@ from api.callchain.stats import union_ns
 from api.callchain.types import ServiceStats, Span, SpanKind, SpanStatus
 from api.callchain.window import DEFAULT_MAX_AGE, DEFAULT_MAX_SPANS, AddResult
 from api.pacing import Pacer
-from pipelines.policy.types import require_aware
+from policy.types import require_aware
 
 DEFAULT_SETTLE: Final = timedelta(seconds=5)
 """How long after arrival a span is folded in (its relatives have arrived by then)."""

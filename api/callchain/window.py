@@ -21,7 +21,7 @@ from typing import Final, NamedTuple
 
 from api.callchain.stats import service_stats
 from api.callchain.types import ServiceStats, Span
-from pipelines.policy.types import require_aware
+from policy.types import require_aware
 
 DEFAULT_MAX_SPANS: Final = 100_000
 """The default span capacity (a few tens of MB of records)."""

@@ -36,7 +36,7 @@ from api.consumers.k8s import (
     to_yaml_documents,
 )
 from pipelines.errors import PublishError
-from pipelines.policy.recommendation import Recommendation
+from policy.recommendation import Recommendation
 
 CAPACITY_BUFFER_API: Final = "autoscaling.x-k8s.io/v1beta1"
 ACTIVE_CAPACITY: Final = "buffer.x-k8s.io/active-capacity"

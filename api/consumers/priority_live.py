@@ -25,7 +25,7 @@ from api.consumers.priority_merge import PriorityConflictError, merge_priorities
 from pipelines.config.pools import PoolConfig
 from pipelines.config.sections import ClusterAutoscalerVersion
 from pipelines.errors import PublishError
-from pipelines.policy.recommendation import Recommendation
+from policy.recommendation import Recommendation
 
 LiveBasis = Literal["merged", "no_live_configmap", "unreadable", "skipped"]
 """How the planned object relates to the live one:

@@ -29,8 +29,8 @@ from typing import Final
 from api.schemas import PoolRecommendation
 from forecaster.exceptions import ConfigError
 from pipelines.errors import PublishError
-from pipelines.policy.recommendation import Recommendation
-from pipelines.policy.types import iso_utc, require_aware
+from policy.recommendation import Recommendation
+from policy.types import iso_utc, require_aware
 
 SIGNATURE_HEADER: Final = "X-Foresight-Signature"
 TIMESTAMP_HEADER: Final = "X-Foresight-Timestamp"

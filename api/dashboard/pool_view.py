@@ -30,8 +30,8 @@ from api.service import RecommendationService
 from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, Y
 from pipelines.config.pools import PoolConfig
-from pipelines.policy import DemandForecast
 from pipelines.store.recommendations import DesiredNodes
+from policy import DemandForecast
 
 NODES: Final = "nodes"
 SIGNALS: Final = (DEMAND, NODES)

@@ -46,7 +46,7 @@ from api.deps import ServiceDep
 from api.service import RecommendationService
 from api.unavailable import Unavailable, details
 from forecaster.exceptions import ConfigError
-from pipelines.policy import Recommendation
+from policy import Recommendation
 
 router = APIRouter(prefix="/integrations", tags=["integrations"])
 

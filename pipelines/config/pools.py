@@ -26,6 +26,7 @@ from pydantic_core import PydanticCustomError
 from forecaster.exceptions import ConfigError
 from forecaster.types import SeriesId
 from pipelines.config.node_groups import CloudProvider, node_group_problem
+from policy.config import ScaleDownConfig, parse_duration
 
 logger = logging.getLogger(__name__)
 
@@ -68,40 +69,6 @@ DEFAULT_PROMQL: Final[Mapping[str, str]] = {
 
 _DNS_LABEL: Final = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 _SIGNAL_NAME: Final = re.compile(r"^[a-z][a-z0-9_]*$")
-_DURATION: Final = re.compile(r"-?\s*(?:\d+(?:\.\d+)?\s*[a-z]+\s*)+")
-_DURATION_PART: Final = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
-_UNITS: Final[Mapping[str, timedelta]] = {
-    **dict.fromkeys(("ms", "msec", "millisecond", "milliseconds"), timedelta(milliseconds=1)),
-    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), timedelta(seconds=1)),
-    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), timedelta(minutes=1)),
-    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), timedelta(hours=1)),
-    **dict.fromkeys(("d", "day", "days"), timedelta(days=1)),
-}
-
-
-def parse_duration(value: Any) -> Any:
-    """Parse compact durations such as ``10m``, ``15min``, ``900s`` or ``1h30m``.
-
-    Anything else (a ``timedelta``, a number of seconds, ISO 8601 ``PT10M``,
-    ``HH:MM:SS``) is returned unchanged for pydantic's own ``timedelta`` parsing.
-
-    Raises:
-        ValueError: a compact duration uses an unknown unit.
-    """
-    if not isinstance(value, str):
-        return value
-    text = value.strip().lower()
-    if not _DURATION.fullmatch(text):
-        return value
-    total = timedelta(0)
-    sign = -1 if text.startswith("-") else 1
-    for amount, unit in _DURATION_PART.findall(text):
-        if unit not in _UNITS:
-            raise ValueError(f"unknown unit {unit!r} in duration {value!r}; use s, m, min, h or d")
-        total += float(amount) * _UNITS[unit]
-    return sign * total
-
-
 NEWSVENDOR_MAX = 0.999
 """The highest quantile the cost rule gives (a huge ratio would otherwise round to 1)."""
 
@@ -158,44 +125,6 @@ class ServiceConfig(_Strict):
         description="a number > 1: without an SLO, the service is slow above this times its "
         "own baseline p95 (unset: the deployment's callchain.baseline_factor)",
     )
-
-
-class ScaleDownConfig(_Strict):
-    """How cautiously the pool shrinks: scale-up is immediate, scale-down is not."""
-
-    window: timedelta = Field(
-        default=timedelta(minutes=10),
-        description="how long a lower recommendation must hold before nodes are removed, "
-        "a duration such as '10m'",
-    )
-    max_step_nodes: int = Field(
-        default=1, ge=1, description="the most nodes removed in one step, an integer >= 1"
-    )
-    max_step_percent: float = Field(
-        default=10.0,
-        ge=0,
-        le=100,
-        description="on a larger pool, the most removed in one step as a percentage of the "
-        "ready nodes (rounded down; a number in [0, 100], 0 to use max_step_nodes alone)",
-    )
-
-    def step_nodes(self, ready_nodes: int) -> int:
-        """Return the most nodes one decision may remove with ``ready_nodes`` ready:
-        ``max(max_step_nodes, floor(ready_nodes * max_step_percent / 100))``."""
-        share = math.floor(max(0, ready_nodes) * self.max_step_percent / 100 + 1e-9)
-        return max(self.max_step_nodes, share)
-
-    @field_validator("window", mode="before")
-    @classmethod
-    def _parse_window(cls, value: Any) -> Any:
-        return parse_duration(value)
-
-    @field_validator("window")
-    @classmethod
-    def _nonnegative_window(cls, value: timedelta) -> timedelta:
-        if value < timedelta(0):
-            raise ValueError("window must not be negative")
-        return value
 
 
 def _default_signals() -> dict[str, SignalSource]:

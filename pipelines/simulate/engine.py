@@ -42,8 +42,6 @@ import numpy.typing as npt
 import pandas as pd
 
 from forecaster.exceptions import DataValidationError
-from pipelines.policy.bounds import clamp
-from pipelines.policy.need import ceil_nodes
 from pipelines.simulate.result import FRAME_COLUMNS, SimResult
 from pipelines.simulate.types import (
     DeclaresStart,
@@ -55,6 +53,8 @@ from pipelines.simulate.types import (
     SimPool,
 )
 from pipelines.simulate.workqueue import WorkQueue
+from policy.bounds import clamp
+from policy.need import ceil_nodes
 
 _Number = TypeVar("_Number", np.float64, np.int64)
 

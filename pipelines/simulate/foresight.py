@@ -2,11 +2,11 @@
 
 Each step the adapter asks its :class:`~pipelines.simulate.replay_forecast.ReplayForecaster`
 for the demand forecast made from the past only, wraps it as the policy's
-:class:`~pipelines.policy.types.DemandForecast`, and calls :func:`pipelines.policy.decide` (the very
+:class:`~policy.types.DemandForecast`, and calls :func:`policy.decide` (the very
 function the API serves, injected so a test can prove it is that one) with the pool's
 own :class:`~pipelines.config.pools.PoolConfig` (quantile, lead time, GPUs per node,
 bounds, target utilisation, scale-down window) and the
-:class:`~pipelines.policy.types.StabilisationState` it returned at the previous step.
+:class:`~policy.types.StabilisationState` it returned at the previous step.
 
 Live signals are what a deployment would read at that moment: the demand now is the
 work wanted now (the simulated backlog plus the trace's demand: allocated plus queued
@@ -21,10 +21,12 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from pipelines.config.pools import PoolConfig
-from pipelines.policy import decide as policy_decide
-from pipelines.policy.peak import PeakForecast
-from pipelines.policy.recommendation import Recommendation
-from pipelines.policy.types import (
+from pipelines.simulate.replay_forecast import PointForecast, ReplayForecaster
+from pipelines.simulate.types import History
+from policy import decide as policy_decide
+from policy.peak import PeakForecast
+from policy.recommendation import Recommendation
+from policy.types import (
     NO_LATENCY,
     DemandForecast,
     ForecastHealth,
@@ -33,8 +35,6 @@ from pipelines.policy.types import (
     Sample,
     StabilisationState,
 )
-from pipelines.simulate.replay_forecast import PointForecast, ReplayForecaster
-from pipelines.simulate.types import History
 
 DecideFn = Callable[
     [
@@ -48,7 +48,7 @@ DecideFn = Callable[
     ],
     Recommendation,
 ]
-"""The shape of :func:`pipelines.policy.decide`."""
+"""The shape of :func:`policy.decide`."""
 
 MODEL_VERSION: Final = "walk-forward"
 
@@ -68,7 +68,7 @@ class ForesightPolicy:
             the last forecast is used, as a deployment serves its latest forecast.
         health: the health bounds; default: no live error bound, forecasts may be as
             old as the refresh interval plus a step.
-        decide_fn: the decision function; :func:`pipelines.policy.decide` unless a test
+        decide_fn: the decision function; :func:`policy.decide` unless a test
             wraps it.
     """
 
@@ -102,7 +102,7 @@ class ForesightPolicy:
         self._forecast = None
 
     def decide(self, history: History) -> int:
-        """Return the nodes :func:`pipelines.policy.decide` recommends at this step."""
+        """Return the nodes :func:`policy.decide` recommends at this step."""
         now = history.now.to_pydatetime()
         step = history.pool.step
         if self._forecast is None or history.t % self.refresh_every == 0:

@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pipelines.policy.need import ceil_nodes
 from pipelines.simulate.engine import demand_index
 from pipelines.simulate.types import FloatArray, History, IntArray, SimPool
+from policy.need import ceil_nodes
 
 
 def zero_wait_nodes(demand: FloatArray, pool: SimPool) -> IntArray:

@@ -38,8 +38,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Literal, get_args
 
-from pipelines.policy.need import ceil_nodes
 from pipelines.simulate.types import History
+from policy.need import ceil_nodes
 
 Utilisation = Literal["packed", "spread"]
 """Where the work sits on the nodes when measuring their utilisation."""

@@ -13,8 +13,8 @@ import pandas as pd
 
 from forecaster.peak.fleet import lead_steps
 from forecaster.types import quantile_column
-from pipelines.policy.peak import PeakForecast
 from pipelines.store.peak_forecasts import LAST, LEAD, ORIGIN, RAW, RETURN
+from policy.peak import PeakForecast
 
 
 def stored_peak(

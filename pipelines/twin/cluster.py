@@ -42,12 +42,12 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from pipelines.policy.bounds import clamp
-from pipelines.policy.need import ceil_nodes
 from pipelines.simulate.engine import NodeFleet
 from pipelines.simulate.result import FRAME_COLUMNS, SimResult
 from pipelines.simulate.types import SimPool
 from pipelines.simulate.workqueue import WorkQueue
+from policy.bounds import clamp
+from policy.need import ceil_nodes
 
 Semantics = Literal["replay", "autoscaler"]
 """How the cluster applies a recommendation (see the module docstring)."""

@@ -1,6 +1,6 @@
 """The offline replay beside the twin: same trace, pool, settings, quantile and forecasts.
 
-:class:`StoredRunPolicy` is Foresight's replay policy (:func:`pipelines.policy.decide`
+:class:`StoredRunPolicy` is Foresight's replay policy (:func:`policy.decide`
 at every step, its stabilisation state carried from step to step) fed the forecast
 runs the twin's forecast job stored, read from the store as the service reads them
 (the run made at the step, its per-horizon rows and its peak over the pool's lead).
@@ -23,8 +23,13 @@ from typing import Final
 import pandas as pd
 
 from pipelines.config.pools import PoolConfig
-from pipelines.policy import decide
-from pipelines.policy.types import (
+from pipelines.simulate.result import SimResult
+from pipelines.simulate.types import History
+from pipelines.store import Store
+from pipelines.store.peak_forecasts import GENERATED_AT
+from pipelines.store.stored_peak import stored_peak
+from policy import decide
+from policy.types import (
     NO_LATENCY,
     DemandForecast,
     ForecastHealth,
@@ -32,11 +37,6 @@ from pipelines.policy.types import (
     Sample,
     StabilisationState,
 )
-from pipelines.simulate.result import SimResult
-from pipelines.simulate.types import History
-from pipelines.store import Store
-from pipelines.store.peak_forecasts import GENERATED_AT
-from pipelines.store.stored_peak import stored_peak
 
 FIGURES: Final = (
     "waiting_gpu_hours",
@@ -86,7 +86,7 @@ class StoredRunPolicy:
         self.stages = {}
 
     def decide(self, history: History) -> int:
-        """Return what :func:`pipelines.policy.decide` recommends from the step's stored run."""
+        """Return what :func:`policy.decide` recommends from the step's stored run."""
         now = history.now.to_pydatetime()
         step = history.pool.step
         forecast = self._forecast(history.now, step)

@@ -17,7 +17,6 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.policy.types import StabilisationState
 from pipelines.simulate import simulate
 from pipelines.simulate.result import SimResult
 from pipelines.store import Store, open_store
@@ -26,6 +25,7 @@ from pipelines.twin.cluster import Semantics
 from pipelines.twin.compare import StoredRunPolicy, agreement, compare
 from pipelines.twin.loop import Progress, TwinRun, run_twin
 from pipelines.twin.service import ServeProcess, ServiceClient, twin_environment, wait_until
+from policy.types import StabilisationState
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from typing import Any
 
 from api.consumers.webhooks import payload
 from api.schemas import HeldLatencyOut, PoolRecommendation
-from pipelines.policy import LatencyAdjustment, Recommendation, decide
-from pipelines.policy.explain import HeldLatency
-from tests.pipelines.policy.test_decide import EMPTY, HEALTH, MIN, NOW, POOL, forecast, live
+from policy import LatencyAdjustment, Recommendation, decide
+from policy.explain import HeldLatency
+from tests.policy.test_decide import EMPTY, HEALTH, MIN, NOW, POOL, forecast, live
 
 
 def decided(now: datetime = NOW) -> Recommendation:

@@ -73,7 +73,8 @@ def test_no_remote_add_and_only_needed_sources(steps: list[tuple[str, str]]) -> 
         for line in (ROOT / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
-    for source in ("pyproject.toml", "README.md", "forecaster", "api", "pipelines", "cli"):
+    packages = ("forecaster", "policy", "api", "pipelines", "cli")
+    for source in ("pyproject.toml", "README.md", *packages):
         assert any(source in rest for rest in args_of(steps, "COPY")), source
         assert source not in ignored, f"{source} is copied but .dockerignore drops it"
     assert {".git", ".venv", "models", "data", "tests"} <= set(ignored)

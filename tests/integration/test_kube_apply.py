@@ -35,7 +35,8 @@ from api.service import RecommendationService
 from api.services import Services
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.config.settings import load_settings
-from pipelines.policy import (
+from pipelines.store import open_store
+from policy import (
     NO_LATENCY,
     ForecastHealth,
     LiveSignals,
@@ -44,7 +45,6 @@ from pipelines.policy import (
     StabilisationState,
     decide,
 )
-from pipelines.store import open_store
 from tests.integration.kube_stub import Key, KubeStub, running_stub, write_kubeconfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

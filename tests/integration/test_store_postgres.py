@@ -29,11 +29,11 @@ from api.service import RecommendationService
 from api.services import Services
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.config.settings import load_settings
-from pipelines.policy import NO_LATENCY, LatencyAdjustment
 from pipelines.store import Store, open_store
 from pipelines.store.engine import Database, make_engine
 from pipelines.store.migrate import current_revision, head_revision
 from pipelines.store.schema import VERSION_TABLE, Base
+from policy import NO_LATENCY, LatencyAdjustment
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from api.publish_runner import serving_job_runner
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.config.settings import load_settings
 from pipelines.jobs.report import JobReport
-from pipelines.policy import NO_LATENCY, LatencyAdjustment
+from policy import NO_LATENCY, LatencyAdjustment
 from tests.api.app.conftest import FakeClock, MakeServices, app_of
 from tests.api.publishing.conftest import FakeCluster
 

@@ -17,8 +17,8 @@ from api.pool_entry import PoolEntry
 from api.service import RecommendationService
 from api.services import Services
 from pipelines.config.pools import PoolConfig
-from pipelines.policy import NO_LATENCY, LatencyAdjustment, StabilisationState
 from pipelines.store import Store
+from policy import NO_LATENCY, LatencyAdjustment, StabilisationState
 
 from .conftest import END, FakeClock
 

@@ -14,8 +14,8 @@ from api.services import Services
 from forecaster.exceptions import DataValidationError
 from pipelines.config.pools import PoolConfig
 from pipelines.config.settings import Settings
-from pipelines.policy import Calibration
 from pipelines.store import Store
+from policy import Calibration
 
 DETAILS: dict[str, Any] = {
     "model_version": "7",

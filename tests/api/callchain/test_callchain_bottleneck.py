@@ -22,7 +22,7 @@ from api.callchain import (
 )
 from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolConfig, ServiceConfig
-from pipelines.policy import LatencyAdjustment
+from policy import LatencyAdjustment
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pipelines.config.pools import PoolConfig
-from pipelines.policy import (
+from policy import (
     NO_LATENCY,
     ForecastHealth,
     LiveSignals,

@@ -20,7 +20,7 @@ import pytest
 
 from api.schemas import PoolRecommendation, RecommendationSet
 from pipelines.config.pools import PoolConfig
-from pipelines.policy import (
+from policy import (
     NO_LATENCY,
     DemandForecast,
     ForecastHealth,

@@ -25,7 +25,7 @@ from api.consumers.priority_expander import (
 )
 from pipelines.config.pools import PoolConfig
 from pipelines.errors import PublishError
-from pipelines.policy import Recommendation
+from policy import Recommendation
 
 MakeRecommendation = Callable[..., Recommendation]
 

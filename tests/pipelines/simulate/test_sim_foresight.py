@@ -1,4 +1,4 @@
-"""The Foresight adapter: the real pipelines.policy.decide, the pool config, carried state."""
+"""The Foresight adapter: the real policy.decide, the pool config, carried state."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-import pipelines.policy
+import policy
 from forecaster.models.naive import Persistence
-from pipelines.config.pools import ScaleDownConfig
-from pipelines.policy import StabilisationState
 from pipelines.simulate import simulate
 from pipelines.simulate.foresight import ForesightPolicy
 from pipelines.simulate.walkforward import WalkForwardForecaster
+from policy import StabilisationState
+from policy.config import ScaleDownConfig
 
 
 def persistence() -> Persistence:
@@ -26,22 +26,22 @@ def forecaster() -> WalkForwardForecaster:
 
 
 class Spy:
-    """Wraps pipelines.policy.decide and keeps every call's arguments and answer."""
+    """Wraps policy.decide and keeps every call's arguments and answer."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
-        self.answers: list[pipelines.policy.Recommendation] = []
+        self.answers: list[policy.Recommendation] = []
 
-    def __call__(self, *args: Any) -> pipelines.policy.Recommendation:
-        answer = pipelines.policy.decide(*args)
+    def __call__(self, *args: Any) -> policy.Recommendation:
+        answer = policy.decide(*args)
         self.calls.append(args)
         self.answers.append(answer)
         return answer
 
 
 def test_the_default_decision_is_the_apis_own_function(pool):
-    policy = ForesightPolicy(pool(), forecaster())
-    assert policy.decide_fn is pipelines.policy.decide
+    adapter = ForesightPolicy(pool(), forecaster())
+    assert adapter.decide_fn is policy.decide
 
 
 def test_every_step_is_decided_by_the_policy_with_the_pools_config_and_carried_state(series, pool):
@@ -50,8 +50,8 @@ def test_every_step_is_decided_by_the_policy_with_the_pools_config_and_carried_s
         update={"quantile": 0.8, "scale_down": ScaleDownConfig(window=timedelta(minutes=15))}
     )
     spy = Spy()
-    policy = ForesightPolicy(config, forecaster(), decide_fn=spy)
-    result = simulate(series(rng.gamma(3.0, 15.0, 40)), config, policy)
+    adapter = ForesightPolicy(config, forecaster(), decide_fn=spy)
+    result = simulate(series(rng.gamma(3.0, 15.0, 40)), config, adapter)
 
     assert len(spy.calls) == 40
     assert result.frame["desired_nodes"].tolist() == [a.desired_nodes for a in spy.answers]
@@ -68,7 +68,7 @@ def test_every_step_is_decided_by_the_policy_with_the_pools_config_and_carried_s
             carried + result.frame["demand_gpus"].iloc[i]
         )
     # The forecast covers now + lead + step, so the policy ran predictively throughout.
-    assert policy.terms["reactive"] == 0
+    assert adapter.terms["reactive"] == 0
 
 
 def test_recomputing_one_step_by_hand_gives_the_same_nodes(series, pool):
@@ -81,7 +81,7 @@ def test_recomputing_one_step_by_hand_gives_the_same_nodes(series, pool):
         ForesightPolicy(config, forecaster(), decide_fn=spy),
     )
     args = spy.calls[17]
-    assert pipelines.policy.decide(*args).desired_nodes == spy.answers[17].desired_nodes
+    assert policy.decide(*args).desired_nodes == spy.answers[17].desired_nodes
 
 
 @pytest.mark.parametrize("cut", [12, 25])
@@ -117,8 +117,8 @@ def test_a_higher_quantile_never_provisions_less(series, pool):
 def test_refreshing_every_few_steps_keeps_the_last_forecast(series, pool):
     config = pool(lead_minutes=10)
     spy = Spy()
-    policy = ForesightPolicy(config, forecaster(), refresh_every=3, decide_fn=spy)
-    simulate(series([8.0 * (i % 7) for i in range(12)]), config, policy)
+    adapter = ForesightPolicy(config, forecaster(), refresh_every=3, decide_fn=spy)
+    simulate(series([8.0 * (i % 7) for i in range(12)]), config, adapter)
     made = [call[1].generated_at for call in spy.calls]
     assert made[0] == made[1] == made[2] != made[3]
-    assert policy.terms["reactive"] == 0  # a forecast 2 steps old still covers the window
+    assert adapter.terms["reactive"] == 0  # a forecast 2 steps old still covers the window

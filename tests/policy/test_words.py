@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from pipelines.config.pools import PoolConfig
-from pipelines.policy import (
+from policy import (
     NO_LATENCY,
     ForecastHealth,
     LiveSignals,
@@ -14,7 +14,7 @@ from pipelines.policy import (
     StabilisationState,
     decide,
 )
-from pipelines.policy.types import DemandForecast
+from policy.types import DemandForecast
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from forecaster.exceptions import DataValidationError
-from pipelines.policy.types import Calibration, Sample, require_aware
+from policy.types import Calibration, Sample, require_aware
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from forecaster.exceptions import DataValidationError
 from forecaster.types import DS, quantile_column
 
 if TYPE_CHECKING:
-    from pipelines.policy.peak import PeakForecast
+    from policy.peak import PeakForecast
 
 Action = Literal["scale_up", "hold", "scale_down"]
 """What the recommendation asks of the node group."""
@@ -143,7 +143,7 @@ class DemandForecast:
         calibration: the online calibration already added to the ``level`` quantile
             (see :meth:`calibrated`); None when the values are the model's own.
         peak: quantiles of the demand peak over the lead time, made with the same
-            forecast; the policy provisions at it (see :mod:`pipelines.policy.need`). None
+            forecast; the policy provisions at it (see :mod:`policy.need`). None
             when the model version has none for the pool.
         peak_missing: why ``peak`` is None, for the explanation; empty otherwise.
     """
@@ -394,7 +394,7 @@ class StabilisationState:
         previous: the state as it was before the decision at ``last_decision_at``
             (itself without a ``previous``): a second decision at the same instant
             from a newer forecast replaces that one instead of being added to it (see
-            :func:`pipelines.policy.stabilise.record`).
+            :func:`policy.stabilise.record`).
     """
 
     spans: tuple[DesiredSpan, ...] = ()

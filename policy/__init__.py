@@ -6,16 +6,16 @@ forecast -> :func:`peak_demand` / :func:`nodes_for_gpus` -> :func:`add_latency` 
 -> :class:`Recommendation` with its :class:`Explanation`.
 """
 
-from pipelines.policy.bounds import clamp
-from pipelines.policy.decide import decide
-from pipelines.policy.explain import Explanation, HeldLatency, InputReading, Stages, term_that_set
-from pipelines.policy.floor import apply_floor, reactive_floor
-from pipelines.policy.health import HealthVerdict, assess_health, covers_window
-from pipelines.policy.need import PeakDemand, add_latency, ceil_nodes, nodes_for_gpus, peak_demand
-from pipelines.policy.peak import PeakForecast
-from pipelines.policy.recommendation import Recommendation, action_for, headroom
-from pipelines.policy.stabilise import StabilisationLimit, Stabilised, record, stabilise
-from pipelines.policy.types import (
+from policy.bounds import clamp
+from policy.decide import decide
+from policy.explain import Explanation, HeldLatency, InputReading, Stages, term_that_set
+from policy.floor import apply_floor, reactive_floor
+from policy.health import HealthVerdict, assess_health, covers_window
+from policy.need import PeakDemand, add_latency, ceil_nodes, nodes_for_gpus, peak_demand
+from policy.peak import PeakForecast
+from policy.recommendation import Recommendation, action_for, headroom
+from policy.stabilise import StabilisationLimit, Stabilised, record, stabilise
+from policy.types import (
     DEFAULT_VALIDITY,
     NO_LATENCY,
     Action,

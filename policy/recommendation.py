@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from pipelines.policy.explain import Explanation
-from pipelines.policy.types import Action, Mode, StabilisationState
+from policy.explain import Explanation
+from policy.types import Action, Mode, StabilisationState
 
 
 def action_for(current_nodes: int, desired_nodes: int) -> Action:

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.config.pools import PoolConfig, ScaleDownConfig
-from pipelines.policy import (
+from pipelines.config.pools import PoolConfig
+from policy import (
     DemandForecast,
     ForecastHealth,
     LatencyAdjustment,
@@ -21,6 +21,7 @@ from pipelines.policy import (
     reactive_floor,
     record,
 )
+from policy.config import ScaleDownConfig
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

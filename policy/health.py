@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from pipelines.policy.need import window_end
-from pipelines.policy.types import (
+from policy.need import window_end
+from policy.types import (
     DemandForecast,
     ForecastHealth,
     HealthReason,

@@ -12,9 +12,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
-from pipelines.config.pools import PoolConfig
-from pipelines.policy.bounds import clamp
-from pipelines.policy.explain import (
+from policy.bounds import clamp
+from policy.config import PoolRule
+from policy.explain import (
     Explanation,
     HeldLatency,
     InputReading,
@@ -22,12 +22,12 @@ from pipelines.policy.explain import (
     summarise,
     term_that_set,
 )
-from pipelines.policy.floor import apply_floor, reactive_floor
-from pipelines.policy.health import assess_health
-from pipelines.policy.need import add_latency, nodes_for_gpus, peak_demand
-from pipelines.policy.recommendation import Recommendation, action_for, headroom
-from pipelines.policy.stabilise import stabilise
-from pipelines.policy.types import (
+from policy.floor import apply_floor, reactive_floor
+from policy.health import assess_health
+from policy.need import add_latency, nodes_for_gpus, peak_demand
+from policy.recommendation import Recommendation, action_for, headroom
+from policy.stabilise import stabilise
+from policy.types import (
     DEFAULT_VALIDITY,
     DemandForecast,
     ForecastHealth,
@@ -39,7 +39,7 @@ from pipelines.policy.types import (
 )
 
 
-def _settings(pool: PoolConfig) -> dict[str, float]:
+def _settings(pool: PoolRule) -> dict[str, float]:
     rule = {}
     if pool.waiting_cost_ratio is not None and pool.quantile_rule == "newsvendor":
         rule["waiting_cost_ratio"] = pool.waiting_cost_ratio
@@ -57,7 +57,7 @@ def _settings(pool: PoolConfig) -> dict[str, float]:
 
 
 def decide(
-    pool: PoolConfig,
+    pool: PoolRule,
     forecast: DemandForecast | None,
     live: LiveSignals,
     health: ForecastHealth,

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from forecaster.exceptions import DataValidationError
-from pipelines.config.pools import PoolConfig, ScaleDownConfig
-from pipelines.policy import (
+from pipelines.config.pools import PoolConfig
+from policy import (
     NO_LATENCY,
     Calibration,
     DemandForecast,
@@ -21,6 +21,7 @@ from pipelines.policy import (
     StabilisationState,
     decide,
 )
+from policy.config import ScaleDownConfig
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

@@ -10,7 +10,7 @@ told to grow although nothing waits). The margin stays in the forecast term.
 
 from __future__ import annotations
 
-from pipelines.policy.need import ceil_nodes
+from policy.need import ceil_nodes
 
 
 def reactive_floor(demand_gpus: float, gpus_per_node: int) -> int:

@@ -1,7 +1,7 @@
 """Raw need: the demand peak over the lead time, in nodes, plus call-chain latency.
 
 The quantity is the ``q`` quantile of the demand peak over the lead time, and the
-forecast job stores it directly (:class:`~pipelines.policy.peak.PeakForecast`): the policy
+forecast job stores it directly (:class:`~policy.peak.PeakForecast`): the policy
 provisions at that value, its headroom carried over to the newest observed demand when
 that is newer than the forecast's origin. Capacity is sized for the *peak*: a node that
 is not there when the peak arrives cannot be conjured in time.
@@ -30,8 +30,8 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Final, Literal
 
-from pipelines.policy.peak import PeakForecast
-from pipelines.policy.types import DemandForecast, LatencyAdjustment, Sample
+from policy.peak import PeakForecast
+from policy.types import DemandForecast, LatencyAdjustment, Sample
 
 PeakSource = Literal["peak", "horizon_max"]
 """Where the provisioned value came from: the stored peak quantile, or the fallback

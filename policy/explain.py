@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from pipelines.policy.need import PeakDemand, nodes_for_gpus
-from pipelines.policy.stabilise import StabilisationLimit
-from pipelines.policy.types import (
+from policy.need import PeakDemand, nodes_for_gpus
+from policy.stabilise import StabilisationLimit
+from policy.types import (
     Calibration,
     DesiredSpan,
     HealthReason,

@@ -11,8 +11,7 @@ import pytest
 
 from forecaster.exceptions import DataValidationError
 from forecaster.models.naive import Persistence
-from pipelines.config.pools import ScaleDownConfig
-from pipelines.policy import (
+from policy import (
     DemandForecast,
     DesiredSpan,
     ForecastHealth,
@@ -36,6 +35,7 @@ from pipelines.policy import (
     stabilise,
     term_that_set,
 )
+from policy.config import ScaleDownConfig
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)
