@@ -1,8 +1,11 @@
 """``GET /recommendation`` (all pools, filterable) and ``GET /recommendation/{pool}``.
 
 Each pool's wire form (:class:`~api.schemas.PoolRecommendation`) is built once when the
-pool is decided; a request serialises the ones it asks for. Only the set's
-``generated_at`` is made per request, from the decision clock, after the pools it lists.
+pool is decided, and its JSON encoded once, on first use (:mod:`api.routers.encoded`);
+a request joins the bytes of the pools it asks for. Only the set's ``generated_at`` is
+made per request, from the decision clock, after the pools it lists. The routes answer
+with those bytes, not through FastAPI's ``response_model`` path (which would validate
+the body again and encode it); the declared models still document them.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from fastapi import APIRouter, Response
 from fastapi.concurrency import run_in_threadpool
 
 from api.deps import PoolFilter, PoolName, ServiceDep
+from api.routers.encoded import pool_json, set_json
 from api.schemas import PoolRecommendation, RecommendationSet, UnavailablePool
 from api.unavailable import Unavailable
 
@@ -44,14 +48,12 @@ async def list_recommendations(service: ServiceDep, pool: PoolFilter = None) -> 
         entries, missing = await run_in_threadpool(service.recommendations, pools)
     # Read after the pools are decided: the set is as of a time at or after every
     # pool's own generated_at (the dashboard draws "now" there).
-    body = RecommendationSet(
-        generated_at=service.now(),
-        pools=[entry.body for entry in entries],
-        unavailable=[
-            UnavailablePool(pool=name, reason=why.detail) for name, why in missing.items()
-        ],
+    body = set_json(
+        service.now(),
+        [entry.body for entry in entries],
+        [UnavailablePool(pool=name, reason=why.detail) for name, why in missing.items()],
     )
-    return _json(body)
+    return Response(content=body, media_type="application/json")
 
 
 @router.get(
@@ -64,10 +66,4 @@ async def get_recommendation(service: ServiceDep, pool: PoolName) -> Response:
     """Return one pool's current recommendation."""
     fresh = service.peek([service.pool(pool)])
     entry = fresh[0] if fresh else await run_in_threadpool(service.recommendation, pool)
-    return _json(entry.body)
-
-
-def _json(body: RecommendationSet | PoolRecommendation) -> Response:
-    """Serialise with the model itself (FastAPI's response_model path would validate
-    the body again and encode it twice); the declared model still documents it."""
-    return Response(content=body.model_dump_json(), media_type="application/json")
+    return Response(content=pool_json(entry.body), media_type="application/json")
