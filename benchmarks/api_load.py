@@ -40,7 +40,8 @@ Run: ``python benchmarks/api_load.py`` (defaults: 100 pools, 200 rps, 5 s warm-u
 30 s per target, background refresh every 5 s); ``--quick`` for a 10 s smoke run;
 ``--refresh 0`` without the background refresh; ``--switch-ms`` sets the server's GIL
 switch interval; ``--gc-freeze`` freezes the server's startup objects out of the
-garbage collector; ``--profile`` times and profiles each route in-process (cProfile,
+garbage collector; ``--stalls`` (traces scenario) records the server's event-loop
+stalls and collection pauses; ``--profile`` times and profiles each route in-process (cProfile,
 calling the ASGI app directly) instead. Prints a table and writes
 ``benchmarks/results/api_load.json``. The machine's load average is recorded with the
 numbers: on a shared machine the tail is noise as much as code.
@@ -66,6 +67,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import api_load_stalls
 import api_load_traces
 import numpy as np
 import pandas as pd
@@ -235,8 +237,14 @@ def comparison_router() -> APIRouter:
 # -- the server process ----------------------------------------------------------------
 
 
-def serve(workdir: Path, port: int, refresh_seconds: float, switch_ms: float | None) -> None:
-    """Serve the app on 127.0.0.1:``port`` until killed (the server subprocess)."""
+def serve(
+    workdir: Path, port: int, refresh_seconds: float, switch_ms: float | None, stalls: bool
+) -> None:
+    """Serve the app on 127.0.0.1:``port`` until killed (the server subprocess).
+
+    With ``stalls``, also record event-loop stalls and collection pauses
+    (:mod:`api_load_stalls`).
+    """
     import uvicorn
 
     if switch_ms:
@@ -245,7 +253,25 @@ def serve(workdir: Path, port: int, refresh_seconds: float, switch_ms: float | N
         sys.setswitchinterval(switch_ms / 1000)
 
     app = build_app(workdir, refresh_seconds or None)
-    uvicorn.run(app, host="127.0.0.1", port=port, workers=1, log_level="warning", access_log=False)
+    if not stalls:
+        uvicorn.run(
+            app, host="127.0.0.1", port=port, workers=1, log_level="warning", access_log=False
+        )
+        return
+    recorder = api_load_stalls.StallRecorder()
+    app.include_router(recorder.install())
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    )
+
+    async def run() -> None:
+        watcher = asyncio.create_task(recorder.watch_loop())
+        try:
+            await server.serve()
+        finally:
+            watcher.cancel()
+
+    asyncio.run(run())
 
 
 def free_port() -> int:
@@ -376,10 +402,12 @@ def run_load(args: argparse.Namespace) -> None:
         gc.collect()
         gc.disable()
         try:
+            # The intended time of the first request (load() starts 50 ms from now).
+            started = time.monotonic() + 0.05
             records = await load(args.port, args.path, args.rate, args.duration, args.connections)
         finally:
             gc.enable()
-        return summarise(records, args.duration)
+        return {**summarise(records, args.duration), "started_monotonic": started}
 
     print(json.dumps(asyncio.run(both())))
 
@@ -671,6 +699,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="store_true",
         help="gc.freeze() in the server once it is ready (as a serving process could)",
     )
+    parser.add_argument(
+        "--stalls",
+        action="store_true",
+        help="traces scenario: record the server's event-loop stalls and collection "
+        "pauses during the reads (see benchmarks/api_load_stalls.py)",
+    )
     parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=TARGETS)
     parser.add_argument("--quick", action="store_true", help="10 s per target, 2 s warm-up")
     parser.add_argument("--profile", action="store_true", help="cProfile the routes instead")
@@ -683,7 +717,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--path", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.role == "serve":
-        serve(args.dir, args.port, args.refresh, args.switch_ms)
+        serve(args.dir, args.port, args.refresh, args.switch_ms, args.stalls)
         return
     if args.role == "load":
         run_load(args)

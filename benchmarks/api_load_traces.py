@@ -16,7 +16,9 @@ background call-chain analysis every 2 s and the incremental span statistics):
 
 Run: ``python benchmarks/api_load.py --scenario traces`` (defaults: 2,000 spans/s, 200
 rps, 60 s, 5 s warm-up; ``--quick`` for 10 s; ``--span-rate 0`` is the control, the
-same reads without spans, written to ``api_load_traces_control.json``). Prints a table
+same reads without spans, written to ``api_load_traces_control.json``; ``--stalls``
+adds the server's event-loop stalls and collection pauses on the reads' time axis, see
+:mod:`api_load_stalls`). Prints a table
 and writes ``benchmarks/results/api_load_traces.json``. Targets: 0 rejected valid spans, read p99
 < 10 ms.
 """
@@ -135,6 +137,7 @@ def _get_json(port: int, path: str) -> Any:
 def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     """Start the server, run sender and reader together, then check what was counted."""
     # Imported here: api_load imports this module (it dispatches the scenario to it).
+    import api_load_stalls
     from api_load import GC_FREEZE, cpu_seconds, free_port, load_average, wait_ready
 
     port = free_port()
@@ -147,6 +150,7 @@ def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             f"--port={port}",
             f"--refresh={args.refresh}",
             f"--switch-ms={args.switch_ms or 0}",
+            *(["--stalls"] if args.stalls else []),
         ]
     )
     try:
@@ -183,6 +187,12 @@ def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             text=True,
         )
         during = load_average()
+        reads = json.loads(reader.stdout)
+        stalls = (
+            api_load_stalls.fetch(port, reads["started_monotonic"], args.duration)
+            if args.stalls
+            else None
+        )
         out, _ = sender.communicate(timeout=600)
         sent = json.loads(out.strip().splitlines()[-1])
         cpu_used = cpu_seconds(server.pid) - cpu_before
@@ -193,7 +203,7 @@ def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         server.terminate()
         server.wait(timeout=30)
     return {
-        "reads": json.loads(reader.stdout),
+        "reads": reads,
         "spans": {**sent, "counted_by_server": counted},
         "chain": {
             s["service"]: {
@@ -209,6 +219,7 @@ def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "load_average_before": before,
         "load_average_during": during,
         "load_average_after": load_average(),
+        **({"stalls": stalls} if stalls is not None else {}),
     }
 
 
@@ -242,6 +253,12 @@ def report_traces(args: argparse.Namespace, result: dict[str, Any]) -> dict[str,
         "zero_rejected_valid_spans": rejected == 0 and lost == 0,
         "read_p99_below_10ms": reads["p99"] < TARGET_P99_MS,
     }
+    stalls = result.get("stalls")
+    if stalls is not None:
+        for key, unit in (("worst_loop_lags", "loop stalls"), ("worst_collections", "collections")):
+            worst = ", ".join(f"{w['ms']:.0f} ms at {w['at_s']:.2f} s" for w in stalls[key][:4])
+            print(f"  {unit + ' (worst)':<{width}}  {worst or 'none'}")
+        print(f"  {'thread CPU at the end':<{width}}  {stalls['thread_cpu_seconds_at_end']}")
     print(f"  targets: {verdict}")
     return {
         "scenario": "traces",
