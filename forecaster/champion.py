@@ -23,13 +23,14 @@ from forecaster.backtest import Estimator, clone
 from forecaster.exceptions import ModelError, NotFittedError
 from forecaster.fanout import fan_out
 from forecaster.fleet import share_fleets, with_fleet
-from forecaster.types import DEFAULT_LEVELS, MODEL, UID, Levels, SeriesFrame
+from forecaster.models.base import Hyperparameters
+from forecaster.types import DEFAULT_LEVELS, MODEL, PERSISTENCE, UID, Levels, SeriesFrame
 
 FAMILY: Final = "family"
 """Column of the champion's forecast frames: the family that produced each row."""
 
 
-class ChampionForecaster:
+class ChampionForecaster(Hyperparameters):
     """Per-series routing model over fitted candidate families.
 
     Args:
@@ -55,20 +56,6 @@ class ChampionForecaster:
         self.default = default
         self.alias = alias
 
-    @property
-    def model_name(self) -> str:
-        """The name written to the ``model`` column."""
-        return self.alias or self.name
-
-    def get_params(self) -> dict[str, Any]:
-        """Return the ``__init__`` arguments (for cloning and tracking)."""
-        return {
-            "selection": self.selection,
-            "candidates": self.candidates,
-            "default": self.default,
-            "alias": self.alias,
-        }
-
     def min_history(self) -> int:
         """Return the fewest observations any selected family needs."""
         families = set(self.selection.values()) | ({self.default} if self.default else set())
@@ -83,7 +70,7 @@ class ChampionForecaster:
         saw gets its default (persistence for a champion saved without one).
         """
         return ChampionForecaster(
-            self.selection, self.candidates, default=self.default or "persistence", alias="champion"
+            self.selection, self.candidates, default=self.default or PERSISTENCE, alias="champion"
         )
 
     def family_of(self, uid: str) -> str:

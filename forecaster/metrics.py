@@ -25,7 +25,18 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from forecaster.types import CUTOFF, MEAN, MODEL, STEP, UID, Levels, Y, quantile_column
+from forecaster.types import (
+    CUTOFF,
+    MEAN,
+    MODEL,
+    PERSISTENCE,
+    STEP,
+    UID,
+    Levels,
+    Y,
+    quantile_column,
+    quantile_levels,
+)
 
 ArrayLike = npt.ArrayLike
 HORIZON: Final = "horizon"
@@ -158,7 +169,7 @@ def score_backtest(
         scored rows), ``pinball`` (mean over levels) and ``n_windows`` (cutoffs scored).
     """
     if levels is None:
-        levels = _levels_in(frame)
+        levels = quantile_levels(frame.columns)
     missing = {UID, CUTOFF, STEP, MODEL, MEAN, Y} - set(frame.columns)
     missing |= {quantile_column(lv) for lv in levels} - set(frame.columns)
     if missing:
@@ -240,7 +251,7 @@ class RelativeMase:
 
 
 def relative_mase(
-    scores: pd.DataFrame, champions: Mapping[str, str], reference: str = "persistence"
+    scores: pd.DataFrame, champions: Mapping[str, str], reference: str = PERSISTENCE
 ) -> RelativeMase | None:
     """Compare each series' champion with ``reference`` cell by cell on a score frame.
 
@@ -276,15 +287,3 @@ def relative_mase(
         cells=int(ok.sum()),
         left_out=int((~ok).sum()),
     )
-
-
-def _levels_in(frame: pd.DataFrame) -> list[float]:
-    """Return the quantile levels of a frame's ``q<level>`` columns, sorted."""
-    levels = []
-    for col in frame.columns:
-        if isinstance(col, str) and col.startswith("q"):
-            try:
-                levels.append(float(col[1:]))
-            except ValueError:
-                continue
-    return sorted(levels)

@@ -28,7 +28,8 @@ _PANEL_HEIGHT = 2.4
 _PANEL_WIDTH = 3.6
 MAX_WINDOWS = 4
 """Most windows (columns) a figure shows: the latest; the held-out ones by default."""
-_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+PALETTE = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+"""Line colours, one per model or policy in turn (the figures of every package)."""
 
 
 def forecast_vs_actual(
@@ -72,7 +73,7 @@ def forecast_vs_actual(
     cutoffs = sorted(pd.Timestamp(c) for c in backtest[CUTOFF].unique())[-max(1, max_windows) :]
     upper, lower = quantile_column(level), quantile_column(round(1.0 - level, 10))
     palette = {
-        str(m): _COLORS[i % len(_COLORS)] for i, m in enumerate(sorted(backtest[MODEL].unique()))
+        str(m): PALETTE[i % len(PALETTE)] for i, m in enumerate(sorted(backtest[MODEL].unique()))
     }
     fig = Figure(
         figsize=(max(6.0, _PANEL_WIDTH * len(cutoffs)), _PANEL_HEIGHT * max(1, len(chosen))),

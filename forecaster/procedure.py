@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
-from typing import Any, Self
+from typing import Self
 
 import pandas as pd
 
@@ -33,6 +33,7 @@ from forecaster.champion import FAMILY, ChampionForecaster
 from forecaster.exceptions import InsufficientHistoryError, NotFittedError
 from forecaster.fleet import fleet_backtest
 from forecaster.metrics import score_backtest
+from forecaster.models.base import Hyperparameters
 from forecaster.models.combination import with_median_rows
 from forecaster.models.guarded import (
     calibrated,
@@ -42,13 +43,10 @@ from forecaster.models.guarded import (
 )
 from forecaster.plan import COMBINATION_RULES, TrainingPlan, recent_history
 from forecaster.selection import choose_families, default_family
-from forecaster.types import CUTOFF, DEFAULT_LEVELS, DS, UID, Levels, SeriesFrame
-
-DEFAULT_FAMILY = "persistence"
-"""The family of a series the selection windows cannot be placed on (too short)."""
+from forecaster.types import CUTOFF, DEFAULT_LEVELS, DS, PERSISTENCE, UID, Levels, SeriesFrame
 
 
-class TrainedChampion:
+class TrainedChampion(Hyperparameters):
     """The champion ``foresight train`` would build from a frame, as one estimator.
 
     Args:
@@ -68,15 +66,6 @@ class TrainedChampion:
         self.candidates = candidates
         self.plan = plan
         self.alias = alias
-
-    @property
-    def model_name(self) -> str:
-        """The name written to the ``model`` column."""
-        return self.alias or self.name
-
-    def get_params(self) -> dict[str, Any]:
-        """Return the ``__init__`` arguments (for cloning)."""
-        return {"candidates": self.candidates, "plan": self.plan, "alias": self.alias}
 
     def min_history(self) -> int:
         """Return the fewest observations the cheapest candidate needs."""
@@ -121,7 +110,8 @@ class TrainedChampion:
                 max_train=plan.max_train,
             )
         except InsufficientHistoryError:
-            return DEFAULT_FAMILY
+            # Too short for the selection windows: persistence needs none.
+            return PERSISTENCE
         if not result.failures.empty:
             failures.append(result.failures)
         names = [c.model_name for c in self.candidates]
@@ -129,7 +119,7 @@ class TrainedChampion:
         result = replace(result, frame=frame)
         scores = score_backtest(result.frame, result.scales, plan.levels, plan.horizons)
         chosen = choose_families("select", scores, [uid], plan.selection_horizon)
-        return chosen.get(uid, DEFAULT_FAMILY)
+        return chosen.get(uid, PERSISTENCE)
 
     def predict(self, h: int, levels: Levels = DEFAULT_LEVELS) -> pd.DataFrame:
         """Forecast ``h`` steps with the fitted champion (``family`` names the family)."""

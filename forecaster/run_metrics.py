@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.metrics import relative_mase, score_backtest
-from forecaster.types import CUTOFF, MODEL, UID, SeriesId, quantile_column
+from forecaster.types import CUTOFF, MODEL, PERSISTENCE, UID, SeriesId, quantile_column
 
 HORIZON_COLUMN = "horizon"
 """Column of score frames holding the horizon label (``10min``, ``1h``...)."""
@@ -98,8 +98,6 @@ def describe_pools(unique_ids: Iterable[str], max_chars: int | None = None) -> s
 
 WINDOW_PREFIX = "window"
 """Prefix of the per-window series; their ``step`` is the window's index."""
-REFERENCE = "persistence"
-"""The model every champion is measured against, per window as in the gate."""
 _WINDOW_SCORES = ("mase", "pinball")
 
 
@@ -166,14 +164,17 @@ def window_metrics(
         rows = frame[steps.to_numpy(dtype=int) == window]
         scores = score_backtest(rows, scales, levels, horizons)
         chosen = scores[scores[UID].astype(str).map(selection).eq(scores[MODEL])]
-        for role, part in (("champion", chosen), (REFERENCE, scores[scores[MODEL].eq(REFERENCE)])):
+        for role, part in (
+            ("champion", chosen),
+            (PERSISTENCE, scores[scores[MODEL].eq(PERSISTENCE)]),
+        ):
             means = part.groupby(HORIZON_COLUMN, sort=False)[names].mean()
             for horizon, values in means.iterrows():
                 for name in names:
                     key = metric_key(WINDOW_PREFIX, role, f"{name}_{horizon}")
                     out.append((key, window, float(values[name])))
         for horizon, cells in scores.groupby(HORIZON_COLUMN, sort=False):
-            relative = relative_mase(cells, selection, REFERENCE)
+            relative = relative_mase(cells, selection, PERSISTENCE)
             if relative is not None:
                 key = metric_key(WINDOW_PREFIX, "mase_vs_persistence", str(horizon))
                 out.append((key, window, relative.geomean))

@@ -25,8 +25,8 @@ import pandas as pd
 from forecaster.gate import CHALLENGER, GateDecision, served_means, verdict
 from forecaster.metrics import relative_mase
 from forecaster.peak.heldout import BUFFER
-from forecaster.run_metrics import HORIZON_COLUMN, REFERENCE
-from forecaster.types import MODEL, UID, quantile_column
+from forecaster.run_metrics import HORIZON_COLUMN
+from forecaster.types import MODEL, PERSISTENCE, UID, quantile_column
 
 PREFIX = "summary"
 
@@ -115,9 +115,9 @@ def horizon_table(
     coverage = [f"coverage_{quantile_column(lv)}" for lv in upper]
     rows = []
     for label, cells in scores.groupby(HORIZON_COLUMN, sort=False):
-        relative = relative_mase(cells, selection, REFERENCE)
+        relative = relative_mase(cells, selection, PERSISTENCE)
         mine = chosen[chosen[HORIZON_COLUMN].eq(label)]
-        base = cells[cells[MODEL].eq(REFERENCE)]
+        base = cells[cells[MODEL].eq(PERSISTENCE)]
         row: dict[str, object] = {
             HORIZON_COLUMN: str(label),
             "champion_mase": float(mine["mase"].mean()),

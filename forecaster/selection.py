@@ -24,10 +24,10 @@ from forecaster.metrics import HORIZON, SCALE
 from forecaster.models.combination import MEDIAN
 from forecaster.models.guarded import GUARDED
 from forecaster.plan import COMBINATION_RULES, ChampionRule
-from forecaster.types import CUTOFF, MEAN, MODEL, STEP, UID, Y
+from forecaster.types import CUTOFF, MEAN, MODEL, PERSISTENCE, STEP, UID, Y
 
 DEFAULT_PREFERENCE: Final[tuple[str, ...]] = (
-    "persistence",
+    PERSISTENCE,
     "seasonal_naive",
     "ets",
     "mstl",
@@ -119,7 +119,7 @@ def choose_families(
 
 def default_family(rule: ChampionRule) -> str:
     """The family of a series the champion was not trained on."""
-    return {"median": MEDIAN, "guarded": GUARDED}.get(rule, "persistence")
+    return {"median": MEDIAN, "guarded": GUARDED}.get(rule, PERSISTENCE)
 
 
 class SeriesComparison(NamedTuple):

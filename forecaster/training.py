@@ -91,7 +91,7 @@ from forecaster.training_run import (
     log_training,
     nested_metrics,
 )
-from forecaster.types import UID, Progress
+from forecaster.types import PERSISTENCE, UID, Progress
 
 __all__ = [
     "Progress",
@@ -339,7 +339,7 @@ def _incumbent_rows(
         return None
     # Series the old champion never saw are served by its default, as they would be.
     prototype = incumbent.unfitted()
-    default = prototype.default or "persistence"
+    default = prototype.default or PERSISTENCE
     used = {*incumbent.selection.values(), default}
     if all(
         family in prototypes

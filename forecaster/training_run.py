@@ -18,10 +18,10 @@ from forecaster.gate import GateDecision, gate_metrics, gate_tags
 from forecaster.peak.fitting import PeakFit
 from forecaster.plan import TrainingPlan
 from forecaster.pool_review import log_pool_review
-from forecaster.run_metrics import REFERENCE, window_metrics, window_steps
+from forecaster.run_metrics import window_metrics, window_steps
 from forecaster.run_summary import summarise
 from forecaster.tracking import HORIZON_COLUMN, TrainingRun, describe_pools, summary_metrics
-from forecaster.types import DS, MODEL, UID
+from forecaster.types import DS, MODEL, PERSISTENCE, UID
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def log_review(run: TrainingRun, record: TrainingRecord, decision: GateDecision)
     run.set_description(summary.description)
 
 
-METRIC_MODELS = ("champion", REFERENCE)
+METRIC_MODELS = ("champion", PERSISTENCE)
 """Models whose score aggregates are run metrics; every family's are in
 ``scores_by_model.json``. One metric per family, metric and horizon drew a hundred
 sections of one-point charts in the MLflow UI and as many columns to choose from."""

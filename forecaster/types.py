@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final, NamedTuple
 
 import pandas as pd
@@ -20,11 +21,18 @@ STEP: Final = "step"
 
 SERIES_COLUMNS: Final = (UID, DS, Y)
 
+PERSISTENCE: Final = "persistence"
+"""The persistence family's name: the reference every model is measured against and
+the family of a series nothing else was chosen for."""
+
 
 class SeriesId(NamedTuple):
     """A series id ``<pool>/<signal>`` (e.g. ``a100-80g/queue_gpus``); ``str()`` formats it.
 
-    The pool is everything before the last ``/`` (pool names never hold one).
+    The pool is everything before the last ``/`` (pool names never hold one). The one
+    rule for an id without ``/`` (:meth:`of`, :meth:`split`): it is a pool with signal
+    ``""`` (a series named by the user, e.g. ``series-7``), so it never matches a signal
+    name such as ``demand_gpus``; :meth:`parse` rejects it.
     """
 
     pool: str
@@ -87,3 +95,32 @@ def quantile_column(level: float) -> str:
     if not 0.0 < level < 1.0:
         raise ValueError(f"quantile level must be in (0, 1), got {level}")
     return f"q{level:g}"
+
+
+def quantile_level(column: str) -> float:
+    """Return the level a ``q<level>`` column name holds: the inverse of :func:`quantile_column`.
+
+    Raises:
+        ValueError: ``column`` is not ``q`` followed by a level in (0, 1).
+    """
+    try:
+        level = float(column[1:]) if column.startswith("q") else math.nan
+    except ValueError:
+        level = math.nan
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"{column!r} is not a quantile column such as 'q0.9'")
+    return level
+
+
+def quantile_levels(columns: Iterable[object]) -> list[float]:
+    """Return the levels of the ``q<level>`` columns among ``columns``, sorted.
+
+    Every other column (``mean``, ``raw_q0.9``, ``qty``) is skipped.
+    """
+    levels = []
+    for column in columns:
+        try:
+            levels.append(quantile_level(str(column)))
+        except ValueError:
+            continue
+    return sorted(levels)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import pandas as pd
 
 from forecaster.exceptions import DataValidationError
-from forecaster.types import DS, quantile_column
+from forecaster.types import DS, quantile_column, quantile_levels
 
 if TYPE_CHECKING:
     from policy.peak import PeakForecast
@@ -243,21 +243,10 @@ class DemandForecast:
         ordered = frame.sort_values(DS)
         stamps = tuple(pd.Timestamp(ts).to_pydatetime() for ts in ordered[DS])
         levels = {
-            float(str(c)[1:]): tuple(float(v) for v in ordered[c])
-            for c in ordered.columns
-            if _is_quantile_column(str(c))
+            level: tuple(float(v) for v in ordered[quantile_column(level)])
+            for level in quantile_levels(ordered.columns)
         }
         return cls(stamps, levels, level, model_version, generated_at, step)
-
-
-def _is_quantile_column(name: str) -> bool:
-    if not name.startswith("q"):
-        return False
-    try:
-        level = float(name[1:])
-    except ValueError:
-        return False
-    return 0.0 < level < 1.0
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ and the backtest measures the coverage it actually gets.
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Self
@@ -54,7 +55,36 @@ class SeriesFit:
     """True when the training values were all >= 0, so forecasts are clipped at 0."""
 
 
-class Forecaster(ABC):
+class Hyperparameters:
+    """scikit-learn's parameter contract, shared by every estimator.
+
+    ``__init__`` stores each argument under its own name; :meth:`get_params` reads them
+    back by the signature, so a clone (``type(m)(**m.get_params())``) and the tracking
+    see exactly the arguments, never learned state, and a model pickled by an older
+    version that still carries a retired argument clones without it. ``model_name`` is
+    the ``alias`` when one is given, else the class's ``name``.
+    """
+
+    name: str = "estimator"
+    alias: str | None = None
+
+    @property
+    def model_name(self) -> str:
+        """The name written to the ``model`` column."""
+        return self.alias or self.name
+
+    def get_params(self) -> dict[str, Any]:
+        """Return the arguments given to ``__init__`` (for cloning and tracking)."""
+        signature = inspect.signature(type(self).__init__)
+        named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        return {
+            p.name: getattr(self, p.name)
+            for p in list(signature.parameters.values())[1:]
+            if p.kind in named
+        }
+
+
+class Forecaster(Hyperparameters, ABC):
     """Base class of every model: per-series fit, point forecast, conformal quantiles.
 
     Args:
@@ -101,15 +131,6 @@ class Forecaster(ABC):
         return self._fit_series(y, ds), self._calibration_residuals(y, ds)
 
     # -- public contract ------------------------------------------------------
-
-    @property
-    def model_name(self) -> str:
-        """The name written to the ``model`` column."""
-        return self.alias or self.name
-
-    def get_params(self) -> dict[str, Any]:
-        """Return the hyperparameters given to ``__init__`` (for tracking)."""
-        return {k: v for k, v in vars(self).items() if not k.endswith("_")}
 
     def fit(self, df: SeriesFrame) -> Self:
         """Fit every series of a validated long frame and return ``self``."""

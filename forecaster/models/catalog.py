@@ -19,7 +19,7 @@ DAY = pd.Timedelta(days=1)
 WEEK = pd.Timedelta(weeks=1)
 
 MODELS: dict[str, Callable[..., Forecaster]] = {
-    "persistence": Persistence,
+    Persistence.name: Persistence,
     "seasonal_naive": SeasonalNaive,
     "ets": ExponentialSmoothing,
     "mstl": MSTL,

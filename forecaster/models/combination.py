@@ -19,13 +19,25 @@ scores exactly what the estimator would forecast without fitting every family tw
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Self
+from typing import Final, Self
 
 import pandas as pd
 
 from forecaster.backtest import Estimator, clone
 from forecaster.exceptions import InsufficientHistoryError, ModelError, NotFittedError
-from forecaster.types import CUTOFF, DEFAULT_LEVELS, MEAN, MODEL, STEP, UID, Levels, SeriesFrame
+from forecaster.models.base import Hyperparameters
+from forecaster.types import (
+    CUTOFF,
+    DEFAULT_LEVELS,
+    MEAN,
+    MODEL,
+    STEP,
+    UID,
+    Levels,
+    SeriesFrame,
+    quantile_column,
+    quantile_levels,
+)
 
 MEDIAN: Final = "median"
 """The combination's model name."""
@@ -67,7 +79,8 @@ def with_median(candidates: Sequence[Estimator]) -> dict[str, Estimator]:
 
 def value_columns(frame: pd.DataFrame) -> list[str]:
     """Return the forecast columns a combination takes the median of: mean and quantiles."""
-    return [c for c in frame.columns if c == MEAN or (c.startswith("q") and c[1:2].isdigit())]
+    quantiles = {quantile_column(q) for q in quantile_levels(frame.columns)}
+    return [c for c in frame.columns if c == MEAN or c in quantiles]
 
 
 def median_of(frames: Sequence[pd.DataFrame], keys: Sequence[str]) -> pd.DataFrame:
@@ -116,7 +129,7 @@ def with_median_rows(frame: pd.DataFrame, members: Sequence[str]) -> pd.DataFram
     )
 
 
-class MedianCombination:
+class MedianCombination(Hyperparameters):
     """Forecasts the median of its members' forecasts, step by step and level by level.
 
     Each series is fitted with a fresh copy of every member; a member that cannot fit a
@@ -133,15 +146,6 @@ class MedianCombination:
     def __init__(self, members: Sequence[Estimator], alias: str | None = None) -> None:
         self.members = members
         self.alias = alias
-
-    @property
-    def model_name(self) -> str:
-        """The name written to the ``model`` column."""
-        return self.alias or self.name
-
-    def get_params(self) -> dict[str, Any]:
-        """Return the ``__init__`` arguments (for cloning and tracking)."""
-        return {"members": self.members, "alias": self.alias}
 
     def min_history(self) -> int:
         """Return the fewest observations the least demanding member needs."""

@@ -26,22 +26,29 @@ when that member's do not.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Self
+from typing import Final, Self
 
 import numpy as np
 import pandas as pd
 
 from forecaster.backtest import Estimator, clone
 from forecaster.exceptions import NotFittedError
-from forecaster.models.base import FloatArray
+from forecaster.models.base import FloatArray, Hyperparameters
 from forecaster.models.combination import MedianCombination, with_median
-from forecaster.types import CUTOFF, DEFAULT_LEVELS, MEAN, MODEL, STEP, UID, Levels, SeriesFrame
+from forecaster.types import (
+    CUTOFF,
+    DEFAULT_LEVELS,
+    MEAN,
+    MODEL,
+    PERSISTENCE,
+    STEP,
+    UID,
+    Levels,
+    SeriesFrame,
+)
 
 GUARDED: Final = "guarded"
 """The guarded choice's model name."""
-
-REFERENCE: Final = "persistence"
-"""The family that forecasts unless another one beats it."""
 
 MARGIN: Final = 0.10
 """How much lower than persistence's a family's error must be for it to forecast.
@@ -50,7 +57,7 @@ Chosen on the tune windows of ``benchmarks/forecast_accuracy.py`` (cutoffs over 
 of each series; ``docs/forecasting.md``): 0.10 and 0.15 scored alike, 0 and 0.05 let
 noise pick (worse cells), 0.2-0.3 gave most of the gains back."""
 
-MEMBERS: Final = ("persistence", "gbm", "global_gbm")
+MEMBERS: Final = (PERSISTENCE, "gbm", "global_gbm")
 """The families the guarded choice chooses among (those of them that are candidates).
 
 ETS and MSTL are left out: the recent origins that give their calibration residuals
@@ -101,7 +108,7 @@ def with_calibration_error(frame: pd.DataFrame, model: object) -> pd.DataFrame:
     return out
 
 
-class Calibrated:
+class Calibrated(Hyperparameters):
     """A family whose forecasts carry its calibration error (:data:`ERROR`).
 
     Same name, fit and forecasts as the family; for backtests whose rows the guarded
@@ -118,10 +125,6 @@ class Calibrated:
     def model_name(self) -> str:
         """The family's name."""
         return self.model.model_name
-
-    def get_params(self) -> dict[str, Any]:
-        """Return the ``__init__`` arguments (for cloning)."""
-        return {"model": self.model}
 
     def min_history(self) -> int:
         """Return the family's."""
@@ -157,7 +160,7 @@ def guarded_of(
     frames: Sequence[pd.DataFrame],
     keys: Sequence[str],
     *,
-    reference: str = REFERENCE,
+    reference: str = PERSISTENCE,
     margin: float = MARGIN,
 ) -> pd.DataFrame:
     """Return the guarded choice, step by step, among several members' forecasts.
@@ -268,10 +271,6 @@ class GuardedChoice(MedianCombination):
     ) -> None:
         super().__init__(members, alias=alias)
         self.margin = margin
-
-    def get_params(self) -> dict[str, Any]:
-        """Return the ``__init__`` arguments (for cloning and tracking)."""
-        return {"members": self.members, "margin": self.margin, "alias": self.alias}
 
     def predict(self, h: int, levels: Levels = DEFAULT_LEVELS) -> pd.DataFrame:
         """Forecast ``h`` steps: per step, the chosen member's forecast.

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.models.base import FloatArray, Forecaster, lagged_residuals
+from forecaster.types import PERSISTENCE
 
 
 class Persistence(Forecaster):
@@ -19,7 +20,7 @@ class Persistence(Forecaster):
         alias: name in forecast frames.
     """
 
-    name = "persistence"
+    name = PERSISTENCE
 
     def __init__(self, horizon: int = 36, window: int = 2016, alias: str | None = None):
         super().__init__(horizon=horizon, alias=alias)

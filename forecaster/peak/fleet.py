@@ -16,9 +16,8 @@ from datetime import timedelta
 import numpy as np
 import pandas as pd
 
-from forecaster.peak.frames import split_uid
 from forecaster.peak.types import DEFAULT_TARGETS
-from forecaster.types import DS, UID, Y
+from forecaster.types import DS, UID, SeriesId, Y
 
 
 def fleet_frame(frame: pd.DataFrame, targets: Sequence[str] = DEFAULT_TARGETS) -> pd.DataFrame:
@@ -43,7 +42,7 @@ def fleet_frame(frame: pd.DataFrame, targets: Sequence[str] = DEFAULT_TARGETS) -
         }
     )
     wanted = set(targets)
-    target = np.fromiter((split_uid(uid)[1] in wanted for uid in ids), dtype=bool, count=len(ids))
+    target = SeriesId.split(pd.Series(ids))[1].isin(wanted).to_numpy()
     out.loc[target, Y] = out.loc[target, Y].clip(lower=0.0)
     return out
 

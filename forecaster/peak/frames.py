@@ -1,10 +1,12 @@
 """From the long frame ``unique_id, ds, y`` to one input per target series.
 
-Series ids are ``<pool>/<signal>``. Every series whose signal is a target (by default
-``demand_gpus``) is forecast; the pool's other signals that have a covariate role
-(queue depth, arrivals, pending jobs, GPU utilisation) ride along, aligned on the
-target's timestamps. A pool without some covariate simply lacks those features (the
-boosted trees take missing values natively), so one model serves every pool.
+Series ids are ``<pool>/<signal>``, split by :meth:`forecaster.types.SeriesId.of` (an
+id without ``/`` is a pool with no signal, so never a target). Every series whose
+signal is a target (by default ``demand_gpus``) is forecast; the pool's other signals
+that have a covariate role (queue depth, arrivals, pending jobs, GPU utilisation) ride
+along, aligned on the target's timestamps. A pool without some covariate simply lacks
+those features (the boosted trees take missing values natively), so one model serves
+every pool.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pandas as pd
 
 from forecaster.exceptions import DataValidationError, InsufficientHistoryError
 from forecaster.peak.types import FloatArray, Role
-from forecaster.types import DS, SERIES_COLUMNS, UID, Y
+from forecaster.types import DS, SERIES_COLUMNS, UID, SeriesId, Y
 
 
 @dataclass(frozen=True)
@@ -28,12 +30,6 @@ class SeriesInput:
     ds: pd.DatetimeIndex
     y: FloatArray
     covariates: Mapping[Role, FloatArray] = field(default_factory=dict)
-
-
-def split_uid(uid: str) -> tuple[str, str]:
-    """Return ``(pool, signal)`` of a series id; an id without ``/`` has pool ``""``."""
-    pool, sep, signal = uid.rpartition("/")
-    return (pool, signal) if sep else ("", uid)
 
 
 def collect_inputs(
@@ -62,17 +58,17 @@ def collect_inputs(
         )
     groups = {str(uid): g for uid, g in frame.groupby(UID, sort=True, observed=True)}
     by_pool: dict[str, dict[str, pd.DataFrame]] = {}
+    ids = {uid: SeriesId.of(uid) for uid in groups}
     for uid, group in groups.items():
-        pool, signal = split_uid(uid)
-        by_pool.setdefault(pool, {})[signal] = group
+        by_pool.setdefault(ids[uid].pool, {})[ids[uid].signal] = group
     wanted = set(targets)
     inputs = [
-        _one_input(uid, groups[uid], by_pool[split_uid(uid)[0]], covariates)
+        _one_input(uid, groups[uid], by_pool[ids[uid].pool], covariates)
         for uid in groups
-        if split_uid(uid)[1] in wanted
+        if ids[uid].signal in wanted
     ]
     if not inputs:
-        signals = sorted({split_uid(u)[1] for u in groups})
+        signals = sorted({sid.signal for sid in ids.values()})
         raise DataValidationError(
             f"no target series: expected ids '<pool>/<signal>' with a signal in "
             f"{sorted(wanted)}, found signals {signals}. Pass targets= to name yours."

@@ -30,8 +30,10 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from forecaster.exceptions import InsufficientHistoryError, NotFittedError
+from forecaster.models.base import Hyperparameters
 from forecaster.peak.features import feature_names, series_features
 from forecaster.peak.frames import SeriesInput, collect_inputs, common_step
+from forecaster.peak.online import steps_per_day
 from forecaster.peak.target import lead_headroom
 from forecaster.peak.types import (
     DEFAULT_COVARIATES,
@@ -45,7 +47,7 @@ from forecaster.peak.types import (
 from forecaster.types import DS, UID, quantile_column
 
 
-class PeakQuantileForecaster:
+class PeakQuantileForecaster(Hyperparameters):
     """Quantiles of the demand peak over the next ``L`` steps, one model per fleet.
 
     Args:
@@ -117,10 +119,6 @@ class PeakQuantileForecaster:
         self.random_state = random_state
         self.n_threads = n_threads
 
-    def get_params(self) -> dict[str, Any]:
-        """Return the hyperparameters given to ``__init__`` (for tracking and cloning)."""
-        return {k: v for k, v in vars(self).items() if not k.endswith("_")}
-
     # -- fit ------------------------------------------------------------------------
 
     def fit(self, frame: pd.DataFrame) -> Self:
@@ -137,7 +135,7 @@ class PeakQuantileForecaster:
         leads, levels = self._checked_leads(), self._checked_levels()
         inputs = collect_inputs(frame, self.targets, self.covariates)
         step = common_step(inputs)
-        day = max(1, int(pd.Timedelta(days=1) / step))
+        day = steps_per_day(step)
         history = max(1, int(self.max_history_days * day))
         rng = np.random.default_rng(self.random_state)
         rows = [self._training_rows(item, leads, day, history) for item in inputs]

@@ -59,7 +59,7 @@ from forecaster.peak.combine import (
 from forecaster.peak.recovery import MIN_LEVEL, ReturnRule, held_level
 from forecaster.peak.reference import SEASON, seasonal_bound, seasonal_lags
 from forecaster.peak.types import LEAD, SCALE, FloatArray
-from forecaster.types import DS, UID, Y, quantile_column
+from forecaster.types import DS, UID, Y, quantile_column, quantile_levels
 
 WARMUP: Final = pd.Timedelta(days=1)
 """History before an origin's day that the online state learns on."""
@@ -287,7 +287,7 @@ def serve_frame(
         back from, which the bounds are held at or above (NaN where the rule is
         silent: :mod:`forecaster.peak.recovery`).
     """
-    levels = sorted(float(str(c)[1:]) for c in fresh.columns if _is_level(c))
+    levels = quantile_levels(fresh.columns)
     columns = [quantile_column(q) for q in levels]
     out = fresh.copy()
     for column in columns:
@@ -310,16 +310,6 @@ def serve_frame(
         out.loc[i, columns] = bounds
         out.loc[i, RETURN_LEVEL] = held_level(y, len(y) - 1, rule)
     return out
-
-
-def _is_level(column: object) -> bool:
-    name = str(column)
-    if not name.startswith("q"):
-        return False
-    try:
-        return 0.0 < float(name[1:]) < 1.0
-    except ValueError:
-        return False
 
 
 def _on(targets: pd.Series, uid: str, grid: pd.DatetimeIndex) -> FloatArray:

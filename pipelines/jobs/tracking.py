@@ -24,11 +24,10 @@ from forecaster.tracking import (
     summary_metrics,
     tracking_errors,
 )
-from forecaster.types import MODEL, UID
+from forecaster.types import MODEL, PERSISTENCE, UID
 
 SCORES_ARTIFACT = "scores.csv"
 CHAMPIONS_ARTIFACT = "champions.json"
-BASELINE_MODEL = "persistence"
 
 
 def backtest_mase(
@@ -63,9 +62,9 @@ def backtest_mase(
     mase = scores.set_index([UID, MODEL])["mase"].to_dict()
     baseline = {}
     for uid in scores[UID].astype(str).unique():
-        value = mase.get((uid, champions.get(uid, BASELINE_MODEL)), np.nan)
+        value = mase.get((uid, champions.get(uid, PERSISTENCE)), np.nan)
         if not np.isfinite(value):
-            value = mase.get((uid, BASELINE_MODEL), np.nan)
+            value = mase.get((uid, PERSISTENCE), np.nan)
         if np.isfinite(value):
             baseline[uid] = float(value)
     return baseline

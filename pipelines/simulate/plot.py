@@ -14,9 +14,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from forecaster.exceptions import DataValidationError
+from forecaster.plotting import PALETTE
 from pipelines.simulate.result import SimResult
-
-_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 
 
 def plot_runs(demand: pd.Series, runs: Mapping[str, SimResult], *, title: str = "") -> Figure:
@@ -65,7 +64,7 @@ def _capacity_panel(ax: Axes, demand: pd.Series, runs: Mapping[str, SimResult]) 
             run.frame.index,
             run.frame["capacity_gpus"].to_numpy(),
             where="post",
-            color=_COLORS[i % len(_COLORS)],
+            color=PALETTE[i % len(PALETTE)],
             linewidth=0.9,
             label=label,
         )
@@ -80,7 +79,7 @@ def _backlog_panel(ax: Axes, runs: Mapping[str, SimResult]) -> None:
             run.frame.index,
             run.frame["backlog_gpus"].to_numpy(),
             where="post",
-            color=_COLORS[i % len(_COLORS)],
+            color=PALETTE[i % len(PALETTE)],
             linewidth=0.9,
             label=name,
         )

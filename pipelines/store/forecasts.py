@@ -7,7 +7,6 @@ recommendation service reads the latest one per series.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final, TypeVarTuple
@@ -17,7 +16,16 @@ import pandas as pd
 from sqlalchemy import Select, func, select
 
 from forecaster.exceptions import DataValidationError
-from forecaster.types import DS, MEAN, MODEL, STEP, UID
+from forecaster.types import (
+    DS,
+    MEAN,
+    MODEL,
+    STEP,
+    UID,
+    quantile_column,
+    quantile_level,
+    quantile_levels,
+)
 from pipelines.store.engine import Database
 from pipelines.store.run_writes import commit_run
 from pipelines.store.schema import ForecastRow, ForecastRunRow, as_utc
@@ -27,8 +35,6 @@ GENERATED_AT: Final = "generated_at"
 BASE_COLUMNS: Final = (UID, DS, STEP, MODEL, MEAN)
 """Leading columns of a frame read back; quantile columns ``q<level>`` follow, then
 :data:`MODEL_VERSION` and :data:`GENERATED_AT`."""
-
-_QUANTILE = re.compile(r"^q(0?\.\d+|0|1)$")
 
 
 class ForecastRepository:
@@ -178,7 +184,7 @@ def _of_runs(statement: Select[*_Ts]) -> Select[*_Ts]:
 
 
 def _quantile_columns(frame: pd.DataFrame) -> list[str]:
-    return [str(c) for c in frame.columns if isinstance(c, str) and _QUANTILE.match(c)]
+    return [quantile_column(q) for q in quantile_levels(frame.columns)]
 
 
 def forecast_rows(
@@ -243,7 +249,7 @@ def _json_number(value: Any) -> float | None:
 
 
 def _rows_to_frame(rows: Sequence[ForecastRow]) -> pd.DataFrame:
-    levels = sorted({key for row in rows for key in row.quantiles}, key=lambda c: float(c[1:]))
+    levels = sorted({key for row in rows for key in row.quantiles}, key=quantile_level)
     data: dict[str, Any] = {
         UID: pd.Series([row.series_id for row in rows], dtype=object),
         DS: pd.to_datetime([row.ds for row in rows], utc=True).as_unit("ns"),

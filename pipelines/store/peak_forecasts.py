@@ -16,7 +16,6 @@ or it was not stored).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -28,7 +27,7 @@ from sqlalchemy import Select, func, select
 from forecaster.exceptions import DataValidationError
 from forecaster.peak.online import RAW_PREFIX, RETURN_LEVEL
 from forecaster.peak.types import SCALE
-from forecaster.types import DS, UID
+from forecaster.types import DS, UID, quantile_column, quantile_level, quantile_levels
 from pipelines.store.engine import Database
 from pipelines.store.run_writes import PEAK_UPDATE
 from pipelines.store.schema import PeakForecastRow, as_utc
@@ -43,8 +42,6 @@ RETURN: Final = RETURN_LEVEL
 """Column of the level the served quantiles were held at after an idle spell."""
 MODEL_VERSION: Final = "model_version"
 GENERATED_AT: Final = "generated_at"
-
-_QUANTILE = re.compile(r"^q(0?\.\d+)$")
 
 
 class PeakForecastRepository:
@@ -171,7 +168,7 @@ def peak_rows(
         )
     if step <= timedelta(0):
         raise ValueError(f"step must be positive, got {step}")
-    columns = [str(c) for c in frame.columns if _QUANTILE.match(str(c))]
+    columns = [quantile_column(q) for q in quantile_levels(frame.columns)]
     raw = [c for c in columns if f"{RAW}{c}" in frame.columns]
     values = frame[[LAST, *columns]].to_numpy(dtype=np.float64)
     raw_values = frame[[f"{RAW}{c}" for c in raw]].to_numpy(dtype=np.float64)
@@ -208,7 +205,7 @@ def peak_rows(
 
 
 def _to_frame(rows: Sequence[PeakForecastRow]) -> pd.DataFrame:
-    levels = sorted({key for row in rows for key in row.quantiles}, key=lambda c: float(c[1:]))
+    levels = sorted({key for row in rows for key in row.quantiles}, key=quantile_level)
     data: dict[str, Any] = {
         UID: pd.Series([row.series_id for row in rows], dtype=object),
         ORIGIN: pd.to_datetime([row.origin for row in rows], utc=True).as_unit("ns"),

@@ -12,7 +12,7 @@ from datetime import timedelta
 import pandas as pd
 
 from forecaster.peak.fleet import lead_steps
-from forecaster.types import quantile_column
+from forecaster.types import quantile_column, quantile_levels
 from pipelines.store.peak_forecasts import LAST, LEAD, ORIGIN, RAW, RETURN
 from policy.peak import PeakForecast
 
@@ -44,14 +44,15 @@ def stored_peak(
             f"the peak forecasts have no {column} (retrain after changing the pool's quantile)"
         )
     levels = {
-        float(str(c)[1:]): float(row[c])
-        for c in row.index
-        if str(c).startswith("q") and not pd.isna(row[c])
+        q: float(row[quantile_column(q)])
+        for q in quantile_levels(row.index)
+        if not pd.isna(row[quantile_column(q)])
     }
+    raw_columns = [str(c).removeprefix(RAW) for c in row.index if str(c).startswith(RAW)]
     raw = {
-        float(str(c)[len(RAW) + 1 :]): float(row[c])
-        for c in row.index
-        if str(c).startswith(RAW) and not pd.isna(row[c])
+        q: float(row[f"{RAW}{quantile_column(q)}"])
+        for q in quantile_levels(raw_columns)
+        if not pd.isna(row[f"{RAW}{quantile_column(q)}"])
     }
     peak = PeakForecast(
         quantiles=levels,
