@@ -188,7 +188,6 @@ def run_case(
     scale_down: ScaleDownConfig | None = None,
     prehistory: timedelta = PREHISTORY,
     aci_min_misses: float = MIN_EXPECTED_MISSES,
-    recover: bool = True,
 ) -> dict[str, Any]:
     """Replay every policy on one case at one lead time and return its figures."""
     series = on_step(series, lead)
@@ -221,7 +220,6 @@ def run_case(
             params=fleet.params,
             min_misses=aci_min_misses,
             models=peak_models,
-            recover=recover,
         )
         forecaster, fit_log = peak, peak.fit_log
     else:
@@ -263,7 +261,7 @@ def run_case(
         "replay_start": str(replay.index[0]),
         "replay_end": str(replay.index[-1]),
         "aci_min_misses": aci_min_misses if fleet is not None else None,
-        "return_level": recover if fleet is not None else None,
+        "return_level": True if fleet is not None else None,  # always held, as served
         "pool": {
             "max_nodes": pool.max_nodes,
             "gpus_per_node": GPUS_PER_NODE,
@@ -370,12 +368,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="misses a level must expect over ACI's window to be calibrated (default 5: "
         "not above 0.9826; 0 calibrates every level)",
     )
-    parser.add_argument(
-        "--no-return-level",
-        action="store_true",
-        help="do not hold Foresight's bound at the level demand had before an idle spell "
-        "it has just come back from (forecaster.peak.recovery; on by default, as served)",
-    )
     add_input_options(parser, "cases (default names such as earth_total, or series ids)")
     args = parser.parse_args(argv)
     console = Console(width=220)
@@ -453,7 +445,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                     scale_down=scale_down,
                     prehistory=prehistory,
                     aci_min_misses=args.aci_min_misses,
-                    recover=not args.no_return_level,
                 )
             )
             console.print(

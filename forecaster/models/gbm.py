@@ -9,15 +9,12 @@ anchor's predicted change is shrunk by a weight in ``[0, 1]`` chosen on a held-o
 tail of the history, where weight 0 is persistence. The same held-out forecasts give
 the calibration residuals, and the final forecast is the fold models' forecast from
 the last origin (whose features hold the latest values), so each anchor is fitted
-once. Refitting each used anchor on all the history (``refit=True``, the former
-behaviour) doubled the fits for no measured gain (see ``docs/forecasting.md``).
+once (refitting on all the history doubled the fits for no measured gain:
+``docs/forecasting.md``).
 
 The models are small on purpose (4 anchors up to 36 steps, 20 trees of 7 leaves at
 learning rate 0.3, 32 bins): a fit's cost is the number of trees times the leaves per
-tree, not the rows. Against the former 7 anchors of 60 trees of 15 leaves at 255
-bins, on the real traces (``benchmarks/forecast_accuracy.py`` protocol) the fits cost
-about 5x less and the mean MASE moved +0.3 %, -0.1 % and -1.5 % at 10 min, 1 h and
-3 h: within the noise of the choice.
+tree, not the rows (the measurement behind the sizes is in ``docs/forecasting.md``).
 """
 
 from __future__ import annotations
@@ -94,8 +91,6 @@ class GradientBoosting(Forecaster):
             needs to be used at all (otherwise that step falls back to persistence).
         max_history: only the last this many observations are used (4 weeks of 5 min).
         random_state: seed of the boosting.
-        refit: refit each anchor model the shrinkage keeps on all the history for the
-            final forecast, instead of forecasting with the fold model (2x the fits).
         n_threads: OpenMP threads per fit. 1 by default: series are fitted in parallel
             by the caller, and on small frames (~8000 rows) more threads are slower
             (measured 30x slower with the default thread count on 2 cores).
@@ -123,7 +118,6 @@ class GradientBoosting(Forecaster):
         max_history: int = 8064,
         random_state: int | None = 0,
         n_threads: int = 1,
-        refit: bool = False,
         horizon: int = 36,
         alias: str | None = None,
     ) -> None:
@@ -143,7 +137,6 @@ class GradientBoosting(Forecaster):
         self.max_history = max_history
         self.random_state = random_state
         self.n_threads = n_threads
-        self.refit = refit
 
     def min_history(self) -> int:
         """Return enough rows to train on and to hold out a tail of 2 horizons."""
@@ -232,11 +225,7 @@ class GradientBoosting(Forecaster):
             weights[j] = best_weight(pred[: len(scored)], target[scored], self.min_improvement)
             fold_changes[:, j] = weights[j] * pred
             if weights[j] > 0.0:
-                final_model = fold_model
-                if self.refit:
-                    usable = origins[origins + k < n]
-                    final_model = self._regressor().fit(x[usable], target[usable])
-                final_changes[j] = weights[j] * float(final_model.predict(x[-1:])[0])
+                final_changes[j] = weights[j] * float(fold_model.predict(x[-1:])[0])
 
         state = GBMState(last=float(y[-1]), anchors=anchors, changes=final_changes, weights=weights)
         paths = y[fold_origins, None] + interpolate_changes(anchors, fold_changes, self.horizon)

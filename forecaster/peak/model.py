@@ -70,14 +70,6 @@ class PeakQuantileForecaster(Hyperparameters):
         max_rows: at most this many training rows per lead, sampled at random.
         clip_scaled: training targets are clipped to +-this many scale units, so an
             outage (a drop of the whole level) cannot dominate what a leaf learns.
-        flat_features: add the point-mass features of ``features.FLAT_FEATURES``
-            (for pools whose demand is unchanged on most steps).
-        history_features: add the realised-headroom features of
-            ``features.history_names`` (trailing quantiles of the headroom the
-            reference bound is made of, so the trees learn a correction to it).
-            Both are off by default: on the benchmark (GPU traces, both on for every
-            fleet) the combined pinball ratio went 0.877 -> 0.850 of the reference
-            on the tune window but 0.872 -> 0.892 held-out (docs/forecasting.md).
         random_state: seed of the row sample and of the boosting.
         n_threads: OpenMP threads per fit.
     """
@@ -97,8 +89,6 @@ class PeakQuantileForecaster(Hyperparameters):
         max_history_days: float = 28.0,
         max_rows: int = 40_000,
         clip_scaled: float = 20.0,
-        flat_features: bool = False,
-        history_features: bool = False,
         random_state: int | None = 0,
         n_threads: int = 1,
     ) -> None:
@@ -114,8 +104,6 @@ class PeakQuantileForecaster(Hyperparameters):
         self.max_history_days = max_history_days
         self.max_rows = max_rows
         self.clip_scaled = clip_scaled
-        self.flat_features = flat_features
-        self.history_features = history_features
         self.random_state = random_state
         self.n_threads = n_threads
 
@@ -164,7 +152,7 @@ class PeakQuantileForecaster(Hyperparameters):
         self.step_ = step
         self.day_ = day
         self.columns_ = columns
-        names = feature_names(leads, self.flat_features, self.history_features)
+        names = feature_names(leads)
         self.feature_names_ = [names[c] for c in columns]
         self.n_train_rows_ = n_rows
         self.series_ = [item.uid for item in inputs]
@@ -173,7 +161,7 @@ class PeakQuantileForecaster(Hyperparameters):
     def _training_rows(
         self, item: SeriesInput, leads: Sequence[int], day: int, history: int
     ) -> tuple[FloatArray, FloatArray]:
-        x, s = series_features(item, leads, day, self.flat_features, self.history_features)
+        x, s = series_features(item, leads, day)
         z = np.column_stack([lead_headroom(item.y, lead) / s for lead in leads])
         z = np.clip(z, -self.clip_scaled, self.clip_scaled)  # NaN (unrealised) stays NaN
         start = max(0, len(s) - history)
@@ -224,7 +212,7 @@ class PeakQuantileForecaster(Hyperparameters):
         levels: Sequence[float],
         since: pd.Timestamp | None,
     ) -> pd.DataFrame:
-        x, s = series_features(item, leads, self.day_, self.flat_features, self.history_features)
+        x, s = series_features(item, leads, self.day_)
         x = x[:, self.columns_]
         if since is None:
             rows = np.array([len(item.y) - 1])

@@ -89,17 +89,12 @@ class OnlinePeak:
         levels: the quantile levels, increasing.
         lead: steps between an origin and the end of its peak window.
         day: steps in a day (the reference's trailing window).
-        calibrate: adapt by ACI each level it can calibrate (``calibrates``).
-        combine: mix the calibrated bound with the references and the raw bound by
-            realised loss.
         eta: combination sharpness.
         halflife: combination loss half-life, in steps.
         snap: scale units within which a mix above demand is set to demand where
             the reference is at demand.
         min_misses: misses a level must expect over ACI's window to be calibrated (0:
             every level).
-        recover: raise the bounds to the level demand had before an idle spell it
-            has just come back from (:mod:`forecaster.peak.recovery`).
     """
 
     def __init__(
@@ -108,13 +103,10 @@ class OnlinePeak:
         lead: int,
         day: int,
         *,
-        calibrate: bool = True,
-        combine: bool = True,
         eta: float = TUNED_ETA,
         halflife: float = TUNED_HALFLIFE,
         snap: float = TUNED_SNAP,
         min_misses: float = MIN_EXPECTED_MISSES,
-        recover: bool = True,
     ) -> None:
         if lead < 1 or day < 1 or snap < 0.0:
             raise ValueError(f"need lead >= 1, day >= 1 and snap >= 0; got {lead}, {day}, {snap}")
@@ -123,8 +115,6 @@ class OnlinePeak:
             raise ValueError(f"levels must be given increasing, got {list(levels)}")
         self.lead = lead
         self.day = day
-        self.calibrate = calibrate
-        self.combine = combine
         self.snap = snap
         self._aci = [AdaptiveConformal(float(q), lead) for q in self.levels]
         # Extreme levels expect too few misses in ACI's window: their raw bound serves.
@@ -135,9 +125,9 @@ class OnlinePeak:
         self._experts = [DiscountedExperts(eta, halflife, EXPERTS) for _ in self.levels]
         self._headroom: deque[float] = deque(maxlen=day)
         self._lags = seasonal_lags(day, lead)
-        self._issued: deque[tuple[int, FloatArray, FloatArray | None, FloatArray, float]] = deque()
+        self._issued: deque[tuple[int, FloatArray, FloatArray, FloatArray, float]] = deque()
         self._last: int | None = None
-        self._rule = day_rule(day) if recover else None
+        self._rule = day_rule(day)
 
     def step(self, y: FloatArray, p: int, raw: FloatArray, scale: float) -> FloatArray:
         """Learn from the origin realised at ``p``, then return ``p``'s bounds.
@@ -156,27 +146,18 @@ class OnlinePeak:
         self._last = p
         self._learn(y, p)
         level = float(y[p])
-        offsets = (
-            np.array(
-                [a.offset() if c else 0.0 for a, c in zip(self._aci, self._calibrates, strict=True)]
-            )
-            if self.calibrate
-            else None
+        offsets = np.array(
+            [a.offset() if c else 0.0 for a, c in zip(self._aci, self._calibrates, strict=True)]
         )
-        calibrated = raw + offsets * scale if offsets is not None else raw.copy()
+        calibrated = raw + offsets * scale
         reference = self._reference(level)
         seasonal = seasonal_bound(y, p, self._lags, self.lead, self.levels)
         experts = np.column_stack([calibrated, reference, raw, seasonal])
-        if self.combine:
-            bounds = np.array([mix(experts[k], e.weights()) for k, e in enumerate(self._experts)])
-            n = len(bounds)
-            bounds = snap_to_demand(
-                bounds, np.full(n, level), np.full(n, scale), reference, self.snap
-            )
-        else:
-            bounds = np.where(np.isfinite(calibrated), calibrated, reference)
+        bounds = np.array([mix(experts[k], e.weights()) for k, e in enumerate(self._experts)])
+        n = len(bounds)
+        bounds = snap_to_demand(bounds, np.full(n, level), np.full(n, scale), reference, self.snap)
         bounds = np.where(np.isfinite(bounds), bounds, level)  # nothing known: persistence
-        returning = math.nan if self._rule is None else held_level(y, p, self._rule)
+        returning = held_level(y, p, self._rule)
         if math.isfinite(returning):
             held = self.levels >= MIN_LEVEL
             bounds = np.where(held, np.maximum(bounds, returning), bounds)
@@ -190,8 +171,7 @@ class OnlinePeak:
         s, raw, offsets, experts, scale = self._issued.popleft()
         peak = float(np.max(y[s + 1 : p + 1]))
         for k, q in enumerate(self.levels):
-            if offsets is not None:
-                self._aci[k].learn((peak - raw[k]) / scale, float(offsets[k]))
+            self._aci[k].learn((peak - raw[k]) / scale, float(offsets[k]))
             losses = pinball(np.full(EXPERTS, peak), experts[k], float(q)) / scale
             self._experts[k].observe(losses)
         if math.isfinite(peak - y[s]):
@@ -251,14 +231,36 @@ def served_bounds(
             f"need a grid of 1 or more with y, raw and scale as long; got {n}, {len(y)}, "
             f"{len(raw)}, {len(scale)}"
         )
-    day = steps_per_day(step)
     start = int(ds.searchsorted(anchor(ds[-1], warmup)))
-    state = OnlinePeak(levels, lead, day)
-    bounds = np.full(len(levels), np.nan)
-    for p in range(start, n):
-        s = float(scale[p])
-        bounds = state.step(y, p, raw[p], s if math.isfinite(s) and s > 0 else 1.0)
-    return bounds
+    state = OnlinePeak(levels, lead, steps_per_day(step))
+    return issue(state, y, start, raw[start:], scale[start:])[-1]
+
+
+def issue(
+    state: OnlinePeak, y: FloatArray, start: int, raw: FloatArray, scale: FloatArray
+) -> FloatArray:
+    """Step ``state`` through the origins ``start, start + 1, ...`` and return their bounds.
+
+    The one online loop: the forecast job (:func:`served_bounds`) and the decision
+    replay (``pipelines.simulate.peak``) both run it, so they issue the same bound from
+    the same inputs.
+
+    Args:
+        state: a fresh state (or one last stepped at ``start - 1``).
+        y: the series on its grid (NaN where missing).
+        start: the first origin's position in ``y``.
+        raw: the model's raw bounds, one row per origin from ``start`` on.
+        scale: the scale per origin; one not finite or not positive (no forecast
+            there) counts as 1.
+
+    Returns:
+        The bounds, one row per origin, a column per level.
+    """
+    out = np.empty((len(raw), len(state.levels)))
+    for i, (row, s) in enumerate(zip(raw, scale, strict=True)):
+        unit = float(s) if math.isfinite(s) and s > 0 else 1.0
+        out[i] = state.step(y, start + i, row, unit)
+    return out
 
 
 def serve_frame(
@@ -289,33 +291,45 @@ def serve_frame(
     """
     levels = quantile_levels(fresh.columns)
     columns = [quantile_column(q) for q in levels]
-    out = fresh.copy()
-    for column in columns:
-        out[f"{RAW_PREFIX}{column}"] = fresh[column]
-    out[RETURN_LEVEL] = math.nan
     rule = day_rule(steps_per_day(step))
-    targets = history.set_index([UID, DS])[Y]
-    for i, row in fresh.iterrows():
-        uid, origin, lead = str(row[UID]), pd.Timestamp(row[DS]), int(row[LEAD])
-        grid = pd.date_range(anchor(origin, warmup) - SEASON, origin, freq=step)
-        y = _on(targets, uid, grid)
-        past = earlier[(earlier[UID] == uid) & (earlier[LEAD] == lead)]
-        past = past[[c for c in (DS, SCALE, *columns) if c in past.columns]]
-        past = past.drop_duplicates(DS, keep="last").set_index(DS).reindex(grid)
-        raw = past.reindex(columns=columns).to_numpy(dtype=np.float64)
-        scale = past.reindex(columns=[SCALE]).to_numpy(dtype=np.float64)[:, 0]
-        raw[-1] = row[columns].to_numpy(dtype=np.float64)
-        scale[-1] = float(row[SCALE])
-        bounds = served_bounds(grid, y, raw, scale, levels, lead, step=step, warmup=warmup)
-        out.loc[i, columns] = bounds
-        out.loc[i, RETURN_LEVEL] = held_level(y, len(y) - 1, rule)
+    # Each series' actuals and each (series, lead)'s earlier raw forecasts are looked
+    # up once for the frame; only the online recursion itself runs origin by origin.
+    actuals = _newest_by(history[[UID, DS, Y]], [UID])
+    kept = [c for c in (UID, LEAD, DS, SCALE, *columns) if c in earlier.columns]
+    raws = _newest_by(earlier[kept], [UID, LEAD])
+    made = fresh[columns].to_numpy(dtype=np.float64)
+    made_scale = fresh[SCALE].to_numpy(dtype=np.float64)
+    bounds = np.full((len(fresh), len(columns)), np.nan)
+    held = np.full(len(fresh), np.nan)
+    rows = zip(fresh[UID].astype(str), fresh[DS], fresh[LEAD].astype(int), strict=True)
+    for i, (uid, origin, lead) in enumerate(rows):
+        grid = pd.date_range(anchor(pd.Timestamp(origin), warmup) - SEASON, origin, freq=step)
+        y = _on_grid(actuals.get((uid,)), [Y], grid)[:, 0]
+        past = _on_grid(raws.get((uid, lead)), [*columns, SCALE], grid)
+        raw, scale = past[:, :-1], past[:, -1]
+        raw[-1], scale[-1] = made[i], made_scale[i]
+        bounds[i] = served_bounds(grid, y, raw, scale, levels, lead, step=step, warmup=warmup)
+        held[i] = held_level(y, len(y) - 1, rule)
+    out = fresh.copy()
+    for k, column in enumerate(columns):
+        out[f"{RAW_PREFIX}{column}"] = fresh[column]
+        out[column] = bounds[:, k]
+    out[RETURN_LEVEL] = held
     return out
 
 
-def _on(targets: pd.Series, uid: str, grid: pd.DatetimeIndex) -> FloatArray:
-    try:
-        series = targets.xs(uid, level=UID)
-    except KeyError:
-        return np.full(len(grid), np.nan)
-    series = series[~series.index.duplicated(keep="last")]
-    return series.reindex(grid).to_numpy(dtype=np.float64)
+def _newest_by(frame: pd.DataFrame, keys: list[str]) -> dict[tuple[object, ...], pd.DataFrame]:
+    """Each group's rows indexed by ``ds``, the newest row of a repeated ``ds`` kept."""
+    return {
+        tuple(
+            str(k) if key == UID else int(k) for k, key in zip(group, keys, strict=True)
+        ): rows.drop(columns=keys).drop_duplicates(DS, keep="last").set_index(DS)
+        for group, rows in frame.groupby(keys, sort=False)
+    }
+
+
+def _on_grid(rows: pd.DataFrame | None, columns: list[str], grid: pd.DatetimeIndex) -> FloatArray:
+    """``columns`` of ``rows`` on ``grid`` (NaN where a time or a column is missing)."""
+    if rows is None:
+        return np.full((len(grid), len(columns)), np.nan)
+    return rows.reindex(index=grid, columns=columns).to_numpy(dtype=np.float64)

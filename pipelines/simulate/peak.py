@@ -10,7 +10,8 @@ other pools the global model learns from, on the replay's step. Then:
   sweep, trained on the fleet's rows before ``D``; it forecasts every origin of the
   day ``[D, D + 1 day)`` from rows up to each origin (the features are trailing).
 - **Calibrate and combine** (every step), exactly as the forecast job does for what
-  serves (:class:`forecaster.peak.online.OnlinePeak`): per level, adaptive conformal
+  serves (:class:`forecaster.peak.online.OnlinePeak` stepped by the job's own loop,
+  :func:`forecaster.peak.online.issue`): per level, adaptive conformal
   inference learns from each forecast once its peak is realised, ``L`` steps later,
   and the calibrated bound is mixed with the trailing-day empirical quantile of
   realised headroom (what persistence + k sd provisions), the raw bound and the
@@ -48,7 +49,7 @@ from forecaster.exceptions import DataValidationError, InsufficientHistoryError
 from forecaster.peak import PeakQuantileForecaster
 from forecaster.peak.calibration import MIN_EXPECTED_MISSES
 from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE
-from forecaster.peak.online import WARMUP, OnlinePeak, anchor, steps_per_day
+from forecaster.peak.online import WARMUP, OnlinePeak, anchor, issue, steps_per_day
 from forecaster.peak.types import SCALE
 from forecaster.types import DS, UID, Y, quantile_column
 from pipelines.simulate.replay_forecast import PointForecast
@@ -73,8 +74,6 @@ class PeakReplayForecaster:
             the replayed demand.
         levels: the quantile levels a replay may ask for (one model per level is fitted).
         params: keyword arguments of :class:`forecaster.peak.PeakQuantileForecaster`.
-        calibrate: adapt each level online by ACI.
-        combine: mix with the trailing-day empirical quantile by realised loss.
         warmup: history before each day the online state learns on.
         eta: combination sharpness.
         halflife: combination loss half-life, in steps.
@@ -82,9 +81,6 @@ class PeakReplayForecaster:
             every level; see :func:`forecaster.peak.calibration.calibrates`).
         models: a cache of daily fits to share between forecasters of the same fleet
             (the pools of one fleet share one global model per day).
-        recover: hold the bounds at the level demand had before an idle spell it has
-            just come back from (:mod:`forecaster.peak.recovery`), as the forecast job
-            does.
     """
 
     def __init__(
@@ -94,14 +90,11 @@ class PeakReplayForecaster:
         levels: Sequence[float],
         *,
         params: Mapping[str, Any] | None = None,
-        calibrate: bool = True,
-        combine: bool = True,
         warmup: timedelta = WARMUP,
         eta: float = TUNED_ETA,
         halflife: float = TUNED_HALFLIFE,
         min_misses: float = MIN_EXPECTED_MISSES,
         models: ModelCache | None = None,
-        recover: bool = True,
     ) -> None:
         missing = [c for c in (UID, DS, Y) if c not in fleet.columns]
         if missing:
@@ -117,13 +110,10 @@ class PeakReplayForecaster:
         self.fleet = fleet
         self.target = target
         self.params = dict(params or {})
-        self.calibrate = calibrate
-        self.combine = combine
         self.warmup = pd.Timedelta(warmup)
         self.eta = eta
         self.halflife = halflife
         self.min_misses = min_misses
-        self.recover = recover
         self._ds = pd.DatetimeIndex(rows[DS])
         self._y = rows[Y].to_numpy(dtype=np.float64)
         self._step = pd.Timedelta(self._ds[1] - self._ds[0])
@@ -176,21 +166,20 @@ class PeakReplayForecaster:
                 self.levels,
                 lead,
                 self._day,
-                calibrate=self.calibrate,
-                combine=self.combine,
                 eta=self.eta,
                 halflife=self.halflife,
                 min_misses=self.min_misses,
-                recover=self.recover,
             )
             midnight = self._ds[position].floor("D")
             day_start = int(self._ds.searchsorted(midnight))
             day_end = int(self._ds.searchsorted(midnight + DAY))
-            for p in range(start, day_end):
-                raw, scale = self._raw_bounds(p, lead)
-                bounds = state.step(self._y, p, raw, scale)
-                if p >= day_start:  # the warmup's own bounds are its day's state's
-                    self._issued[(lead, p)] = bounds
+            made = [self._raw_bounds(p, lead) for p in range(start, day_end)]
+            raw = np.array([bounds for bounds, _ in made]).reshape(len(made), len(self.levels))
+            scale = np.array([unit for _, unit in made])
+            issued = issue(state, self._y, start, raw, scale)
+            # The warmup's own bounds are its day's state's: only the day's are kept.
+            for p in range(day_start, day_end):
+                self._issued[(lead, p)] = issued[p - start]
         return self._issued[key]
 
     # -- daily fits --------------------------------------------------------------------

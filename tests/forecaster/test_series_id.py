@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 
 from forecaster.exceptions import DataValidationError
+from forecaster.peak.fleet import fleet_frame
+from forecaster.peak.frames import collect_inputs
 from forecaster.types import SeriesId
 
 
@@ -43,3 +45,16 @@ def test_split_splits_a_column_as_of_does() -> None:
     assert signals.tolist() == ["q", "", "e"]
     assert pools.index.tolist() == [3, 5, 7]
     assert [len(part) for part in SeriesId.split(ids.iloc[:0])] == [0, 0]
+
+
+def test_the_peak_model_splits_ids_by_the_same_rule() -> None:
+    """A bare id is a pool with no signal: never the peak model's target, never clipped."""
+    ds = pd.date_range("2024-05-01", periods=4, freq="10min", tz="UTC")
+    frame = pd.DataFrame(
+        {"unique_id": ["demand_gpus"] * 4 + ["p/demand_gpus"] * 4, "ds": [*ds, *ds], "y": -1.0}
+    )
+    served = fleet_frame(frame)
+    assert served.loc[served["unique_id"] == "demand_gpus", "y"].eq(-1.0).all()
+    assert served.loc[served["unique_id"] == "p/demand_gpus", "y"].eq(0.0).all()
+    with pytest.raises(DataValidationError, match="no target series"):
+        collect_inputs(frame.iloc[:4], ("demand_gpus",), ())

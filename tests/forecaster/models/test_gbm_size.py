@@ -44,9 +44,8 @@ def test_default_anchor_steps(horizon: int, expected: tuple[int, ...]) -> None:
     assert GradientBoosting(horizon=horizon)._anchor_steps() == expected
 
 
-@pytest.mark.parametrize("refit", [False, True])
-def test_final_forecast_uses_the_fold_models_unless_refit(
-    make_frame: Callable[..., pd.DataFrame], monkeypatch: pytest.MonkeyPatch, refit: bool
+def test_final_forecast_uses_the_fold_models(
+    make_frame: Callable[..., pd.DataFrame], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     n, horizon = 12 * DAY, 36
     rows: list[int] = []
@@ -57,31 +56,15 @@ def test_final_forecast_uses_the_fold_models_unless_refit(
         return fit(self, x, y, *args, **kwargs)
 
     monkeypatch.setattr(HistGradientBoostingRegressor, "fit", recording_fit)
-    model = GradientBoosting(season_length=DAY, week_length=7 * DAY, horizon=horizon, refit=refit)
+    model = GradientBoosting(season_length=DAY, week_length=7 * DAY, horizon=horizon)
     model.fit(make_frame({"s": _seasonal(n, seed=4)}))
     state = model.fits_["s"].state
     assert isinstance(state, GBMState)
     assert state.anchors == (1, 3, 12, 36)
     assert (state.weights > 0.0).all()  # a clean daily cycle: every anchor is used
-    # Per anchor k: the fold model on origins before the held-out tail; with refit,
-    # then the final model on every origin whose target is known (n - k rows).
+    # Per anchor k: one fit, the fold model on origins before the held-out tail.
     fold_start = n - max(2 * horizon, int(0.2 * n))
-    per_anchor = (lambda k: (fold_start - k, n - k)) if refit else (lambda k: (fold_start - k,))
-    assert rows == [m for k in state.anchors for m in per_anchor(k)]
-
-
-def test_refit_changes_only_the_final_forecast(make_frame: Callable[..., pd.DataFrame]) -> None:
-    frame = make_frame({"s": _seasonal(12 * DAY, seed=5)})
-    fits = {}
-    for refit in (False, True):
-        model = GradientBoosting(season_length=DAY, week_length=7 * DAY, horizon=12, refit=refit)
-        fits[refit] = model.fit(frame).fits_["s"]
-    once, twice = fits[False], fits[True]
-    # Same fold models: same shrinkage and calibration residuals (so the same intervals
-    # around the point forecast); only the final models, and so the point forecast, differ.
-    np.testing.assert_array_equal(once.residuals, twice.residuals)
-    np.testing.assert_array_equal(once.state.weights, twice.state.weights)
-    assert not np.array_equal(once.state.changes, twice.state.changes)
+    assert rows == [fold_start - k for k in state.anchors]
 
 
 def test_a_history_shorter_than_a_week_still_fits() -> None:

@@ -126,21 +126,6 @@ def test_bad_input_is_named(fleet: pd.DataFrame) -> None:
         small_model().fit(mixed)
 
 
-def test_optional_features_reach_the_model(
-    fleet: pd.DataFrame, fitted: PeakQuantileForecaster
-) -> None:
-    assert not [n for n in fitted.feature_names_ if n.startswith("headroom_")]
-    model = small_model(flat_features=True, history_features=True).fit(fleet)
-    names = model.feature_names_
-    for lead in (1, 2):
-        assert f"headroom_{lead}_q0.9" in names
-        assert f"headroom_{lead}_flat" in names
-    assert "since_change" in names
-    assert len(names) == len(fitted.feature_names_) + 3 + 2 * 7
-    out = model.predict_peak(fleet)
-    assert np.isfinite(out[["q0.5", "q0.9", "q0.95"]].to_numpy()).all()
-
-
 def _idle_pool(ds: pd.Series, jobs: bool) -> pd.DataFrame:
     """A pool with no demand, or two short 8-GPU jobs: its scale sits at the floor."""
     stamps = pd.DatetimeIndex(ds.unique()).sort_values()

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from forecaster.peak import calibrate, combine_bounds, lead_peak, seasonal_reference
-from forecaster.peak.calibration import calibrates
+from forecaster.peak.calibration import MIN_EXPECTED_MISSES, calibrates
 from forecaster.peak.combine import snap_to_demand
-from forecaster.peak.online import SEASON, OnlinePeak, anchor, serve_frame, served_bounds
+from forecaster.peak.online import SEASON, OnlinePeak, anchor, issue, serve_frame, served_bounds
 from forecaster.types import DS, UID, Y
 
 STEP = pd.Timedelta(minutes=10)
@@ -213,11 +213,15 @@ def test_a_flat_pool_is_provisioned_at_demand_not_a_hair_above() -> None:
 
 def test_a_level_too_extreme_for_aci_serves_the_raw_bound() -> None:
     # A model far too low at both levels: ACI lifts q0.9, whose misses it can count,
-    # but at q0.995 the window of 288 expects under 2 misses and the raw bound serves.
+    # but at q0.995 the window of 288 expects under 2 misses and the raw bound is the
+    # calibrated expert; calibrating every level (min_misses 0) lifts that one too.
     _, y = series(days=6, seed=5)
     raw = np.stack([y + 1.0, y + 3.0], axis=1)
-    state = OnlinePeak((0.9, 0.995), LEAD, 144, combine=False)
-    served = np.array([state.step(y, p, raw[p], 1.0) for p in range(len(y))])
+    served = {}
+    for min_misses in (MIN_EXPECTED_MISSES, 0.0):
+        state = OnlinePeak((0.9, 0.995), LEAD, 144, min_misses=min_misses)
+        served[min_misses] = issue(state, y, 0, raw, np.ones(len(y)))
+    default, every = served[MIN_EXPECTED_MISSES], served[0.0]
     late = slice(3 * 144, None)
-    assert (served[late, 0] > raw[late, 0] + 1.0).mean() > 0.9
-    np.testing.assert_array_equal(served[late, 1], np.maximum(raw[late, 1], served[late, 0]))
+    np.testing.assert_array_equal(default[:, 0], every[:, 0])  # q0.9 is calibrated by both
+    assert (default[late, 1] < every[late, 1]).mean() > 0.5

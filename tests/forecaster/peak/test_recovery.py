@@ -90,10 +90,10 @@ def test_the_rule_in_steps_of_the_series() -> None:
         ReturnRule(idle=3, hold=6, before=6, evidence=0)
 
 
-def bounds_at_return(recover: bool) -> np.ndarray:
+def bounds_at_return() -> np.ndarray:
     y = np.concatenate([np.full(300, 500.0), interrupted()])
     levels = (0.1, 0.5, 0.9)
-    state = OnlinePeak(levels, 1, 144, recover=recover)
+    state = OnlinePeak(levels, 1, 144)
     raw = np.array([0.0, 5.0, 10.0])
     for p in range(len(y)):
         bounds = state.step(y, p, y[p] + raw, 1.0)
@@ -101,12 +101,11 @@ def bounds_at_return(recover: bool) -> np.ndarray:
 
 
 def test_the_served_bound_holds_the_level_from_the_median_up() -> None:
-    held = bounds_at_return(recover=True)
-    plain = bounds_at_return(recover=False)
-    assert plain[1] < 602.0
-    assert plain[2] < 602.0
-    np.testing.assert_allclose(held[1:], [602.0, max(602.0, plain[2])])
-    assert held[0] == plain[0]  # a low quantile is not raised
+    held = bounds_at_return()
+    # Demand came back at 200 with raw bounds up to 210: the median and q0.9 are
+    # raised to the 602 it had before; the low quantile is not.
+    np.testing.assert_allclose(held[1:], [602.0, 602.0])
+    assert held[0] < 602.0
 
 
 def test_the_served_frame_says_which_level_it_held() -> None:
@@ -197,18 +196,20 @@ def test_every_positions_held_level_at_once() -> None:
     assert math.isnan(held_levels(y, JUDGED)[len(y) - 3])  # but this series is not held
 
 
-def served_after(history: np.ndarray, recover: bool) -> np.ndarray:
+def served_after(history: np.ndarray) -> tuple[np.ndarray, float]:
+    """The bounds at the return after ``history``, and the level the rule holds there."""
     y = np.concatenate([np.full(300, 100.0), history, interrupted(busy=100.0, back=20.0)])
-    state = OnlinePeak((0.1, 0.5, 0.9), 1, 144, recover=recover)
+    state = OnlinePeak((0.1, 0.5, 0.9), 1, 144)
     raw = np.array([0.0, 5.0, 10.0])
     for p in range(len(y)):
         bounds = state.step(y, p, y[p] + raw, 1.0)
-    return bounds
+    return bounds, held_level(y, len(y) - 1, day_rule(144))
 
 
 def test_the_served_bound_is_held_only_where_returns_mostly_come_back() -> None:
-    flickering = returns(reached=1, missed=5)
-    np.testing.assert_array_equal(served_after(flickering, True), served_after(flickering, False))
-    whole = returns(reached=5, missed=1)
-    assert served_after(whole, True)[1] == 102.0
-    assert served_after(whole, False)[1] < 102.0
+    bounds, held = served_after(returns(reached=1, missed=5))
+    assert math.isnan(held)
+    assert bounds[1] < 102.0
+    bounds, held = served_after(returns(reached=5, missed=1))
+    assert held == 102.0
+    assert bounds[1] == 102.0

@@ -152,7 +152,7 @@ def test_a_quantile_sweep_fits_each_day_once_and_pools_share_the_fits():
 def test_without_a_fit_the_reference_or_persistence_answers():
     frame = fleet()
     late = frame[frame[DS] >= START + timedelta(days=2, hours=20)]  # too little to fit at first
-    recorder = replay(late.reset_index(drop=True), calibrate=False, combine=False)
+    recorder = replay(late.reset_index(drop=True))
     assert all(np.isfinite(b[0.9]) for b in recorder.bounds)
 
 
