@@ -25,7 +25,9 @@ reads only recorded runs, so it never serves a run's forecasts without its peaks
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import Executor, as_completed
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import pandas as pd
@@ -37,9 +39,11 @@ from forecaster.peak.fleet import fleet_frame
 from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.peak.online import anchor, serve_frame
 from forecaster.peak.types import SCALE
+from forecaster.pyfunc import SupportsPredict
 from forecaster.registry import LoadedModel, load_champion
 from forecaster.training import recent_history
 from forecaster.types import DS, UID, Levels, Progress
+from forecaster.unavailable import Unavailable
 from pipelines.config.settings import Settings
 from pipelines.config.tracking import tracking_config
 from pipelines.executors import make_executor
@@ -86,7 +90,6 @@ def run_forecast(
         history or the store is down.
     """
     started = utc_now()
-    report = progress or no_progress
     try:
         generated_at = utc_now(now)
         loaded = champion or load_champion(
@@ -102,64 +105,95 @@ def run_forecast(
             observed = newest_sample(opened, end=end)
             if skip_unchanged and (unchanged := _unchanged(opened, loaded.version, observed)):
                 return finish(JOB, started, "skipped", unchanged)
-            history = read_history(opened, settings, end=end, days=settings.max_train_days)
-            plan = training_plan(settings, history.step)
-            recent = recent_history(history.frame, plan.max_train)
-            problems = dict(history.problems)
-            groups = [(str(uid), series) for uid, series in recent.groupby(UID, sort=True)]
-            with make_executor(
-                settings.scheduler.workers, settings.scheduler.dask_address
-            ) as executor:
-                # The pools' own quantiles too: the service reads what is stored, fits nothing.
-                levels = tuple(sorted({*plan.levels, *plan.peak_levels}))
-                frames = forecast_series(loaded, groups, plan.horizon, levels, executor, report)
-                peaks = _peak_forecasts(loaded, recent, executor)
-            for uid, made in frames.items():
-                if isinstance(made, str):
-                    problems[uid] = f"not forecast: {made}"
-            kept = [made for made in frames.values() if not isinstance(made, str)]
-            frame = pd.concat(kept, ignore_index=True) if kept else None
-            served = None
-            if isinstance(peaks, str):
-                problems[PEAK_PROBLEM] = peaks
-            elif peaks is not None:
-                served = _served(opened, peaks, recent, history.step)
-            # One transaction: the service never reads this run's rows without its peaks.
-            stored = opened.forecast_runs.commit(
-                frame,
-                served,
-                model_version=loaded.version,
-                generated_at=generated_at,
-                step=history.step.to_pytimedelta(),
-                observed_until=observed,
+            run = _forecast_and_store(
+                settings, opened, loaded, end, progress or no_progress, generated_at, observed
             )
-            rows, peak_rows = stored.rows, stored.peak_rows
     except ForesightError as exc:
         return finish(JOB, started, "failed", str(exc))
-    done_series = 0 if frame is None else int(frame[UID].nunique())
+    return _finished(started, loaded, run, generated_at)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What one run stored, and what it could not make."""
+
+    rows: int
+    peak_rows: int
+    series: int
+    horizon: int
+    problems: dict[str, str]
+
+
+def _forecast_and_store(
+    settings: Settings,
+    store: Store,
+    loaded: LoadedModel,
+    end: datetime,
+    report: Progress,
+    generated_at: datetime,
+    observed: datetime | None,
+) -> _Run:
+    """Read the history, forecast every series and the peaks, commit them as one run."""
+    history = read_history(store, settings, end=end, days=settings.max_train_days)
+    plan = training_plan(settings, history.step)
+    recent = recent_history(history.frame, plan.max_train)
+    problems = dict(history.problems)
+    groups = [(str(uid), series) for uid, series in recent.groupby(UID, sort=True)]
+    with make_executor(settings.scheduler.workers, settings.scheduler.dask_address) as executor:
+        # The pools' own quantiles too: the service reads what is stored, fits nothing.
+        levels = tuple(sorted({*plan.levels, *plan.peak_levels}))
+        frames = forecast_series(loaded, groups, plan.horizon, levels, executor, report)
+        peaks = _peak_forecasts(loaded, recent, executor)
+    for uid, made in frames.items():
+        if isinstance(made, Unavailable):
+            problems[uid] = f"not forecast: {made}"
+    kept = [made for made in frames.values() if not isinstance(made, Unavailable)]
+    frame = pd.concat(kept, ignore_index=True) if kept else None
+    served = None
+    if isinstance(peaks, Unavailable):
+        problems[PEAK_PROBLEM] = str(peaks)
+    elif peaks is not None:
+        served = _served(store, peaks, recent, history.step)
+    # One transaction: the service never reads this run's rows without its peaks.
+    stored = store.forecast_runs.commit(
+        frame,
+        served,
+        model_version=loaded.version,
+        generated_at=generated_at,
+        step=history.step.to_pytimedelta(),
+        observed_until=observed,
+    )
+    series = 0 if frame is None else int(frame[UID].nunique())
+    return _Run(stored.rows, stored.peak_rows, series, plan.horizon, problems)
+
+
+def _finished(
+    started: datetime, loaded: LoadedModel, run: _Run, generated_at: datetime
+) -> JobReport:
+    """The run's report: what was saved, with which version, and what was not."""
     peak_note = (
-        f" and {peak_rows:,} peak rows"
-        if peak_rows
+        f" and {run.peak_rows:,} peak rows"
+        if run.peak_rows
         else " (no peak model in this version)"
         if loaded.peak is None
         else " (no peak rows)"
     )
     summary = (
-        f"saved {rows:,} forecast rows for {done_series} series{peak_note} with champion "
+        f"saved {run.rows:,} forecast rows for {run.series} series{peak_note} with champion "
         f"version {loaded.version} ({loaded.source})"
     )
     details = {
         "version": loaded.version,
         "source": loaded.source,
         "fallback_reason": loaded.reason,
-        "rows": rows,
-        "peak_rows": peak_rows,
-        "series": done_series,
+        "rows": run.rows,
+        "peak_rows": run.peak_rows,
+        "series": run.series,
         "generated_at": generated_at.isoformat(),
-        "horizon": plan.horizon,
+        "horizon": run.horizon,
     }
-    outcome = outcome_of(problems, done_series)
-    return finish(JOB, started, outcome, summary, problems=problems, details=details)
+    outcome = outcome_of(run.problems, run.series)
+    return finish(JOB, started, outcome, summary, problems=run.problems, details=details)
 
 
 def _unchanged(store: Store, version: str, observed: datetime | None) -> str:
@@ -181,7 +215,7 @@ def forecast_series(
     levels: Levels,
     executor: Executor | None,
     report: Progress = no_progress,
-) -> dict[str, pd.DataFrame | str]:
+) -> dict[str, pd.DataFrame | Unavailable]:
     """Forecast each series: its frame, or why it could not be forecast.
 
     The one place forecasts are made: this job stores them for the service, and
@@ -189,21 +223,13 @@ def forecast_series(
     recent history (``groups``: ``(series id, its frame)``) through ``executor`` (the
     training's: a process pool or Dask; None runs here), sending only its unfitted
     choices; a model that cannot be refitted forecasts in this process what it was
-    trained on. ``report`` is told ``("forecast", series done, series total)``. The
-    answer is keyed in the order of ``groups``.
+    trained on, once for the whole fleet. ``report`` is told ``("forecast", series
+    done, series total)``. The answer is keyed in the order of ``groups``.
     """
     model = loaded.model
-    out: dict[str, pd.DataFrame | str] = {}
+    out: dict[str, pd.DataFrame | Unavailable] = {}
     if not isinstance(model, ChampionForecaster):
-        for done, (uid, series) in enumerate(groups, start=1):
-            # Not refittable (a foreign pyfunc): it forecasts what it was trained on.
-            try:
-                frame = model.predict(horizon, levels)
-                out[uid] = frame[frame[UID].isin(series[UID].unique())]
-            except ForesightError as exc:
-                out[uid] = str(exc)
-            report("forecast", done, len(groups))
-        return out
+        return _trained_forecasts(model, groups, horizon, levels, report)
     # A joint family (global_gbm) learns its fleet once, from every series, before the
     # per-series refits: fitted alone, each series would be a fleet of one.
     if not groups:
@@ -224,25 +250,56 @@ def forecast_series(
     return {uid: out[uid] for uid, _ in groups}  # in the series' order, however they finished
 
 
+def _trained_forecasts(
+    model: SupportsPredict,
+    groups: list[tuple[str, pd.DataFrame]],
+    horizon: int,
+    levels: Levels,
+    report: Progress,
+) -> dict[str, pd.DataFrame | Unavailable]:
+    """A model that cannot be refitted (a foreign pyfunc): what it was trained on.
+
+    It predicts the whole fleet once; each series gets its own rows, or the failure.
+    """
+    try:
+        frame: pd.DataFrame | Unavailable = model.predict(horizon, levels)
+    except ForesightError as exc:
+        frame = Unavailable.of(exc)
+    parts = {} if isinstance(frame, Unavailable) else dict(_by_series(frame))
+    out: dict[str, pd.DataFrame | Unavailable] = {}
+    for done, (uid, _) in enumerate(groups, start=1):
+        if isinstance(frame, Unavailable):
+            out[uid] = frame
+        else:
+            out[uid] = parts.get(uid, frame.iloc[:0])
+        report("forecast", done, len(groups))
+    return out
+
+
+def _by_series(frame: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
+    for uid, rows in frame.groupby(UID, sort=False):
+        yield str(uid), rows
+
+
 def _refit_predict(
     prototype: ChampionForecaster, series: pd.DataFrame, horizon: int, levels: Levels
-) -> pd.DataFrame | str:
-    """Refit the champion's choice on one series and forecast; the error when it fails.
+) -> pd.DataFrame | Unavailable:
+    """Refit the champion's choice on one series and forecast; why not when it fails.
 
-    Module level, and the error returned rather than raised, so executors can run it.
+    Module level, and the failure returned rather than raised, so executors can run it.
     """
     try:
         return prototype.unfitted().fit(series).predict(horizon, levels)
     except ForesightError as exc:
-        return str(exc)
+        return Unavailable.of(exc)
 
 
 def _peak_forecasts(
     loaded: LoadedModel, history: pd.DataFrame, executor: Executor | None
-) -> pd.DataFrame | str | None:
+) -> pd.DataFrame | Unavailable | None:
     """The peak quantiles of every demand series at its newest observation.
 
-    None when the version has no peak model; the error, in words, when it fails.
+    None when the version has no peak model; why not when it fails.
     """
     if loaded.peak is None:
         return None
@@ -270,9 +327,11 @@ def _served(
     return serve_frame(fresh, history, earlier, step)
 
 
-def _predict_peak(model: PeakQuantileForecaster, history: pd.DataFrame) -> pd.DataFrame | str:
-    """Module level, and the error returned rather than raised, so executors can run it."""
+def _predict_peak(
+    model: PeakQuantileForecaster, history: pd.DataFrame
+) -> pd.DataFrame | Unavailable:
+    """Module level, and the failure returned rather than raised, so executors can run it."""
     try:
         return model.predict_peak(fleet_frame(history, model.targets))
     except (ForesightError, ValueError) as exc:
-        return f"the peak forecast failed: {exc}"
+        return Unavailable.of(exc, "the peak forecast failed: ")
