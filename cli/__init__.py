@@ -313,6 +313,7 @@ def forecast_command(
     from forecaster.registry import load_champion
     from forecaster.training import recent_history
     from forecaster.types import UID
+    from forecaster.unavailable import Unavailable
     from pipelines.config.tracking import tracking_config
     from pipelines.dataset import load_dataset
     from pipelines.executors import make_executor
@@ -339,10 +340,10 @@ def forecast_command(
             made = forecast_series(
                 loaded, groups, steps or plan.horizon, plan.levels, executor, report
             )
-        failed = {uid: why for uid, why in made.items() if isinstance(why, str)}
+        failed = {uid: why for uid, why in made.items() if isinstance(why, Unavailable)}
         for uid, why in failed.items():
             console.print(f"[yellow]{uid} not forecast:[/] {why}")
-        kept = [frame for frame in made.values() if not isinstance(frame, str)]
+        kept = [frame for frame in made.values() if not isinstance(frame, Unavailable)]
         if not kept:
             raise DataValidationError(
                 f"none of the {len(groups)} series could be forecast (above); check the data "
