@@ -1,8 +1,9 @@
 """Online combination of quantile forecasts, weighted by their realised pinball loss.
 
-Per series, lead and quantile ``tau`` the bounds of ``k`` experts (served: the
-calibrated model, the reference, i.e. the trailing-day empirical quantile of
-headroom, persistence + k sd, and the model's raw bound) are mixed convexly,
+Per series, lead and quantile ``tau`` the bounds of ``k`` experts are mixed convexly
+(served: the four of :data:`forecaster.peak.online.EXPERTS`, i.e. the calibrated
+model, the reference, i.e. the trailing-day empirical quantile of headroom,
+persistence + k sd, the model's raw bound and the time-of-day reference),
 
     bound_t = sum_i w_it * expert_it,
     w_it = exp(-eta * L_it) / sum_j exp(-eta * L_jt),

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Final
 
 import numpy as np
@@ -65,8 +65,7 @@ WARMUP: Final = pd.Timedelta(days=1)
 """History before an origin's day that the online state learns on."""
 EXPERTS: Final = 4
 """Experts mixed per level: the calibrated model, the reference, the raw model and the
-time-of-day reference (on the benchmark's tune window, GPU traces, adding the last
-took the combined pinball ratio from 0.877 to 0.860 of the reference)."""
+time-of-day reference (what the last one gained: ``docs/forecasting.md``)."""
 RAW_PREFIX: Final = "raw_"
 """Prefix of a served frame's columns of the model's own quantiles (``raw_q0.9``)."""
 RETURN_LEVEL: Final = "return_level"
@@ -233,7 +232,7 @@ def served_bounds(
         )
     start = int(ds.searchsorted(anchor(ds[-1], warmup)))
     state = OnlinePeak(levels, lead, steps_per_day(step))
-    return issue(state, y, start, raw[start:], scale[start:])[-1]
+    return np.asarray(issue(state, y, start, raw[start:], scale[start:])[-1], dtype=np.float64)
 
 
 def issue(
@@ -318,14 +317,19 @@ def serve_frame(
     return out
 
 
-def _newest_by(frame: pd.DataFrame, keys: list[str]) -> dict[tuple[object, ...], pd.DataFrame]:
-    """Each group's rows indexed by ``ds``, the newest row of a repeated ``ds`` kept."""
-    return {
-        tuple(
-            str(k) if key == UID else int(k) for k, key in zip(group, keys, strict=True)
-        ): rows.drop(columns=keys).drop_duplicates(DS, keep="last").set_index(DS)
-        for group, rows in frame.groupby(keys, sort=False)
-    }
+def _newest_by(frame: pd.DataFrame, keys: list[str]) -> dict[tuple[Hashable, ...], pd.DataFrame]:
+    """Each group's rows indexed by ``ds``, the newest row of a repeated ``ds`` kept.
+
+    Keyed by ``(unique_id,)`` or ``(unique_id, lead)``: ids as str, leads as int.
+    """
+    frame = frame.assign(**{UID: frame[UID].astype(str)})
+    if LEAD in keys:
+        frame = frame.assign(**{LEAD: frame[LEAD].astype(int)})
+    out: dict[tuple[Hashable, ...], pd.DataFrame] = {}
+    for group, rows in frame.groupby(keys, sort=False):
+        key = group if isinstance(group, tuple) else (group,)
+        out[key] = rows.drop(columns=keys).drop_duplicates(DS, keep="last").set_index(DS)
+    return out
 
 
 def _on_grid(rows: pd.DataFrame | None, columns: list[str], grid: pd.DatetimeIndex) -> FloatArray:
