@@ -209,7 +209,13 @@ def promotion_gate(
             challenger_score=None,
             champion_score=None,
         )
-    per_series = _per_series(joined, metric, scales)
+    return _verdict(_per_series(joined, metric, scales), metric, min_improvement)
+
+
+def _verdict(
+    per_series: dict[str, SeriesComparison], metric: GateMetric, min_improvement: float
+) -> PromotionDecision:
+    """Compare the mean scores over the series where both are defined, with the margin."""
     finite = {u: c for u, c in per_series.items() if np.isfinite(c.challenger + c.champion)}
     if not finite:
         return PromotionDecision(

@@ -63,6 +63,30 @@ def validate_series(
     step = to_step(freq) if freq is not None else None
     _check_columns(df)
 
+    frame, raw, frame_notes = _parsed(df, on_error)
+    pieces, notes, steps, problems = _clean_each(
+        frame,
+        raw,
+        step=step,
+        max_gap_steps=max_gap_steps,
+        min_length=min_length,
+        nonnegative=nonnegative,
+    )
+    if problems and (on_error == "raise" or not pieces):
+        raise _aggregate_error(problems, offer_drop=on_error == "raise")
+    report = CleaningReport(
+        notes=notes,
+        frame_notes=tuple(frame_notes),
+        dropped={uid: problem.message for uid, problem in problems.items()},
+        steps=steps,
+    )
+    # Groups come sorted by unique_id and each piece is sorted by ds.
+    out = pd.concat(pieces, ignore_index=True)
+    return out, report
+
+
+def _parsed(df: pd.DataFrame, on_error: OnError) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The frame's ids, parsed timestamps and values; the raw rows; notes on the frame."""
     frame_notes: list[str] = []
     extra = [str(c) for c in df.columns if c not in SERIES_COLUMNS]
     if extra:
@@ -74,8 +98,24 @@ def validate_series(
     frame = pd.DataFrame({UID: raw[UID].astype(str)})
     frame[DS], ds_notes = parse_timestamps(raw[DS])
     frame[Y] = parse_values(raw[Y])
-    frame_notes += ds_notes
+    return frame, raw, frame_notes + ds_notes
 
+
+def _clean_each(
+    frame: pd.DataFrame,
+    raw: pd.DataFrame,
+    *,
+    step: pd.Timedelta | None,
+    max_gap_steps: int,
+    min_length: int,
+    nonnegative: bool | Collection[str],
+) -> tuple[
+    list[pd.DataFrame],
+    dict[str, tuple[str, ...]],
+    dict[str, pd.Timedelta],
+    dict[str, SeriesProblem],
+]:
+    """Clean every series: the clean pieces, notes and steps, and each bad series' problem."""
     problems: dict[str, SeriesProblem] = {}
     notes: dict[str, tuple[str, ...]] = {}
     steps: dict[str, pd.Timedelta] = {}
@@ -101,18 +141,7 @@ def validate_series(
         pieces.append(clean)
         notes[uid] = tuple(series_notes)
         steps[uid] = series_step_
-
-    if problems and (on_error == "raise" or not pieces):
-        raise _aggregate_error(problems, offer_drop=on_error == "raise")
-    report = CleaningReport(
-        notes=notes,
-        frame_notes=tuple(frame_notes),
-        dropped={uid: problem.message for uid, problem in problems.items()},
-        steps=steps,
-    )
-    # Groups come sorted by unique_id and each piece is sorted by ds.
-    out = pd.concat(pieces, ignore_index=True)
-    return out, report
+    return pieces, notes, steps, problems
 
 
 def series_step(df: SeriesFrame, uid: str) -> pd.Timedelta:
