@@ -3,9 +3,10 @@
 Ingestion (the routes call these): :func:`decode_export_request` for ``POST /v1/traces``
 (OTLP/HTTP protobuf or JSON; answer with :func:`export_response`) and
 :func:`decode_span_list` for ``POST /signals/spans``; both return :class:`Span` records
-for :meth:`SpanWindow.add`. :meth:`SpanWindow.stats` gives :class:`ServiceStats` per
-service, and :func:`analyse` turns them, with the pools' SLOs, into one
-``LatencyAdjustment`` per pool and a :class:`ServiceReport` per service.
+for :meth:`ChainWindow.add <api.callchain.incremental.ChainWindow.add>`, whose
+``stats`` gives :class:`ServiceStats` per service, and :func:`analyse` turns them,
+with the pools' SLOs, into one ``LatencyAdjustment`` per pool and a
+:class:`ServiceReport` per service.
 """
 
 from api.callchain.baseline import Baseline, BaselineState, is_ready, update_baselines
@@ -45,7 +46,7 @@ from api.callchain.types import (
     SpanStatus,
     UnsupportedMediaTypeError,
 )
-from api.callchain.window import AddResult, SpanWindow
+from api.callchain.window import AddResult
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
@@ -66,7 +67,6 @@ __all__ = [
     "SpanIn",
     "SpanKind",
     "SpanStatus",
-    "SpanWindow",
     "ThresholdSource",
     "UnsupportedMediaTypeError",
     "Verdict",

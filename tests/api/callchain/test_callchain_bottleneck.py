@@ -15,11 +15,11 @@ from api.callchain import (
     LatencyAnalysis,
     ServiceStats,
     Span,
-    SpanWindow,
     analyse,
     service_pools,
     update_baselines,
 )
+from api.callchain.incremental import ChainWindow
 from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolConfig, ServiceConfig
 from policy import LatencyAdjustment
@@ -340,7 +340,7 @@ def test_from_spans_to_adjustment_blames_the_slow_leaf() -> None:
             Span(f"t{i}", "r", "g", "ranker", "rank", t0 + 5 * ms, t0 + (15 + slow + 5) * ms),
             Span(f"t{i}", "e", "r", "embedder", "embed", t0 + 10 * ms, t0 + (10 + slow) * ms),
         ]
-    window = SpanWindow()
+    window = ChainWindow(settle=timedelta(0))
     window.add(spans, NOW)
 
     result = analyse(

@@ -1,14 +1,13 @@
-"""Per-service statistics on hand-built traces, and the sliding window that feeds them."""
+"""Per-service statistics on hand-built traces."""
 
 from __future__ import annotations
 
-import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 
-from api.callchain import Span, SpanStatus, SpanWindow, percentile, service_stats
+from api.callchain import Span, SpanStatus, percentile, service_stats
 from api.callchain.stats import union_ns
 
 T0_NS = 1_714_564_800_000_000_000
@@ -118,95 +117,3 @@ def test_percentiles_over_calls_match_numpy() -> None:
 def test_union_of_intervals() -> None:
     assert union_ns([(0, 10), (5, 15), (20, 30), (21, 22)]) == 25
     assert union_ns([]) == 0
-
-
-def test_window_expires_spans_by_arrival_time() -> None:
-    window = SpanWindow(max_age=timedelta(minutes=5))
-    window.add([sp("old", "a", None, "svc", 0, 10)], NOW)
-    window.add([sp("new", "a", None, "svc", 0, 30)], NOW + timedelta(minutes=3))
-
-    stats = window.stats(NOW + timedelta(minutes=5, seconds=1))
-
-    assert stats["svc"].call_count == 1
-    assert stats["svc"].p95_ms == 30.0
-    assert window.stats(NOW + timedelta(minutes=9)) == {}
-
-
-def test_window_keeps_at_most_max_spans_newest_first() -> None:
-    window = SpanWindow(max_spans=5)
-
-    result = window.add([sp(f"t{i}", "a", None, "svc", 0, i + 1) for i in range(8)], NOW)
-
-    assert (result.added, result.evicted, len(window)) == (8, 3, 5)
-    assert [s.trace_id for s in window.spans(NOW)] == ["t3", "t4", "t5", "t6", "t7"]
-
-
-def test_a_resent_span_replaces_its_earlier_copy() -> None:
-    window = SpanWindow()
-    window.add(chain(), NOW)
-    window.add(chain()[:2], NOW + timedelta(seconds=1))
-
-    assert len(window) == len(chain())
-    assert window.stats(NOW + timedelta(seconds=1))["gateway"].span_count == 2
-
-
-def test_stats_are_cached_until_the_window_changes() -> None:
-    window = SpanWindow()
-    window.add(chain(), NOW)
-
-    first = window.stats(NOW)
-    assert window.stats(NOW + timedelta(seconds=1)) is first
-    window.add([sp("u", "x", None, "gateway", 0, 5)], NOW + timedelta(seconds=2))
-    second = window.stats(NOW + timedelta(seconds=2))
-    assert second is not first
-    assert second["gateway"].call_count == 2
-
-
-def test_window_rejects_a_naive_clock_and_bad_bounds() -> None:
-    with pytest.raises(ValueError, match="timezone-aware"):
-        SpanWindow().add([], datetime(2024, 5, 1))
-    with pytest.raises(ValueError, match="max_spans"):
-        SpanWindow(max_spans=0)
-    with pytest.raises(ValueError, match="max_age"):
-        SpanWindow(max_age=timedelta(0))
-
-
-def test_concurrent_writers_and_readers_lose_nothing() -> None:
-    window = SpanWindow(max_spans=100_000)
-    errors: list[BaseException] = []
-
-    def writer(worker: int) -> None:
-        for batch in range(20):
-            spans = [
-                sp(f"w{worker}b{batch}i{i}", "s", None, f"svc{worker % 3}", 0, 1) for i in range(50)
-            ]
-            window.add(spans, NOW)
-
-    def reader() -> None:
-        try:
-            for _ in range(50):
-                window.stats(NOW)
-        except BaseException as exc:  # surfaced by the assertion below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
-    threads.append(threading.Thread(target=reader))
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-    assert errors == []
-    assert len(window) == 6 * 20 * 50
-    assert sum(s.span_count for s in window.stats(NOW).values()) == 6 * 20 * 50
-
-
-def test_a_reader_may_accept_slightly_stale_stats() -> None:
-    window = SpanWindow()
-    window.add(chain(), NOW)
-    first = window.stats(NOW)
-    window.add([sp("u", "x", None, "gateway", 0, 5)], NOW + timedelta(seconds=1))
-
-    assert window.stats(NOW + timedelta(seconds=2), max_staleness=timedelta(seconds=5)) is first
-    fresh = window.stats(NOW + timedelta(seconds=6), max_staleness=timedelta(seconds=5))
-    assert fresh["gateway"].call_count == 2
