@@ -3,8 +3,9 @@
 (Seasonal naive is left out of the median of the full set: see :data:`LEFT_OUT`.)
 
 Picking one family per series on a handful of selection windows fails when a lucky
-streak picks a fragile family: seasonal naive won four of five selection windows on
-a Helios VC and was then 8-9x worse than persistence held out. The median of the
+streak picks a fragile family (seasonal naive on the Helios VCs: won most selection
+windows, then many times worse than persistence held out; ``docs/forecasting.md``).
+The median of the
 families' forecasts, step by step, needs no selection and no weights: as long as
 most families stay near the level (persistence, ETS and the gradient boosting do
 wherever the level persists), one family far off moves the median only to the next
@@ -45,15 +46,13 @@ MEDIAN: Final = "median"
 LEFT_OUT: Final = frozenset({"seasonal_naive"})
 """Candidate families the median leaves out while at least 3 others remain.
 
-Seasonal naive repeats the value a day back, with no anchor to the current level. On
-the tune windows of ``benchmarks/forecast_accuracy.py`` (50-75 % of each series) it
-dragged the median of the six families to 4.6x persistence's MASE on a Helios VC
-queue (the median of ETS, MSTL and it, all far off). Without it, the full set's median
-has five members of which three are anchored to the last value (persistence, and the
-two gradient boostings, which predict a change shrunk toward 0 on held-out tails): the
-median of five values lies between the least and the greatest of any three of them,
-so the median can never leave the range of the anchored members. Tune subset: mean
-MASE 0.981x persistence, worst cell 1.04x, against 1.13x and 2.78x with it."""
+Seasonal naive repeats the value a day back, with no anchor to the current level: with
+ETS and MSTL it can drag the median far off together (measured in
+``docs/forecasting.md``, "The median of the families"). Without it, the full set's
+median has five members of which three are anchored to the last value (persistence,
+and the two gradient boostings, which predict a change shrunk toward 0 on held-out
+tails): the median of five values lies between the least and the greatest of any three
+of them, so the median can never leave the range of the anchored members."""
 
 
 def median_members(names: Sequence[str]) -> list[str]:

@@ -111,15 +111,9 @@ def calibrates(level: float, window: int = WINDOW, min_misses: float = MIN_EXPEC
     0.9826 for the default 288 scores, i.e. 0.99, 0.995, 0.999) that quantile is one of
     the window's two or three largest scores, so the offset jumps with every burst that
     enters or leaves the window and widens the bound more than it calibrates it. Such
-    levels serve the model's raw bound as their calibrated one. Chosen on tune windows:
-    on the peak benchmark's (``benchmarks/results/peak_quantile_tail_tune*.json``,
-    levels 0.98-0.999, combined pinball ratio to the trailing-day reference, this rule
-    / ACI at every level: GPU traces 0.797 / 0.799; Earth total 0.932 / 0.936, Earth
-    VCs 0.819 / 0.820, LoRA 0.616 / 0.628, openb 0.752 / 0.753), and on a decision
-    replay of days 23-31 of May, after the decision benchmark's days (10 min, Earth
-    total and 4 VCs, best gap minus persistence + k sd's at cost <= 1.02 / 1.05 / 1.10 x
-    oracle, mean over cases and budgets: 0.232 with ACI at every level, 0.242 with this
-    rule, 0.238 with ACI only up to 0.97).
+    levels serve the model's raw bound as their calibrated one. Chosen on the tune
+    windows of the peak benchmark and of a decision replay (the figures:
+    ``docs/forecasting.md``, "Online calibration: adaptive conformal inference").
     ``min_misses = 0`` calibrates every level.
     """
     return (1.0 - level) * window >= min_misses

@@ -102,11 +102,8 @@ def mix(bounds: FloatArray, weights: FloatArray) -> float:
 TUNED_SNAP = 1.0
 """Scale units within which a mixed bound above demand is set to demand where the
 trailing-day reference is at or below demand (see :func:`snap_to_demand`). Chosen on the tune
-window of ``benchmarks/peak_quantile.py``, combined mean pinball ratio of the GPU
-traces: 0.7461 without; gated by the reference, 0.7460 / 0.7460 / 0.7458 / 0.7460 at
-0.3 / 0.5 / 1 / 2 units; ungated, 0.7455 / 0.7452 / 0.7451 at 0.2 / 0.3 / 0.5 units,
-but then NAB's ``ec2_cpu_utilization`` at 10 min q0.9, a series without an atom,
-covered 0.854 instead of 0.9 or more."""
+window of ``benchmarks/peak_quantile.py``; the gated and ungated variants' scores are in
+``docs/forecasting.md``."""
 
 
 def snap_to_demand(

@@ -1,11 +1,10 @@
 """Demand coming back after an idle spell: expect the level it had before.
 
 A training pool whose demand drops to zero and comes back has mostly been interrupted,
-not emptied: jobs are resubmitted or restarted from their checkpoints. On the Helios
-Earth virtual clusters, outside the days the decision benchmark scores (May 1-7 and
-22-31), 48 returns after at least 30 minutes at zero: in 34 (71 %) demand reached
-its maximum of the hour before the idle spell within the hour after the return (88 %
-its median). A model of the lead-time peak cannot learn this from the few returns
+not emptied: jobs are resubmitted or restarted from their checkpoints (on the Helios
+Earth virtual clusters most returns reached the level of the hour before the idle
+spell within the hour after: ``docs/forecasting.md``, "Demand back from an idle
+spell"). A model of the lead-time peak cannot learn this from the few returns
 its history holds, and at the return its features say "a jump from zero", which it
 has seldom seen; its bound then follows demand up one lead at a time while the work
 queues.
@@ -21,10 +20,9 @@ quantiles. Only the series' own past is read.
 That premise is checked on each series' own past (:func:`comes_back`): where, in the
 week before an origin, the series came back from idle at least :data:`MIN_RETURNS`
 times and fewer than half of those returns reached their level within the hold, the
-rule does not hold the bound (:func:`held_level`). On the Alibaba LoRA inference trace,
-whose demand drops to zero on quiet nights and flickers back with the arrivals, 15 of
-the 36 returns of its first week (42 %) reached their level within the hour; the
-Helios Earth cases see 0-3 returns a week, too few to judge, and keep the rule.
+rule does not hold the bound (:func:`held_level`): on the Alibaba LoRA inference
+trace demand drops to zero on quiet nights and flickers back with the arrivals, and
+fewer than half of its returns reach their level (the counts are in the docs).
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ from forecaster.peak.types import FloatArray
 IDLE: Final = pd.Timedelta(minutes=30)
 """The shortest spell at zero that counts as idle (shorter ones are gaps between jobs)."""
 HOLD: Final = pd.Timedelta(hours=1)
-"""How long after the return the level is held (the window the 71 % above was measured on)."""
+"""How long after the return the level is held (the window the returns were measured on)."""
 BEFORE: Final = pd.Timedelta(hours=1)
 """The window before the idle spell whose maximum is the level expected back."""
 MIN_LEVEL: Final = 0.5

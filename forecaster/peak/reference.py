@@ -8,10 +8,9 @@ origin ``t``, the quantile of the realised headroom ``max(y[s+1 .. s+L]) - y[s]`
 the origins ``s`` within an hour of ``t``'s time of day over the last week (and the
 last hour), realised by ``t``: about 100 values at 10-minute steps.
 
-It is an expert of the served combination (:mod:`forecaster.peak.online`): on the
-peak benchmark's tune window (GPU traces) it scored 0.920 of the trailing-day
-reference's pinball loss alone, and adding it to the mix took the combined ratio from
-0.877 to 0.860.
+It is an expert of the served combination (:mod:`forecaster.peak.online`); what it
+scores alone and adds to the mix is in ``docs/forecasting.md`` ("Online combination
+with the references").
 """
 
 from __future__ import annotations
