@@ -51,7 +51,7 @@ from forecaster.peak.calibration import MIN_EXPECTED_MISSES
 from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE
 from forecaster.peak.online import WARMUP, OnlinePeak, anchor, issue, steps_per_day
 from forecaster.peak.types import SCALE
-from forecaster.types import DS, UID, Y, quantile_column
+from forecaster.types import DS, UID, SeriesId, Y, quantile_column
 from pipelines.simulate.replay_forecast import PointForecast
 from pipelines.simulate.types import FloatArray, History
 
@@ -206,8 +206,8 @@ class PeakReplayForecaster:
         if model is None:
             return np.empty((0, len(self.levels))), np.empty(0)
         frame = self.fleet
-        pool = self.target.rpartition("/")[0]
-        upto = frame[(frame[DS] < cutoff + DAY) & (frame[UID].str.rpartition("/")[0] == pool)]
+        pool = SeriesId.of(self.target).pool
+        upto = frame[(frame[DS] < cutoff + DAY) & (SeriesId.split(frame[UID])[0] == pool)]
         pred = model.predict_peak(upto, since=cutoff)
         pred = pred[pred[UID] == self.target].sort_values(DS)
         expected = self._ds[(self._ds >= cutoff) & (self._ds < cutoff + DAY)]
