@@ -2,8 +2,9 @@
 
 A job that carries on past a failed part (one series of a fleet, the peak forecast of
 a run) keeps the part's :class:`Unavailable` beside the parts it made, so callers
-branch on ``isinstance(x, Unavailable)`` and its :data:`Reason`, never on the words.
-The API may return the same value for what it cannot serve.
+branch on ``isinstance(x, Unavailable)`` and its :data:`Cause`, never on the words.
+The fields are those of ``api.unavailable.Unavailable`` (``cause``, ``detail``), so
+the two can become one.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Literal
 
 from forecaster.exceptions import DataValidationError, InsufficientHistoryError
 
-Reason = Literal["insufficient_history", "invalid_data", "failed"]
+Cause = Literal["insufficient_history", "invalid_data", "failed"]
 """Too little history; data that breaks the contract; anything else that went wrong."""
 
 
@@ -21,20 +22,20 @@ Reason = Literal["insufficient_history", "invalid_data", "failed"]
 class Unavailable:
     """A part that could not be made, and why; ``str()`` is the ``detail``."""
 
-    reason: Reason
+    cause: Cause
     detail: str
 
     @classmethod
     def of(cls, error: Exception, prefix: str = "") -> Unavailable:
-        """The reason an error names, its message (after ``prefix``) as the detail."""
-        reason: Reason = (
+        """The cause an error names, its message (after ``prefix``) as the detail."""
+        cause: Cause = (
             "insufficient_history"
             if isinstance(error, InsufficientHistoryError)
             else "invalid_data"
             if isinstance(error, DataValidationError)
             else "failed"
         )
-        return cls(reason, f"{prefix}{error}")
+        return cls(cause, f"{prefix}{error}")
 
     def __str__(self) -> str:
         return self.detail

@@ -57,7 +57,7 @@ def test_a_foreign_model_predicts_the_fleet_once_and_each_series_gets_its_rows()
     assert seen == [(1, 3), (2, 3), (3, 3)]
 
 
-def test_a_failed_prediction_is_every_series_typed_reason() -> None:
+def test_a_failed_prediction_is_every_series_typed_cause() -> None:
     model = Foreign(ModelError("the pyfunc broke"))
     made = forecast_series(LoadedModel(model, "1", "registry"), groups(["a", "b"]), 4, (0.9,), None)
     assert model.calls == 1
@@ -66,7 +66,7 @@ def test_a_failed_prediction_is_every_series_typed_reason() -> None:
 
 
 @pytest.mark.parametrize(
-    ("error", "reason"),
+    ("error", "cause"),
     [
         (InsufficientHistoryError("short"), "insufficient_history"),
         (DataValidationError("bad"), "invalid_data"),
@@ -74,7 +74,7 @@ def test_a_failed_prediction_is_every_series_typed_reason() -> None:
         (ValueError("odd"), "failed"),
     ],
 )
-def test_the_reason_is_the_error_kind(error: Exception, reason: str) -> None:
+def test_the_cause_is_the_error_kind(error: Exception, cause: str) -> None:
     made = Unavailable.of(error, "the peak forecast failed: ")
-    assert made.reason == reason
+    assert made.cause == cause
     assert made.detail == f"the peak forecast failed: {error}"
