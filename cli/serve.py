@@ -120,7 +120,12 @@ def serve_command(
 
         mode: ClockMode = "replay" if clock == "replay" else "system"
         ui_address = local_ui_address(settings, mlflow_ui_host, mlflow_ui_port)
-        application = create_app(settings, clock=mode, mlflow_ui=ui_address)
+        application = create_app(
+            settings,
+            clock=mode,
+            mlflow_ui=ui_address,
+            refresh_seconds=settings.service.refresh_seconds,
+        )
         with ExitStack() as stack:
             ui = (
                 _runs_view(

@@ -110,6 +110,13 @@ class ServiceSettings(_Section):
         description="seconds between a replica's checks of which version @champion names; "
         "a promotion reaches every replica within about this plus the model's load time",
     )
+    refresh_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="seconds between the API's background refreshes, which pick up samples "
+        "and forecast runs other processes stored and recompute recommendations about to "
+        "expire",
+    )
     max_sample_future_seconds: float = Field(
         default=300.0,
         ge=0,

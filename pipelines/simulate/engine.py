@@ -106,11 +106,13 @@ def demand_index(
     return index, inferred
 
 
-class _Seen:
+class Observations:
     """Observation buffers, written one step at a time.
 
     What a policy holds (read-only views, their base included) therefore never
-    contains a value from after its step: future slots are still NaN or -1.
+    contains a value from after its step: future slots are still NaN or -1. The
+    closed-loop twin's replay (:mod:`pipelines.twin.offline`) builds its histories
+    with it too, so its policy sees what this engine's does.
     """
 
     def __init__(self, pool: SimPool, index: pd.DatetimeIndex) -> None:
@@ -257,7 +259,7 @@ def simulate(
     served: FloatArray = np.zeros(n)
     backlog: FloatArray = np.zeros(n)
 
-    seen = _Seen(sim, index)
+    seen = Observations(sim, index)
     work = WorkQueue(n)
     fleet = NodeFleet(_start_nodes(policy, sim, float(values[0]), initial_nodes), sim.lead_steps)
     policy.reset()

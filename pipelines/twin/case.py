@@ -34,6 +34,8 @@ from pipelines.twin.loop import ForecastRun
 
 SIGNALS: Final = ("allocated_gpus", "queue_gpus", "nodes")
 """The pool signals the cluster reports and the twin pushes."""
+REFRESH_SECONDS: Final = 0.25
+"""The service's background refresh in a twin deployment (``service.refresh_seconds``)."""
 _FAR: Final = 10**6  # minutes: the scheduler's timed jobs never fire during a run
 
 
@@ -168,6 +170,9 @@ def _write_config(workdir: Path) -> Path:
         "pools_file": str(workdir / "pools.yaml"),
         # No committed sample to seed from: the store holds the case's history only.
         "sample_dir": str(workdir / "no-sample"),
+        # The twin waits for the service to serve each step's run: a short refresh makes
+        # that wait short (nothing else in the service depends on the wall clock here).
+        "service": {"refresh_seconds": REFRESH_SECONDS},
         "scheduler": {
             "workers": 1,
             "ingest_every_minutes": _FAR,

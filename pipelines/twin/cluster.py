@@ -90,6 +90,28 @@ class Published:
     headroom_pods: int
 
 
+class Unneeded:
+    """cluster-autoscaler's scale-down timers of one node group.
+
+    One timer per surplus ready node, oldest first: a node needed again loses its
+    timer (the longest-unneeded keep theirs), and a node unneeded for ``steps`` steps
+    is due for removal.
+    """
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+        self._since: list[int] = []
+
+    def due(self, t: int, surplus: int) -> int:
+        """Record ``surplus`` unneeded ready nodes at ``t``; return how many go now."""
+        since = self._since
+        del since[surplus:]
+        since.extend([t] * (surplus - len(since)))
+        due = sum(1 for s in since if t - s >= self.steps)
+        del since[:due]
+        return due
+
+
 class SimCluster:
     """One simulated node pool over ``steps`` steps (see the module docstring).
 
@@ -120,7 +142,7 @@ class SimCluster:
         self.fleet = NodeFleet(
             clamp(initial_nodes, pool.min_nodes, pool.max_nodes), pool.lead_steps
         )
-        self._unneeded_since: list[int] = []  # one entry per unneeded ready node, oldest first
+        self._unneeded = Unneeded(self.unneeded_steps)
         self._work = WorkQueue(n)
         self._wanted = 0.0
         self._columns = {name: np.zeros(n) for name in FRAME_COLUMNS}
@@ -154,6 +176,11 @@ class SimCluster:
     def removed(self) -> int:
         """Nodes removed so far."""
         return self.fleet.removed
+
+    @property
+    def backlog(self) -> float:
+        """GPU-steps of work carried, waiting to run."""
+        return self._work.size
 
     def begin(self, t: int) -> None:
         """Make the nodes due at ``t`` ready."""
@@ -203,14 +230,7 @@ class SimCluster:
             self.fleet.resize(t, needed)
         # Booting nodes are capacity CA waits for, never cancelled: only ready ones go.
         surplus = max(0, min(self.ready, held - needed))
-        since = self._unneeded_since
-        # A node needed again loses its timer; the longest-unneeded keep theirs.
-        del since[surplus:]
-        since.extend([t] * (surplus - len(since)))
-        due = sum(1 for s in since if t - s >= self.unneeded_steps)
-        if due:
-            del since[:due]
-            self.fleet.remove_ready(due)
+        self.fleet.remove_ready(self._unneeded.due(t, surplus))
 
     # -- figures ----------------------------------------------------------------------
 

@@ -4,11 +4,11 @@
 at every step, its stabilisation state carried from step to step) fed the forecast
 runs the twin's forecast job stored, read from the store as the service reads them
 (the run made at the step, its per-horizon rows and its peak over the pool's lead).
-Replayed by :func:`pipelines.simulate.simulate` on the twin's demand, it is what the
-offline replay decides for the live loop's own forecasts. The twin and this replay
-then differ only by the live loop: samples pushed over HTTP, the store, the service's
-clock, its cached forecasts and persisted stabilisation state, a kill and restart,
-and (under ``autoscaler`` semantics) cluster-autoscaler's consumer.
+Replayed on the twin's demand and on the twin's own cluster model, with the same
+consumer semantics (:func:`.offline.replay_on_cluster`), it is what the offline
+replay decides for the live loop's own forecasts. The twin and this replay then
+differ only by the live loop: samples pushed over HTTP, the store, the service's
+clock, its cached forecasts and persisted stabilisation state, a kill and restart.
 
 :func:`compare` returns the headline figures of both with their relative difference.
 """
@@ -28,6 +28,7 @@ from pipelines.simulate.types import History
 from pipelines.store import Store
 from pipelines.store.peak_forecasts import GENERATED_AT
 from pipelines.store.stored_peak import stored_peak
+from pipelines.twin.cluster import Published
 from policy import decide
 from policy.types import (
     NO_LATENCY,
@@ -87,6 +88,10 @@ class StoredRunPolicy:
 
     def decide(self, history: History) -> int:
         """Return what :func:`policy.decide` recommends from the step's stored run."""
+        return self.publish(history).desired_nodes
+
+    def publish(self, history: History) -> Published:
+        """The step's recommendation as a consumer acts on it: nodes and placeholder pods."""
         now = history.now.to_pydatetime()
         step = history.pool.step
         forecast = self._forecast(history.now, step)
@@ -106,7 +111,7 @@ class StoredRunPolicy:
         self.decisions[history.now] = made.desired_nodes
         stages = made.explanation.stages
         self.stages[history.now] = {k: v for k, v in vars(stages).items() if isinstance(v, int)}
-        return made.desired_nodes
+        return Published(made.desired_nodes, made.headroom_pods)
 
     def _forecast(self, ts: pd.Timestamp, step: timedelta) -> DemandForecast | None:
         version = self.versions.get(ts)

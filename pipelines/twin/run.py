@@ -4,7 +4,8 @@
 ``foresight serve`` on it, drives it in lock-step (:func:`.loop.run_twin`), optionally
 killing it with SIGKILL after given steps and starting it again on the same store,
 stops it, and replays the case offline with the forecast runs the twin stored
-(:class:`.compare.StoredRunPolicy`).
+(:class:`.compare.StoredRunPolicy`) on the same cluster model and semantics
+(:func:`.offline.replay_on_cluster`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.simulate import simulate
 from pipelines.simulate.result import SimResult
 from pipelines.store import Store, open_store
 from pipelines.twin.case import JobForecaster, TwinCase, copy_deployment, prepare
 from pipelines.twin.cluster import Semantics
 from pipelines.twin.compare import StoredRunPolicy, agreement, compare
 from pipelines.twin.loop import Progress, TwinRun, run_twin
+from pipelines.twin.offline import replay_on_cluster
 from pipelines.twin.service import ServeProcess, ServiceClient, twin_environment, wait_until
 from policy.types import StabilisationState
 
@@ -36,7 +37,8 @@ class CaseReport:
         case: the case.
         semantics: the cluster's consumer semantics.
         twin: the twin's run.
-        replay: the offline replay with the twin's stored forecast runs.
+        replay: the offline replay with the twin's stored forecast runs, on the same
+            cluster model and semantics.
         replay_desired: the replay's desired nodes per step.
         replay_stages: the replay's decision stages per step.
     """
@@ -146,7 +148,13 @@ def run_case(
             client.close()
         versions = {s.ts: s.forecast_version for s in run.steps if s.forecast_version}
         policy = StoredRunPolicy(case.pool, store, versions, initial)
-        replay = simulate(case.demand, case.pool, policy, initial_nodes=case.initial_nodes)
+        replay = replay_on_cluster(
+            case.demand,
+            case.pool,
+            policy,
+            initial_nodes=case.initial_nodes,
+            semantics=semantics,
+        )
     desired = pd.Series(policy.decisions)
     return CaseReport(case, semantics, run, replay, desired, policy.stages)
 
