@@ -17,6 +17,11 @@ replay assumes (``replay``: the 3 % comparison) and as cluster-autoscaler with
 placeholder pods (``autoscaler``: boot delay, 10-min unneeded time; the realistic
 figure). A case without its data is skipped with a message.
 
+A third case, run on its own (``--multi-pool STEPS``): the sample's ``a100-train`` work
+on two node groups, on-demand and spot, under ``autoscaler``; pending pods grow the
+group the priority expander picks from the ConfigMap the service serves
+(``pipelines.twin.multipool``), written to ``live_loop_multipool.json``.
+
 Run: ``python benchmarks/live_loop.py [--quick] [--jobs 2]``. Prints a table per run
 (twin vs replay: waiting GPU-hours, node-hours, scale events, relative difference),
 a progress line per simulated hour, and writes ``benchmarks/results/live_loop.json``
@@ -32,6 +37,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from datetime import timedelta
 from pathlib import Path
@@ -39,6 +45,7 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
+from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -55,11 +62,13 @@ from pipelines.simulate.peak import PeakReplayForecaster  # noqa: E402
 from pipelines.twin.case import TwinCase, sample_case, trace_case  # noqa: E402
 from pipelines.twin.cluster import Semantics  # noqa: E402
 from pipelines.twin.compare import FIGURES  # noqa: E402
+from pipelines.twin.multipool import run_group_case, sample_group_case  # noqa: E402
 from pipelines.twin.report import comparison_table, hourly_progress, plot_nodes  # noqa: E402
 from pipelines.twin.run import run_case  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "live_loop.json"
 FIGURE = ROOT / "benchmarks" / "results" / "live_loop.png"
+MULTI_RESULTS = ROOT / "benchmarks" / "results" / "live_loop_multipool.json"
 HISTORY = timedelta(days=7)
 EARTH_STEPS = 2 * 144  # 2 days of 10-min steps
 SAMPLE_STEPS = 12 * 12  # 12 hours of 5-min steps
@@ -70,8 +79,11 @@ SEMANTICS: tuple[Semantics, ...] = ("replay", "autoscaler")
 def cases(quick: bool, console: Console) -> dict[str, TwinCase]:
     """The cases whose data is here (a missing shared folder skips Earth, saying so)."""
     found: dict[str, TwinCase] = {}
-    shared = shared_data_dir()
     earth_steps, sample_steps = (36, 24) if quick else (EARTH_STEPS, SAMPLE_STEPS)
+    # The sample's runs are the shorter: they start first, so they finish first.
+    sample = load_settings().sample_dir
+    found["sample"] = sample_case(sample, SAMPLE_POOL, HISTORY, sample_steps)
+    shared = shared_data_dir()
     if shared is None:
         console.print("[yellow]skipping Earth total:[/] ../shared/data not found")
     else:
@@ -79,8 +91,6 @@ def cases(quick: bool, console: Console) -> dict[str, TwinCase]:
             found["earth_total"] = trace_case(shared, HISTORY, earth_steps)
         except SourceError as exc:
             console.print(f"[yellow]skipping Earth total:[/] {exc}")
-    sample = load_settings().sample_dir
-    found["sample"] = sample_case(sample, SAMPLE_POOL, HISTORY, sample_steps)
     return found
 
 
@@ -159,16 +169,71 @@ def plot_case(
     return plot_nodes(path, title, case.demand, case.pool.gpus_per_node, frames)
 
 
+def multi_pool(steps: int, console: Console) -> dict[str, Any]:
+    """The sample's work on an on-demand and a spot group, the expander choosing (autoscaler)."""
+    case = sample_group_case(load_settings().sample_dir, HISTORY, steps)
+    workdir = Path(tempfile.mkdtemp(prefix="foresight-live-loop-groups-"))
+    console.print(f"multi-pool twin: {case.name}, {steps} steps, deployment in {workdir}")
+    began = time.monotonic()
+    result, log = run_group_case(case, workdir / "groups")
+    table = Table(title=f"{case.name}: the expander choosing between two groups, {steps} steps")
+    for column in ("group", "price/node-h", "node-hours", "cost", "scale-ups", "expander nodes"):
+        table.add_column(column, justify="right")
+    for pool in case.pools:
+        g = result.groups[pool.name]
+        table.add_row(
+            pool.name,
+            f"{pool.cost_per_node_hour:.2f}",
+            f"{g['node_hours']:,.1f}",
+            f"{g['cost']:,.0f}",
+            f"{g['scale_ups']:.0f}",
+            f"{g['expander_nodes']:.0f}",
+        )
+    console.print(table)
+    console.print(f"waiting GPU-hours {result.waiting_gpu_hours:,.2f}; cost {result.cost:,.0f}")
+    return {
+        "case": case.name,
+        "semantics": "autoscaler",
+        "steps": steps,
+        "start": str(case.demand.index[0]),
+        "end": str(case.demand.index[-1]),
+        "pools": {
+            p.name: {
+                "node_group_id": p.node_group_id,
+                "cost_per_node_hour": p.cost_per_node_hour,
+                "max_nodes": p.max_nodes,
+                "initial_nodes": case.initial_nodes[p.name],
+            }
+            for p in case.pools
+        },
+        "result": result.summary(),
+        "preferred_steps": dict(Counter(str(s.preferred) for s in log)),
+        "wall_seconds": time.monotonic() - began,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every case under both semantics; print, write JSON and the plots."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="36 Earth and 24 sample steps")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (processes)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="the JSON written")
+    parser.add_argument(
+        "--multi-pool",
+        type=int,
+        metavar="STEPS",
+        help="run only the two-group case (the priority expander) for STEPS sample steps, "
+        f"writing {MULTI_RESULTS.relative_to(ROOT)}",
+    )
     args = parser.parse_args(argv)
     # The runs' MLflow downloads would each draw a progress bar into the log.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     console = Console()
+    if args.multi_pool is not None:
+        data = multi_pool(args.multi_pool, console)
+        MULTI_RESULTS.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        console.print(f"wrote {MULTI_RESULTS}")
+        return 0
     found = cases(args.quick, console)
     workdir = Path(tempfile.mkdtemp(prefix="foresight-live-loop-"))
     console.print(f"deployments under {workdir}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -75,7 +76,7 @@ def _window(index: pd.DatetimeIndex, history: timedelta, steps: int) -> pd.Datet
     return kept
 
 
-def _long(pool: str, wide: pd.DataFrame) -> pd.DataFrame:
+def long_signals(pool: str, wide: pd.DataFrame) -> pd.DataFrame:
     parts = [
         pd.DataFrame({UID: f"{pool}/{signal}", DS: wide.index, Y: wide[signal].to_numpy()})
         for signal in SIGNALS
@@ -107,7 +108,7 @@ def sample_case(sample_dir: Path, pool: str, history: timedelta, steps: int) -> 
     return TwinCase(
         name=f"sample_{pool}",
         pool=pools[pool],
-        history=_long(pool, before),
+        history=long_signals(pool, before),
         demand=demand.rename(f"{pool}/demand_gpus"),
         initial_nodes=int(wide["nodes"].loc[window[0]]),
     )
@@ -157,7 +158,7 @@ def trace_case(
     return TwinCase(
         name="earth_total",
         pool=pool,
-        history=_long(name, wide[wide.index < window[0]]),
+        history=long_signals(name, wide[wide.index < window[0]]),
         demand=demand.rename(f"{name}/demand_gpus"),
         initial_nodes=math.ceil(float(demand.iloc[0]) / gpus_per_node),
     )
@@ -196,18 +197,30 @@ def prepare(case: TwinCase, workdir: Path) -> tuple[Path, Settings]:
     Raises:
         DataValidationError: the champion could not be trained on the history.
     """
+    return deploy([case.pool], case.history, case.step, workdir)
+
+
+def deploy(
+    pools: Sequence[PoolConfig], history: pd.DataFrame, step: timedelta, workdir: Path
+) -> tuple[Path, Settings]:
+    """Lay out a deployment of ``pools`` in ``workdir``: pools file, settings, history
+    (long frame of the pools' signals) and a champion trained on it.
+
+    Raises:
+        DataValidationError: the champion could not be trained on the history.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "pools.yaml").write_text(
-        yaml.safe_dump({"pools": [case.pool.model_dump(mode="json")]}, sort_keys=False),
+        yaml.safe_dump({"pools": [p.model_dump(mode="json") for p in pools]}, sort_keys=False),
         encoding="utf-8",
     )
     config_file = _write_config(workdir)
     settings = load_settings(config_file)
 
     with open_store(settings.store_url) as opened:
-        opened.samples.upsert_with_demand(case.history)
-        end = pd.Timestamp(case.history[DS].max()).to_pydatetime()
-        trained = run_train(settings, store=opened, now=end + case.step, fast=True)
+        opened.samples.upsert_with_demand(history)
+        end = pd.Timestamp(history[DS].max()).to_pydatetime()
+        trained = run_train(settings, store=opened, now=end + step, fast=True)
     if trained.outcome not in ("ok", "partial"):
         raise DataValidationError(f"training the twin's champion failed: {trained.summary}")
     return config_file, settings

@@ -1,0 +1,41 @@
+"""The twin with two pools the same work runs on: the served ConfigMap picks the group.
+
+The committed sample's ``a100-train`` work on an on-demand group (its history) and a
+cheaper spot group (none), 8 five-minute steps with the work raised 60 % from the
+third step so that pods go pending: each pending pod's node goes to the group the
+priority-expander ConfigMap served at that step prefers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from pipelines.twin.multipool import run_group_case, sample_group_case
+
+pytestmark = pytest.mark.integration
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
+STEPS = 8
+
+
+@pytest.mark.timeout(600)
+def test_pending_pods_grow_the_group_the_served_configmap_prefers(tmp_path: Path) -> None:
+    case = sample_group_case(SAMPLE, timedelta(days=7), STEPS)
+    surge = case.demand.copy()
+    surge.iloc[2:] *= 1.6
+    case = dataclasses.replace(case, demand=surge)
+    result, steps = run_group_case(case, tmp_path / "groups")
+    assert [s.ts for s in steps] == list(case.demand.index)
+    preferred = {s.ts: s.preferred for s in steps}
+    assert all(preferred.values())
+    assert result.choices, "the surge left no pod pending: nothing for the expander to pick"
+    for ts, group, _ in result.choices:
+        assert group == preferred[ts]
+    grown = {group for _, group, _ in result.choices}
+    for pool in case.pools:
+        added = result.groups[pool.name]["expander_nodes"]
+        assert (added > 0) == (pool.node_group_id in grown)
