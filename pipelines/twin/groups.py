@@ -43,13 +43,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipelines.policy.bounds import clamp
-from pipelines.policy.need import ceil_nodes
 from pipelines.simulate.engine import NodeFleet
 from pipelines.simulate.types import SimPool
 from pipelines.simulate.workqueue import WorkQueue
 from pipelines.twin.cluster import UNNEEDED_TIME, Published, Reading, Semantics, Unneeded
 from pipelines.twin.expander import Priorities, choose
+from policy.bounds import clamp
+from policy.need import ceil_nodes
 
 
 @dataclass(frozen=True)
