@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Literal, Protocol
+from typing import Protocol
 
 from api.consumers.k8s import Manifest
 from api.consumers.kube_writer import (
@@ -25,12 +25,14 @@ from api.consumers.kube_writer import (
 from api.consumers.priority_live import READ_TIMEOUT_S
 from forecaster.exceptions import ConfigError
 from pipelines.config.settings import Settings
+from pipelines.jobs.publish import PublishMode
 
 logger = logging.getLogger(__name__)
 
 
-Mode = Literal["apply", "dry_run"]
-"""``apply``: objects written; ``dry_run``: nothing persisted in the cluster."""
+Mode = PublishMode
+"""``apply``: objects written; ``dry_run``: nothing persisted in the cluster (one
+definition, the publish job's)."""
 
 
 class ClusterWriter(Protocol):

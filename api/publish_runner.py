@@ -48,9 +48,8 @@ def running_service_publisher(
     """Return ``publish_once`` bound to ``service`` (its recommendations and its clock)."""
 
     def publish(
-        settings: Settings, store: Store, *, apply: bool, now: datetime | None = None
+        settings: Settings, store: Store, *, mode: Mode, now: datetime | None = None
     ) -> PublishOutcome:
-        mode: Mode = "apply" if apply else "dry_run"
         return publish_once(
             settings, store, mode=mode, now=now, kube=kube, http=http, service=service
         )

@@ -17,7 +17,7 @@ from rich.text import Text
 from cli.support import ConfigOption, cli_errors, cli_settings, console
 from forecaster.exceptions import ConfigError
 from pipelines.config.settings import Settings
-from pipelines.jobs.publish import Publisher, publishing_runner
+from pipelines.jobs.publish import Publisher, PublishMode, publishing_runner
 from pipelines.scheduler import default_plan, job_statuses, start_scheduler
 from pipelines.scheduler.clocked import clocked_runner
 from pipelines.scheduler.dispatch import default_runner
@@ -96,17 +96,15 @@ def scheduler_command(
         console.print("Scheduler stopped.")
 
 
-def _publisher(mode: ClockMode) -> Publisher:
-    """Publish with a recommendation service of its own per run, on the ``mode`` clock."""
+def _publisher(clock: ClockMode) -> Publisher:
+    """Publish with a recommendation service of its own per run, on the ``clock`` clock."""
     from api.publishing import publish_once, publishing_service
 
     def publish(
-        settings: Settings, store: Store, *, apply: bool, now: datetime | None = None
+        settings: Settings, store: Store, *, mode: PublishMode, now: datetime | None = None
     ) -> object:
-        service = publishing_service(settings, store, clock=mode)
-        return publish_once(
-            settings, store, mode="apply" if apply else "dry_run", now=now, service=service
-        )
+        service = publishing_service(settings, store, clock=clock)
+        return publish_once(settings, store, mode=mode, now=now, service=service)
 
     return publish
 

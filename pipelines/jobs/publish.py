@@ -6,7 +6,7 @@ which wires the parts together, hands it in through :func:`publishing_runner`
 (``foresight scheduler`` the plain one, ``foresight serve`` one bound to the running
 service). This job only supplies the store and the clock and turns the outcome into
 a report. Whether it writes to a cluster follows ``service.forecast_only`` unless
-``apply`` says otherwise.
+``mode`` says otherwise.
 
 A publication degrades per object, and so does the report: each object's result is
 in ``details["objects"]`` (``written``, ``unchanged``, ``skipped``...), the ones
@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from forecaster.exceptions import ForesightError
 from pipelines.config.settings import Settings
@@ -34,14 +34,17 @@ if TYPE_CHECKING:
 JOB = "publish"
 _MAX_TEXT = 300
 
+PublishMode = Literal["apply", "dry_run"]
+"""``apply`` writes to the cluster and sends webhooks; ``dry_run`` only plans."""
+
 
 class Publisher(Protocol):
     """Publishes the recommendation set once (``api.publishing.publish_once``, or bound)."""
 
     def __call__(
-        self, settings: Settings, store: Store, *, apply: bool, now: datetime | None
+        self, settings: Settings, store: Store, *, mode: PublishMode, now: datetime | None
     ) -> object:
-        """Publish; write to the cluster only when ``apply``; ``now`` None: its own clock.
+        """Publish; write to the cluster only in ``apply`` mode; ``now`` None: its own clock.
 
         Returns:
             The outcome: a dataclass (or mapping) whose fields become the report's details.
@@ -59,7 +62,7 @@ def run_publish(
     publish: Publisher | None = None,
     store: Store | None = None,
     now: datetime | None = None,
-    apply: bool | None = None,
+    mode: PublishMode | None = None,
 ) -> JobReport:
     """Publish the current recommendations once.
 
@@ -70,7 +73,8 @@ def run_publish(
         store: the store; default the settings' store.
         now: the decision time (default the publisher's clock: the wall clock, or
             the running service's).
-        apply: write to the cluster; default ``not service.forecast_only``.
+        mode: ``apply`` or ``dry_run``; default ``dry_run`` when
+            ``service.forecast_only``, else ``apply``.
 
     Returns:
         ``ok`` with the publisher's outcome in ``details``; ``skipped`` without a
@@ -80,22 +84,24 @@ def run_publish(
     if publish is None:
         why = "no publisher to publish with (in foresight serve: the API has not started yet)"
         return finish(JOB, started, "skipped", why)
-    writes = (not settings.service.forecast_only) if apply is None else apply
+    if mode is None:
+        mode = "dry_run" if settings.service.forecast_only else "apply"
+    writes = mode == "apply"
     try:
         # Unset, the publisher's own clock decides (the running service's, in serve).
         clock = None if now is None else utc_now(now)
         with borrowed_store(settings, store) as opened:
-            outcome = publish(settings, opened, apply=writes, now=clock)
+            outcome = publish(settings, opened, mode=mode, now=clock)
     except ForesightError as exc:
         return finish(JOB, started, "failed", str(exc))
     details = _as_details(outcome)
     details["applied"] = writes
     count = details.get("recommendations")
     what = f"{count} pool recommendations" if isinstance(count, int) else "recommendations"
-    mode = "applied" if writes else "dry run"
+    done = "applied" if writes else "dry run"
     objects = _text_map(details.get("objects"))
     problems = _text_map(details.get("problems"))
-    summary = f"published {what} ({mode})" + _objects_line(objects, problems)
+    summary = f"published {what} ({done})" + _objects_line(objects, problems)
     outcome_of_run: Outcome = "ok"
     if problems:
         through = any(target not in problems for target in objects)

@@ -23,7 +23,7 @@ from api.publishing import publish_once
 from api.service import RecommendationService
 from cli import publish as publish_cli
 from pipelines.config.settings import Settings
-from pipelines.jobs.publish import run_publish
+from pipelines.jobs.publish import PublishMode, run_publish
 from pipelines.store import Store
 
 NOW = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)
@@ -81,11 +81,13 @@ def test_the_job_report_names_each_object_and_is_partial_on_a_skip(
     service = make_service()
     http, _ = receiver()
 
-    def publisher(settings: Settings, store: Store, *, apply: bool, now: datetime | None) -> object:
+    def publisher(
+        settings: Settings, store: Store, *, mode: PublishMode, now: datetime | None
+    ) -> object:
         return publish_once(
             settings,
             store,
-            mode="apply" if apply else "dry_run",
+            mode=mode,
             now=now,
             kube=cluster,
             http=http,

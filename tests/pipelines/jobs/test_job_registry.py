@@ -29,7 +29,7 @@ from pipelines.config.settings import Settings
 from pipelines.jobs import run_job
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.ingest import run_ingest
-from pipelines.jobs.publish import publishing_runner, run_publish
+from pipelines.jobs.publish import PublishMode, publishing_runner, run_publish
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import finish, utc_now
 from pipelines.jobs.train import run_train
@@ -202,7 +202,7 @@ def test_publish_is_a_dry_run_by_default_and_sends_nothing(
 def test_publish_with_apply_delivers_a_signed_set_to_the_receiver(
     settings: Settings, live_store: Store, receiver: Receiver
 ) -> None:
-    report = run_publish(settings, publish=publish_once, store=live_store, now=NOW, apply=True)
+    report = run_publish(settings, publish=publish_once, store=live_store, now=NOW, mode="apply")
 
     assert report.outcome == "ok", report.summary
     assert report.details["applied"] is True
@@ -240,12 +240,12 @@ def test_publish_by_name_alone_has_no_publisher_and_is_skipped(settings: Setting
 def test_the_publishing_runner_hands_publish_its_publisher_and_passes_the_rest_on(
     settings: Settings,
 ) -> None:
-    calls: list[tuple[bool, datetime | None]] = []
+    calls: list[tuple[PublishMode, datetime | None]] = []
 
     def publish(
-        given: Settings, store: Store, *, apply: bool, now: datetime | None
+        given: Settings, store: Store, *, mode: PublishMode, now: datetime | None
     ) -> dict[str, int]:
-        calls.append((apply, now))
+        calls.append((mode, now))
         return {"recommendations": 2}
 
     def others(name: str, given: Settings) -> JobReport:
@@ -255,5 +255,5 @@ def test_the_publishing_runner_hands_publish_its_publisher_and_passes_the_rest_o
 
     report = runner("publish", settings)
     assert (report.outcome, report.summary) == ("ok", "published 2 pool recommendations (dry run)")
-    assert calls == [(False, None)]  # forecast_only (the default): a dry run, its own clock
+    assert calls == [("dry_run", None)]  # forecast_only (the default): a dry run, its own clock
     assert runner("ingest", settings).summary == "ran ingest"
