@@ -1,0 +1,236 @@
+"""How long ``make run``'s venv takes to install on a fresh machine: pip against uv.
+
+Subject: the Makefile's own recipe (``make .venv/.installed-run``, then
+``.venv/.installed-dev`` for ``make test``), run in a fresh copy of the project with
+an empty package cache, as a new user's first ``make run`` does. ``VENV_INSTALLER=pip``
+is the recipe before (pip resolves, downloads, unpacks and byte-compiles every file
+in one thread); ``VENV_INSTALLER=uv`` is the recipe now (the venv's pip installs uv, which
+resolves, downloads and links in parallel and leaves byte-compiling to the first
+import). Both are measured side by side in one run, interleaved over ``--rounds``
+(the order alternates each round), on the same copy of the project.
+
+Besides the install, each venv records its size and the first and second wall time
+of importing what ``foresight train`` and ``foresight serve`` import: uv's skipped
+byte-compiling is paid there, once, for the modules actually imported.
+
+The machine's load average is recorded beside every figure (a shared 2-core machine:
+compare the two installers of one run, not runs on different days).
+
+Run: ``python benchmarks/venv_install.py [--rounds 1] [--no-dev]``. Prints a table and
+writes ``benchmarks/results/venv_install.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "venv_install.json"
+TARGET_S = 120.0
+"""The issue's target (#38): the venv for ``make run`` within 120 s."""
+INSTALLERS = ("pip", "uv")
+PROJECT_FILES = ("Makefile", "pyproject.toml", "README.md", "forecaster", "api", "pipelines")
+"""What the recipe reads: the build metadata and the packages installed editable."""
+FIRST_IMPORT = (
+    "import mlflow, mlflow.server, sklearn.ensemble, statsmodels.tsa.api, pandas, "
+    "fastapi, uvicorn, apscheduler, pipelines.cli, api.main"
+)
+"""The heavy imports of ``foresight train`` and ``foresight serve``."""
+console = Console(width=120)
+
+
+@dataclass
+class Install:
+    """One installer's figures in one round (seconds; None: that step failed)."""
+
+    installer: str
+    round: int
+    runtime_s: float | None = None
+    dev_extra_s: float | None = None
+    runtime_mb: float | None = None
+    first_import_s: float | None = None
+    second_import_s: float | None = None
+    load_before: float = 0.0
+    load_after: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def load1() -> float:
+    """The 1-minute load average."""
+    return round(os.getloadavg()[0], 2)
+
+
+def copy_project(into: Path) -> Path:
+    """A copy of what the install reads (the working tree, uncommitted edits included)."""
+    project = into / "project"
+    project.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, project / name, ignore=ignore)
+        else:
+            shutil.copy2(source, project / name)
+    return project
+
+
+def make(project: Path, target: str, env: dict[str, str], log: Path) -> float | None:
+    """Run ``make target`` in ``project``; its seconds, or None when it failed."""
+    began = time.perf_counter()
+    with log.open("a") as out:
+        done = subprocess.run(
+            ["make", "-C", str(project), target],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    return round(time.perf_counter() - began, 1) if done.returncode == 0 else None
+
+
+def megabytes(path: Path) -> float:
+    """The size on disk of the files under ``path``, in MB (hard links counted once)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for item in path.rglob("*"):
+        stat = item.lstat()
+        if item.is_file() and not item.is_symlink() and (stat.st_dev, stat.st_ino) not in seen:
+            seen.add((stat.st_dev, stat.st_ino))
+            total += stat.st_blocks * 512
+    return round(total / 1e6, 1)
+
+
+def import_seconds(python: Path, cwd: Path) -> float | None:
+    """Wall seconds of one fresh interpreter importing :data:`FIRST_IMPORT`."""
+    began = time.perf_counter()
+    done = subprocess.run(
+        [str(python), "-c", FIRST_IMPORT], cwd=cwd, capture_output=True, check=False
+    )
+    return round(time.perf_counter() - began, 1) if done.returncode == 0 else None
+
+
+def install(installer: str, round_: int, dev: bool) -> Install:
+    """Run the Makefile's recipe with ``installer`` in a fresh copy and an empty cache."""
+    figures = Install(installer, round_, load_before=load1())
+    with tempfile.TemporaryDirectory(prefix=f"venv-install-{installer}-") as tmp:
+        project = copy_project(Path(tmp))
+        log = Path(tmp) / "log.txt"
+        env = {
+            **os.environ,
+            "VENV_INSTALLER": installer,
+            # A new machine's empty caches, for both pip (and the uv wheel) and uv.
+            "PIP_CACHE_DIR": str(Path(tmp) / "pip-cache"),
+            "UV_CACHE_DIR": str(Path(tmp) / "uv-cache"),
+        }
+        for name in ("VIRTUAL_ENV", "PYTHONPATH", "MAKEFLAGS", "MAKELEVEL"):
+            env.pop(name, None)
+        figures.runtime_s = make(project, ".venv/.installed-run", env, log)
+        if figures.runtime_s is not None:
+            venv = project / ".venv"
+            figures.runtime_mb = megabytes(venv)
+            python = venv / "bin" / "python"
+            figures.first_import_s = import_seconds(python, project)
+            figures.second_import_s = import_seconds(python, project)
+            if dev:
+                figures.dev_extra_s = make(project, ".venv/.installed-dev", env, log)
+        if figures.runtime_s is None or (dev and figures.dev_extra_s is None):
+            figures.notes.append(log.read_text()[-2000:])
+    figures.load_after = load1()
+    return figures
+
+
+def median(values: Sequence[float | None]) -> float | None:
+    """The median of the values that were measured (None when none was)."""
+    measured = [value for value in values if value is not None]
+    return round(statistics.median(measured), 1) if measured else None
+
+
+def summary(runs: list[Install]) -> dict[str, dict[str, float | None]]:
+    """Per installer, the median of each figure over the rounds."""
+    keys = ("runtime_s", "dev_extra_s", "runtime_mb", "first_import_s", "second_import_s")
+    return {
+        name: {
+            key: median([getattr(run, key) for run in runs if run.installer == name])
+            for key in keys
+        }
+        for name in INSTALLERS
+    }
+
+
+def table(runs: list[Install]) -> Table:
+    """Every round's figures, one column per installer and round."""
+    out = Table(title="make run's venv from nothing (s; empty caches; fresh copy)")
+    out.add_column("figure")
+    for run in runs:
+        out.add_column(f"{run.installer} (round {run.round})", justify="right")
+
+    def cell(value: object) -> str:
+        return "-" if value is None else str(value)
+
+    for label, key in (
+        ("runtime install (make run's venv)", "runtime_s"),
+        ("dev extra on top (make test)", "dev_extra_s"),
+        ("runtime venv size (MB)", "runtime_mb"),
+        ("first import of train + serve", "first_import_s"),
+        ("second import (compiled)", "second_import_s"),
+    ):
+        out.add_row(label, *(cell(getattr(run, key)) for run in runs))
+    out.add_row("load average before / after", *(f"{r.load_before} / {r.load_after}" for r in runs))
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Install with each installer in turn, print the table, write the JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1, help="Installs per installer.")
+    parser.add_argument("--no-dev", action="store_true", help="Skip the dev extra.")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    if shutil.which("make") is None:
+        parser.error("the benchmark runs the Makefile's recipe: install make first")
+    runs = []
+    for round_ in range(1, args.rounds + 1):
+        order = INSTALLERS if round_ % 2 else tuple(reversed(INSTALLERS))
+        runs += [install(name, round_, not args.no_dev) for name in order]
+    console.print(table(runs))
+    for run in runs:
+        for note in run.notes:
+            console.print(
+                f"{run.installer} round {run.round}: {note}", soft_wrap=True, markup=False
+            )
+    medians = summary(runs)
+    new = medians["uv"]["runtime_s"]
+    met = new is not None and new <= TARGET_S
+    payload: dict[str, Any] = {
+        "target_runtime_install_s": TARGET_S,
+        "met": met,
+        "median": medians,
+        "runs": [asdict(run) for run in runs],
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(payload, indent=1))
+    console.print(f"Written {RESULTS}; runtime install with uv <= {TARGET_S:.0f} s: {met}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
