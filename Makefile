@@ -20,7 +20,8 @@ venv: $(DEV_STAMP)
 # VENV_INSTALLER=pip forces pip.
 VENV_INSTALLER ?= uv
 define install
-	if [ "$(VENV_INSTALLER)" = uv ] && { test -x $(BIN)/uv || \
+	@echo "Installing $(2) into $(VENV) with $(VENV_INSTALLER)..."
+	@if [ "$(VENV_INSTALLER)" = uv ] && { test -x $(BIN)/uv || \
 			$(BIN)/python -m pip install --quiet --disable-pip-version-check 'uv>=0.5'; }; then \
 		$(BIN)/uv pip install --quiet --python $(BIN)/python $(1); \
 	else \
@@ -32,11 +33,11 @@ endef
 
 $(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(call install,-e .)
+	$(call install,-e .,the runtime dependencies)
 	touch $(RUN_STAMP)
 
 $(DEV_STAMP): $(RUN_STAMP)
-	$(call install,-e '.[dev]')
+	$(call install,-e '.[dev]',the dev tools)
 	touch $(DEV_STAMP)
 
 # A quick first version on the committed sample (fast model set; skipped once a version
@@ -45,6 +46,9 @@ $(DEV_STAMP): $(RUN_STAMP)
 # (other ports: make run PORT=8080 MLFLOW_UI_PORT=5050).
 PORT ?= 8000
 MLFLOW_UI_PORT ?= 5000
+# One id per `make run`: its two commands say each data warning once between them
+# (pipelines/data_warnings.py).
+run: export FORESIGHT_RUN_ID := make-run-$(shell date +%Y%m%dT%H%M%S)-$(shell echo $$PPID)
 run: $(RUN_STAMP)
 	$(BIN)/python -m pipelines.ports 127.0.0.1 $(PORT) $(MLFLOW_UI_PORT)
 	$(BIN)/foresight train --fast --unless-champion --mlflow-ui-port $(MLFLOW_UI_PORT)

@@ -22,6 +22,7 @@ from forecaster.exceptions import DataValidationError, SourceError
 from forecaster.loaders import DEMAND, derive_demand, load_frame
 from forecaster.types import DS, UID, SeriesId
 from pipelines.config.settings import Settings
+from pipelines.data_warnings import first_time, warning_key
 
 if TYPE_CHECKING:
     from pipelines.config.pools import PoolsConfig
@@ -87,10 +88,7 @@ def load_dataset(
             )
         raw = raw[raw[UID].isin(series)]
     frame, report = validate_series(raw, max_gap_steps=settings.max_gap_steps, on_error="drop")
-    lines = report.readable_lines()
-    if lines:
-        # Once, as lines a person reads (not a warning with this module's path).
-        logger.warning("data in %s: %s", source, "\n".join(lines))
+    _report(settings, source, report.readable_lines())
     steps = set(report.steps.values())
     if len(steps) > 1:
         by_step = {str(s): sorted(u for u, v in report.steps.items() if v == s) for s in steps}
@@ -101,6 +99,22 @@ def load_dataset(
     return Dataset(
         frame=frame.sort_values([UID, DS], ignore_index=True), report=report, source=source
     )
+
+
+def _report(settings: Settings, source: Path, lines: list[str]) -> None:
+    """Say what cleaning changed once per run, as lines a person reads.
+
+    Not a warning with this module's path; and not again when an earlier command of
+    the same run (``make run``'s train, then serve) already said it about the same
+    file (:mod:`pipelines.data_warnings`).
+    """
+    if not lines:
+        return
+    text = "\n".join(lines)
+    if first_time(settings.data_dir, warning_key(source, text)):
+        logger.warning("data in %s: %s", source, text)
+    else:
+        logger.debug("data in %s: already reported in this run", source)
 
 
 def seed_from_sample(settings: Settings, store: Store, pools: PoolsConfig) -> int:
