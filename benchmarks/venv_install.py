@@ -2,16 +2,17 @@
 
 Subject: the Makefile's own recipe (``make .venv/.installed-run``, then
 ``.venv/.installed-dev`` for ``make test``), run in a fresh copy of the project with
-an empty package cache, as a new user's first ``make run`` does. ``VENV_INSTALLER=pip``
-is the recipe before (pip resolves, downloads, unpacks and byte-compiles every file
-in one thread); ``VENV_INSTALLER=uv`` is the recipe now (the venv's pip installs uv, which
-resolves, downloads and links in parallel and leaves byte-compiling to the first
-import). Both are measured side by side in one run, interleaved over ``--rounds``
-(the order alternates each round), on the same copy of the project.
+empty package caches, as a new user's first ``make run`` does.
+``VENV_INSTALLER=pip`` is the recipe before (pip resolves, downloads, unpacks and
+byte-compiles every file in one thread); ``VENV_INSTALLER=uv`` is the recipe now
+(the venv's pip installs uv, which resolves, downloads and links in parallel and
+leaves byte-compiling to the first import). Both are measured side by side in one
+run, interleaved over ``--rounds`` (the order alternates each round).
 
-Besides the install, each venv records its size and the first and second wall time
-of importing what ``foresight train`` and ``foresight serve`` import: uv's skipped
-byte-compiling is paid there, once, for the modules actually imported.
+Besides the install (wall and CPU seconds), each venv records its size and the CPU
+seconds of a first and a second import of what ``foresight train`` and ``foresight
+serve`` import: uv's skipped byte-compiling is paid there, once, for the modules
+actually imported.
 
 The machine's load average is recorded beside every figure (a shared 2-core machine:
 compare the two installers of one run, not runs on different days).
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -61,10 +63,11 @@ class Install:
     installer: str
     round: int
     runtime_s: float | None = None
+    runtime_cpu_s: float | None = None
     dev_extra_s: float | None = None
     runtime_mb: float | None = None
-    first_import_s: float | None = None
-    second_import_s: float | None = None
+    first_import_cpu_s: float | None = None
+    second_import_cpu_s: float | None = None
     load_before: float = 0.0
     load_after: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -89,9 +92,15 @@ def copy_project(into: Path) -> Path:
     return project
 
 
-def make(project: Path, target: str, env: dict[str, str], log: Path) -> float | None:
-    """Run ``make target`` in ``project``; its seconds, or None when it failed."""
-    began = time.perf_counter()
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every child process waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def make(project: Path, target: str, env: dict[str, str], log: Path) -> tuple[float, float] | None:
+    """Run ``make target`` in ``project``; its wall and CPU seconds (None: it failed)."""
+    began, cpu = time.perf_counter(), children_cpu()
     with log.open("a") as out:
         done = subprocess.run(
             ["make", "-C", str(project), target],
@@ -101,7 +110,9 @@ def make(project: Path, target: str, env: dict[str, str], log: Path) -> float | 
             stdin=subprocess.DEVNULL,
             check=False,
         )
-    return round(time.perf_counter() - began, 1) if done.returncode == 0 else None
+    if done.returncode != 0:
+        return None
+    return round(time.perf_counter() - began, 1), round(children_cpu() - cpu, 1)
 
 
 def megabytes(path: Path) -> float:
@@ -116,13 +127,17 @@ def megabytes(path: Path) -> float:
     return round(total / 1e6, 1)
 
 
-def import_seconds(python: Path, cwd: Path) -> float | None:
-    """Wall seconds of one fresh interpreter importing :data:`FIRST_IMPORT`."""
-    began = time.perf_counter()
+def import_cpu_seconds(python: Path, cwd: Path) -> float | None:
+    """CPU seconds of one fresh interpreter importing :data:`FIRST_IMPORT`.
+
+    CPU rather than wall time: on a shared machine the wall time of a few seconds of
+    imports swings with the other work far more than the compile cost it measures.
+    """
+    cpu = children_cpu()
     done = subprocess.run(
         [str(python), "-c", FIRST_IMPORT], cwd=cwd, capture_output=True, check=False
     )
-    return round(time.perf_counter() - began, 1) if done.returncode == 0 else None
+    return round(children_cpu() - cpu, 1) if done.returncode == 0 else None
 
 
 def install(installer: str, round_: int, dev: bool) -> Install:
@@ -140,15 +155,17 @@ def install(installer: str, round_: int, dev: bool) -> Install:
         }
         for name in ("VIRTUAL_ENV", "PYTHONPATH", "MAKEFLAGS", "MAKELEVEL"):
             env.pop(name, None)
-        figures.runtime_s = make(project, ".venv/.installed-run", env, log)
-        if figures.runtime_s is not None:
+        runtime = make(project, ".venv/.installed-run", env, log)
+        if runtime is not None:
+            figures.runtime_s, figures.runtime_cpu_s = runtime
             venv = project / ".venv"
             figures.runtime_mb = megabytes(venv)
             python = venv / "bin" / "python"
-            figures.first_import_s = import_seconds(python, project)
-            figures.second_import_s = import_seconds(python, project)
+            figures.first_import_cpu_s = import_cpu_seconds(python, project)
+            figures.second_import_cpu_s = import_cpu_seconds(python, project)
             if dev:
-                figures.dev_extra_s = make(project, ".venv/.installed-dev", env, log)
+                extra = make(project, ".venv/.installed-dev", env, log)
+                figures.dev_extra_s = None if extra is None else extra[0]
         if figures.runtime_s is None or (dev and figures.dev_extra_s is None):
             figures.notes.append(log.read_text()[-2000:])
     figures.load_after = load1()
@@ -163,7 +180,14 @@ def median(values: Sequence[float | None]) -> float | None:
 
 def summary(runs: list[Install]) -> dict[str, dict[str, float | None]]:
     """Per installer, the median of each figure over the rounds."""
-    keys = ("runtime_s", "dev_extra_s", "runtime_mb", "first_import_s", "second_import_s")
+    keys = (
+        "runtime_s",
+        "runtime_cpu_s",
+        "dev_extra_s",
+        "runtime_mb",
+        "first_import_cpu_s",
+        "second_import_cpu_s",
+    )
     return {
         name: {
             key: median([getattr(run, key) for run in runs if run.installer == name])
@@ -185,10 +209,11 @@ def table(runs: list[Install]) -> Table:
 
     for label, key in (
         ("runtime install (make run's venv)", "runtime_s"),
+        ("  its CPU seconds", "runtime_cpu_s"),
         ("dev extra on top (make test)", "dev_extra_s"),
         ("runtime venv size (MB)", "runtime_mb"),
-        ("first import of train + serve", "first_import_s"),
-        ("second import (compiled)", "second_import_s"),
+        ("first import of train + serve, CPU s", "first_import_cpu_s"),
+        ("second import (compiled), CPU s", "second_import_cpu_s"),
     ):
         out.add_row(label, *(cell(getattr(run, key)) for run in runs))
     out.add_row("load average before / after", *(f"{r.load_before} / {r.load_after}" for r in runs))
