@@ -147,14 +147,14 @@ def serve_command(
                 # The API serves only stored forecasts: make them before the first request.
                 _forecast_before_serving(settings, runner)
                 stack.enter_context(_scheduler(settings, runner, train_now=train_now))
-            _print_addresses(host, port, ui, scheduler, settings.publish.grpc_expander_address)
-            if train_now:
-                console.print(
-                    "  training:         the full model set trains now in the background; "
-                    "the version it registers serves once the gate promotes it "
-                    "(`foresight jobs`, the dashboard's model version)",
-                    soft_wrap=True,
-                )
+            _print_addresses(
+                host,
+                port,
+                ui,
+                scheduler,
+                settings.publish.grpc_expander_address,
+                training=scheduler and train_now,
+            )
             # Hundreds of thousands of long-lived objects (modules, classes) come with
             # the imports; freezing them keeps full collections from stalling requests
             # for a few hundred milliseconds (benchmarks/api_load.py measured ~240 ms).
@@ -299,7 +299,13 @@ def _scheduler(settings: Settings, runner: JobRunner, *, train_now: bool = False
 
 
 def _print_addresses(
-    host: str, port: int, ui: str | None, scheduler: bool, expander: str | None = None
+    host: str,
+    port: int,
+    ui: str | None,
+    scheduler: bool,
+    expander: str | None = None,
+    *,
+    training: bool = False,
 ) -> None:
     base = f"http://{host}:{port}"
     lines = [
@@ -317,5 +323,11 @@ def _print_addresses(
         if scheduler
         else "  scheduler:        off (--no-scheduler)"
     )
+    if training:
+        lines.append(
+            "  training:         the full model set trains now in the background; the "
+            "version it registers serves once the gate promotes it (`foresight jobs`, the "
+            "dashboard's model version)"
+        )
     lines.append("Ctrl-C stops.")
     console.print("\n".join(lines), soft_wrap=True)
