@@ -13,9 +13,10 @@ export MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR := false
 
 venv: $(DEV_STAMP)
 
-# uv installs the packages: several times faster than pip on 2 cores (it downloads and
-# links in parallel and leaves byte-compiling to the first import; issue #38,
-# benchmarks/venv_install.py). The venv's own pip brings uv in, so a machine needs only
+# uv installs the packages: several times faster than pip on 2 cores (it downloads,
+# links and byte-compiles in parallel; issue #38, benchmarks/venv_install.py). It
+# byte-compiles at install, as pip does: with PYTHONDONTWRITEBYTECODE set (some machines
+# and images set it) nothing would ever be compiled, and every command would pay it. The venv's own pip brings uv in, so a machine needs only
 # python3 with venv and pip; where uv cannot be installed, pip does the work (slower).
 # VENV_INSTALLER=pip forces pip.
 VENV_INSTALLER ?= uv
@@ -23,7 +24,7 @@ define install
 	@echo "Installing $(2) into $(VENV) with $(VENV_INSTALLER)..."
 	@if [ "$(VENV_INSTALLER)" = uv ] && { test -x $(BIN)/uv || \
 			$(BIN)/python -m pip install --quiet --disable-pip-version-check 'uv>=0.5'; }; then \
-		$(BIN)/uv pip install --quiet --python $(BIN)/python $(1); \
+		$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(1); \
 	else \
 		echo "installing with pip (slower)"; \
 		$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip && \

@@ -5,14 +5,15 @@ Subject: the Makefile's own recipe (``make .venv/.installed-run``, then
 empty package caches, as a new user's first ``make run`` does.
 ``VENV_INSTALLER=pip`` is the recipe before (pip resolves, downloads, unpacks and
 byte-compiles every file in one thread); ``VENV_INSTALLER=uv`` is the recipe now
-(the venv's pip installs uv, which resolves, downloads and links in parallel and
-leaves byte-compiling to the first import). Both are measured side by side in one
+(the venv's pip installs uv, which resolves, downloads, links and byte-compiles in
+parallel). Both are measured side by side in one
 run, interleaved over ``--rounds`` (the order alternates each round).
 
 Besides the install (wall and CPU seconds), each venv records its size and the CPU
 seconds of a first and a second import of what ``foresight train`` and ``foresight
-serve`` import: uv's skipped byte-compiling is paid there, once, for the modules
-actually imported.
+serve`` import: equal when the install byte-compiled everything (an install that
+left it to the first import pays it there, or on every import where
+PYTHONDONTWRITEBYTECODE is set).
 
 The machine's load average is recorded beside every figure (a shared 2-core machine:
 compare the two installers of one run, not runs on different days).
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,11 +48,11 @@ RESULTS = ROOT / "benchmarks" / "results" / "venv_install.json"
 TARGET_S = 120.0
 """The issue's target (#38): the venv for ``make run`` within 120 s."""
 INSTALLERS = ("pip", "uv")
-PROJECT_FILES = ("Makefile", "pyproject.toml", "README.md", "forecaster", "api", "pipelines")
-"""What the recipe reads: the build metadata and the packages installed editable."""
+BUILD_FILES = ("Makefile", "pyproject.toml", "README.md")
+"""What the recipe reads besides the packages (pyproject's ``packages.find``)."""
 FIRST_IMPORT = (
     "import mlflow, mlflow.server, sklearn.ensemble, statsmodels.tsa.api, pandas, "
-    "fastapi, uvicorn, apscheduler, pipelines.cli, api.main"
+    "fastapi, uvicorn, apscheduler, cli, api.main"
 )
 """The heavy imports of ``foresight train`` and ``foresight serve``."""
 console = Console(width=120)
@@ -78,12 +80,18 @@ def load1() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def packages() -> list[str]:
+    """The top-level packages the project installs (pyproject's ``packages.find``)."""
+    found = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    return [pattern.rstrip("*") for pattern in found["packages"]["find"]["include"]]
+
+
 def copy_project(into: Path) -> Path:
     """A copy of what the install reads (the working tree, uncommitted edits included)."""
     project = into / "project"
     project.mkdir()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in PROJECT_FILES:
+    for name in (*BUILD_FILES, *packages()):
         source = ROOT / name
         if source.is_dir():
             shutil.copytree(source, project / name, ignore=ignore)
