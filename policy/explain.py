@@ -201,60 +201,94 @@ def summarise(
     ``peak`` says where the provisioned value came from (the stored peak forecast, or
     the per-horizon fallback and why); without it the fallback's words are used.
     """
-    parts: list[str] = []
     gpn = int(settings["gpus_per_node"])
     from_peak = peak is not None and peak.source == "peak"
     utilisation = 1.0 if from_peak else settings["target_utilisation"]
     if stages.mode == "reactive":
-        parts.append(f"reactive mode: {health_detail}")
+        parts = [f"reactive mode: {health_detail}"]
     elif peak_gpus is not None and level is not None:
-        rule = ""
-        if "waiting_cost_ratio" in settings:
-            rule = (
-                f" (the newsvendor quantile: a waiting GPU-hour costs "
-                f"{settings['waiting_cost_ratio']:g}x an idle one)"
-            )
-        if from_peak and peak is not None and peak.raw is not None:
-            rule += (
-                f", the model's {peak.raw:.4g} GPUs moved {peak.value - peak.raw:+.3g} by "
-                "online calibration and its mix with the trailing-day buffer,"
-            )
-        elif calibration is not None:
-            rule += (
-                f", {calibration.offset:+.3g} GPUs of live calibration (its raw bounds covered "
-                f"{calibration.live_coverage:.0%} of the last {calibration.forecasts} "
-                "realised forecasts),"
-            )
-        if from_peak and peak is not None and peak.returning is not None:
-            rule += (
-                f" held at {peak.returning:.4g} GPUs, the most demand reached in the hour "
-                "before the idle spell it has just come back from (work that returns after "
-                "an outage mostly comes back whole),"
-            )
-        if from_peak and peak is not None and peak.lead is not None:
-            parts.append(
-                f"q{level:g} of the demand peak over the next {_duration(peak.lead)}"
-                f"{rule} is {peak_gpus:.4g} GPUs{_rebased(peak, demand_gpus)}; at {gpn} GPUs "
-                f"per node that is {stages.forecast_nodes} nodes (no target-utilisation "
-                "margin on a peak quantile: the quantile level is the margin)"
-            )
-        else:
-            missing = "" if peak is None else f" (no peak forecast: {peak.missing}; the "
-            if missing:
-                missing += "largest per-step quantile over the window, which is not a "
-                missing += "quantile of the peak)"
-            parts.append(
-                f"the q{level:g} demand forecast{rule} peaks at {peak_gpus:.4g} GPUs within "
-                f"the lead time plus one step{missing}; "
-                f"at {gpn} GPUs per node and {settings['target_utilisation']:.0%} target "
-                f"utilisation that is {stages.forecast_nodes} nodes"
-            )
+        parts = [
+            _forecast_words(stages, peak_gpus, level, demand_gpus, settings, calibration, peak)
+        ]
+    else:
+        parts = []
     parts.extend(_latency_words(stages, latency, latency_applied))
     parts.append(
         f"live demand of {demand_gpus:.4g} GPUs occupies {stages.floor_nodes} nodes (the floor)"
     )
     if stages.bounded != stages.need or stages.final != stages.stabilised:
         parts.append(f"the bounds [{settings['min_nodes']:g}, {settings['max_nodes']:g}] apply")
+    held = _limit_words(stages, limit, current_nodes, settings, held_latency, latency)
+    if held is not None:
+        parts.append(held)
+    parts.append(_set_by(stages, term, peak_gpus, demand_gpus, gpn, utilisation))
+    return "; ".join(parts)
+
+
+def _forecast_words(
+    stages: Stages,
+    peak_gpus: float,
+    level: float,
+    demand_gpus: float,
+    settings: Mapping[str, float],
+    calibration: Calibration | None,
+    peak: PeakDemand | None,
+) -> str:
+    """Say where the provisioned value came from: the peak forecast or the fallback."""
+    gpn = int(settings["gpus_per_node"])
+    from_peak = peak is not None and peak.source == "peak"
+    rule = ""
+    if "waiting_cost_ratio" in settings:
+        rule = (
+            f" (the newsvendor quantile: a waiting GPU-hour costs "
+            f"{settings['waiting_cost_ratio']:g}x an idle one)"
+        )
+    if from_peak and peak is not None and peak.raw is not None:
+        rule += (
+            f", the model's {peak.raw:.4g} GPUs moved {peak.value - peak.raw:+.3g} by "
+            "online calibration and its mix with the trailing-day buffer,"
+        )
+    elif calibration is not None:
+        rule += (
+            f", {calibration.offset:+.3g} GPUs of live calibration (its raw bounds covered "
+            f"{calibration.live_coverage:.0%} of the last {calibration.forecasts} "
+            "realised forecasts),"
+        )
+    if from_peak and peak is not None and peak.returning is not None:
+        rule += (
+            f" held at {peak.returning:.4g} GPUs, the most demand reached in the hour "
+            "before the idle spell it has just come back from (work that returns after "
+            "an outage mostly comes back whole),"
+        )
+    if from_peak and peak is not None and peak.lead is not None:
+        return (
+            f"q{level:g} of the demand peak over the next {_duration(peak.lead)}"
+            f"{rule} is {peak_gpus:.4g} GPUs{_rebased(peak, demand_gpus)}; at {gpn} GPUs "
+            f"per node that is {stages.forecast_nodes} nodes (no target-utilisation "
+            "margin on a peak quantile: the quantile level is the margin)"
+        )
+    else:
+        missing = "" if peak is None else f" (no peak forecast: {peak.missing}; the "
+        if missing:
+            missing += "largest per-step quantile over the window, which is not a "
+            missing += "quantile of the peak)"
+        return (
+            f"the q{level:g} demand forecast{rule} peaks at {peak_gpus:.4g} GPUs within "
+            f"the lead time plus one step{missing}; "
+            f"at {gpn} GPUs per node and {settings['target_utilisation']:.0%} target "
+            f"utilisation that is {stages.forecast_nodes} nodes"
+        )
+
+
+def _limit_words(
+    stages: Stages,
+    limit: StabilisationLimit | None,
+    current_nodes: int,
+    settings: Mapping[str, float],
+    held_latency: HeldLatency | None,
+    latency: LatencyAdjustment,
+) -> str | None:
+    """Say what stabilisation held back, if anything."""
     if limit == "window":
         held = (
             f"scale-down held at {stages.window_max} nodes, the highest desired value of the "
@@ -262,20 +296,19 @@ def summarise(
         )
         if held_latency is not None:
             held += "; " + held_latency.describe(latency)
-        parts.append(held)
+        return held
     elif limit == "step":
-        parts.append(
+        return (
             f"scale-down limited to {current_nodes - stages.stabilised} node(s) below the "
             f"{current_nodes} ready (at most {settings['max_step_nodes']:g} or "
             f"{settings['max_step_percent']:g} % of them per decision)"
         )
     elif limit == "warming_up":
-        parts.append(
+        return (
             "scale-down waits until the decision history spans the "
             f"{settings['scale_down_window_seconds'] / 60:g} min window"
         )
-    parts.append(_set_by(stages, term, peak_gpus, demand_gpus, gpn, utilisation))
-    return "; ".join(parts)
+    return None
 
 
 def _latency_words(stages: Stages, latency: LatencyAdjustment, applied: int) -> list[str]:
