@@ -41,8 +41,8 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.errors import error_body
+from api.settings import ServiceSettings
 from forecaster.exceptions import ConfigError, ForesightError
-from pipelines.config.sections import ServiceSettings
 
 logger = logging.getLogger(__name__)
 

@@ -26,15 +26,15 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from api.service import RecommendationService
+from api.settings import AppSettings
 from forecaster.exceptions import TrackingError
 from forecaster.registry import LoadedModel, champion_version, check_reachable, load_champion
-from pipelines.config.settings import Settings
 from pipelines.config.tracking import tracking_config
 
 logger = logging.getLogger(__name__)
 
 
-def load_model(settings: Settings) -> tuple[LoadedModel | None, str]:
+def load_model(settings: AppSettings) -> tuple[LoadedModel | None, str]:
     """Load the champion (registry, else last known good); None and why when neither has one."""
     try:
         loaded = load_champion(
@@ -98,7 +98,7 @@ class RegistryChampion:
         settings: names the registry, the model and the last-known-good directory.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: AppSettings) -> None:
         self._name = settings.registered_model_name
         self._models_dir = settings.models_dir
         self._tracking = tracking_config(settings)

@@ -17,10 +17,10 @@ from api.clock import from_another_clock, warn_another_clock
 from api.forecasts import ForecastCache, PoolForecast
 from api.live import LiveIndex
 from api.services import Services
+from api.settings import ServiceSettings
 from api.unavailable import Unavailable
 from forecaster.exceptions import DataValidationError
 from pipelines.config.pools import PoolConfig
-from pipelines.config.sections import ServiceSettings
 from policy import (
     DemandForecast,
     ForecastHealth,

@@ -30,13 +30,13 @@ from api.callchain import (
 from api.callchain.incremental import ChainWindow
 from api.clock import Clock, system_clock
 from api.live import LiveIndex
+from api.settings import AppSettings
 from pipelines.config.pools import GPU_UTIL, NODES, PoolConfig, ServiceConfig
-from pipelines.config.settings import Settings
 from policy import NO_LATENCY, LatencyAdjustment
 from policy.types import iso_utc
 
 
-def bottleneck_settings(settings: Settings) -> BottleneckSettings:
+def bottleneck_settings(settings: AppSettings) -> BottleneckSettings:
     """Return the analysis knobs of the deployment's ``callchain`` settings."""
     chain = settings.callchain
     return BottleneckSettings(

@@ -53,10 +53,10 @@ from api.routers import (
 from api.routers import metrics as metrics_route
 from api.service import RecommendationService
 from api.services import Services
+from api.settings import AppSettings, load_app_settings
 from api.wiring import Serving, serving
 from forecaster.exceptions import ForesightError, SourceError
 from pipelines.config.pools import load_pools
-from pipelines.config.settings import Settings, load_settings
 from pipelines.dataset import seed_from_sample as seed_store
 from pipelines.store import open_store
 
@@ -86,7 +86,7 @@ OPEN_ROUTERS: tuple[APIRouter, ...] = (
 """Routers served without a token (probes and scrapers); every other one is guarded."""
 
 
-def build_services(settings: Settings, *, seed_from_sample: bool = True) -> Services:
+def build_services(settings: AppSettings, *, seed_from_sample: bool = True) -> Services:
     """Open the pools, the store and the champion of ``settings``.
 
     Args:
@@ -235,7 +235,7 @@ async def _cancel(tasks: Sequence[asyncio.Task[None]]) -> None:
 
 
 def create_app(
-    settings: Settings | None = None,
+    settings: AppSettings | None = None,
     *,
     services: Services | None = None,
     seed_from_sample: bool = True,
@@ -249,7 +249,7 @@ def create_app(
     """Build the Foresight API app; its lifespan loads what it serves.
 
     Args:
-        settings: the settings; default :func:`load_settings` (environment and
+        settings: the settings; default :func:`load_app_settings` (environment and
             defaults) when the app starts. Ignored when ``services`` is given.
         services: ready-made services (tests); the lifespan then loads nothing and
             leaves the store open unless ``services.owns_store``.
@@ -279,7 +279,7 @@ def create_app(
     async def given_services() -> Services:
         if services is not None:
             return services
-        chosen = settings if settings is not None else load_settings()
+        chosen = settings if settings is not None else load_app_settings()
         return await run_in_threadpool(build_services, chosen, seed_from_sample=seed_from_sample)
 
     @asynccontextmanager

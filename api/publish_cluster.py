@@ -23,8 +23,8 @@ from api.consumers.kube_writer import (
     validate_manifest,
 )
 from api.consumers.priority_live import READ_TIMEOUT_S
+from api.settings import AppSettings
 from forecaster.exceptions import ConfigError
-from pipelines.config.settings import Settings
 from pipelines.jobs.publish import PublishMode
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def prune_scopes(buffers_namespace: str) -> list[PruneScope]:
 
 @contextmanager
 def cluster_for(
-    settings: Settings, kube: ClusterWriter | None, *, mode: Mode
+    settings: AppSettings, kube: ClusterWriter | None, *, mode: Mode
 ) -> Iterator[tuple[ClusterWriter | None, str]]:
     """Yield the cluster to use (None offline) and why there is none.
 
@@ -100,7 +100,7 @@ def cluster_for(
 
 
 def sync_objects(
-    settings: Settings,
+    settings: AppSettings,
     kube: ClusterWriter | None,
     offline: str,
     desired: list[Manifest],

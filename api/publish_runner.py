@@ -28,8 +28,8 @@ from api.live import LiveIndex
 from api.publish_cluster import ClusterWriter, Mode
 from api.publishing import PublishOutcome, publish_once
 from api.service import RecommendationService
+from api.settings import AppSettings
 from pipelines.config.pools import load_pools
-from pipelines.config.settings import Settings
 from pipelines.jobs.publish import Publisher, publishing_runner
 from pipelines.scheduler.clocked import ClockedJob, clocked_runner
 from pipelines.scheduler.dispatch import JobRunner, default_runner
@@ -45,11 +45,10 @@ def running_service_publisher(
     kube: ClusterWriter | None = None,
     http: httpx.Client | None = None,
 ) -> Publisher:
-    """Return ``publish_once`` bound to ``service`` (its recommendations and its clock)."""
+    """Return ``publish_once`` bound to ``service`` (its settings, recommendations, clock)."""
+    settings = service.services.settings
 
-    def publish(
-        settings: Settings, store: Store, *, mode: Mode, now: datetime | None = None
-    ) -> PublishOutcome:
+    def publish(store: Store, *, mode: Mode, now: datetime | None = None) -> PublishOutcome:
         return publish_once(
             settings, store, mode=mode, now=now, kube=kube, http=http, service=service
         )
@@ -57,7 +56,7 @@ def running_service_publisher(
     return publish
 
 
-def store_clock(settings: Settings, mode: ClockMode) -> Clock:
+def store_clock(settings: AppSettings, mode: ClockMode) -> Clock:
     """Return the decision clock of ``mode`` read from the store, for use without an API.
 
     The same rule as the API's clock (:func:`~api.clock.decision_clock`); in replay
@@ -97,6 +96,7 @@ def serving_job_runner(
     before: Clock = system_clock,
     jobs: Mapping[str, ClockedJob] | None = None,
     replay: bool = False,
+    mode: Mode = "dry_run",
 ) -> JobRunner:
     """Return a job runner on the running service's clock, publishing from the service.
 
@@ -110,6 +110,8 @@ def serving_job_runner(
         jobs: the forecast and evaluate jobs taking ``now`` (tests); default the real ones.
         replay: the service decides by the replay clock: a forecast run with no new
             sample since the last does nothing and says so.
+        mode: the publish job's mode (``foresight serve`` passes ``apply`` unless
+            ``service.forecast_only``); default ``dry_run``.
 
     Returns:
         The runner to give :func:`~pipelines.scheduler.start_scheduler`. A publish due
@@ -123,4 +125,4 @@ def serving_job_runner(
         return running_service_publisher(service, kube=kube, http=http)
 
     clocked = clocked_runner(serving_clock(lookup, before), runner, jobs=jobs, replay=replay)
-    return publishing_runner(publisher, clocked)
+    return publishing_runner(publisher, clocked, mode=mode)

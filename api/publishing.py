@@ -55,9 +55,9 @@ from api.publish_cluster import ClusterWriter, Mode, cluster_for, sync_objects
 from api.publish_results import PROBLEMS, ObjectResult, object_results
 from api.service import RecommendationService
 from api.services import Services
+from api.settings import AppSettings
 from api.unavailable import details
 from pipelines.config.pools import PoolConfig, load_pools
-from pipelines.config.settings import Settings
 from pipelines.store import Store
 from policy.recommendation import Recommendation
 
@@ -128,7 +128,7 @@ class PublishOutcome:
 
 
 def publishing_service(
-    settings: Settings, store: Store, *, clock: ClockMode | Clock = "system"
+    settings: AppSettings, store: Store, *, clock: ClockMode | Clock = "system"
 ) -> RecommendationService:
     """Return a recommendation service over ``store`` as the API would build it.
 
@@ -154,7 +154,7 @@ def publishing_service(
 
 
 def publish_once(
-    settings: Settings,
+    settings: AppSettings,
     store: Store,
     *,
     mode: Mode,
@@ -228,7 +228,7 @@ def publish_once(
 
 
 def _write_objects(
-    settings: Settings,
+    settings: AppSettings,
     kube: ClusterWriter | None,
     pools: Sequence[PoolConfig],
     recs: tuple[Recommendation, ...],
@@ -258,7 +258,7 @@ def _write_objects(
     return plan, changes, cluster
 
 
-def _cluster_mode(settings: Settings, mode: Mode) -> Mode:
+def _cluster_mode(settings: AppSettings, mode: Mode) -> Mode:
     """The mode of the cluster's objects: ``service.forecast_only`` makes an apply dry."""
     return "apply" if mode == "apply" and not settings.service.forecast_only else "dry_run"
 
@@ -278,7 +278,7 @@ def _buffer_objects(buffers: BufferManifests, shape: str) -> list[Manifest]:
 
 
 def _queue_webhooks(
-    settings: Settings,
+    settings: AppSettings,
     store: Store,
     recs: tuple[Recommendation, ...],
     when: datetime,
@@ -313,7 +313,7 @@ def _decoded(body: bytes) -> Mapping[str, object] | None:
 
 
 def _deliver(
-    settings: Settings, store: Store, http: httpx.Client | None, now: datetime | None
+    settings: AppSettings, store: Store, http: httpx.Client | None, now: datetime | None
 ) -> tuple[DeliveryResult, ...]:
     policy = DeliveryPolicy.from_settings(settings)
     clock: Clock = (lambda: now) if now is not None else system_clock

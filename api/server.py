@@ -24,7 +24,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from api.access_log import install_redaction
-from pipelines.config.sections import ServiceSettings
+from api.settings import ServiceSettings
 
 
 class HeaderTimeoutProtocol(H11Protocol):

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from api.callchain.incremental import ChainWindow
 from api.clock import Clock, system_clock
+from api.settings import AppSettings
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolConfig, PoolsConfig
-from pipelines.config.settings import Settings
 from pipelines.store import Store
 from policy import NO_LATENCY, Calibration, LatencyAdjustment
 
@@ -80,7 +80,7 @@ class Services:
             than it, plus the tolerance, is refused whatever the decision clock).
     """
 
-    settings: Settings
+    settings: AppSettings
     pools: PoolsConfig
     store: Store
     model: LoadedModel | None

@@ -82,11 +82,11 @@ from api.deps import ServiceDep  # noqa: E402
 from api.main import create_app  # noqa: E402
 from api.schemas import PoolRecommendation  # noqa: E402
 from api.services import Services  # noqa: E402
+from api.settings import load_app_settings  # noqa: E402
 from forecaster.champion import ChampionForecaster  # noqa: E402
 from forecaster.models.naive import Persistence, SeasonalNaive  # noqa: E402
 from forecaster.registry import LoadedModel  # noqa: E402
 from pipelines.config.pools import load_pools  # noqa: E402
-from pipelines.config.settings import load_settings  # noqa: E402
 from pipelines.store import open_store  # noqa: E402
 from policy.types import iso_utc  # noqa: E402
 
@@ -173,7 +173,7 @@ def champion() -> LoadedModel:
 
 def build_app(workdir: Path, refresh_seconds: float | None = 5.0) -> FastAPI:
     """The real app over the prepared directory, plus the comparison routes."""
-    settings = load_settings(
+    settings = load_app_settings(
         root=workdir,
         pools_file=workdir / "pools.yaml",
         store_url=f"sqlite:///{workdir / 'store.db'}",

@@ -49,8 +49,8 @@ from api.grpc_expander.server import ExpanderTLS, start_expander  # noqa: E402
 from api.grpc_expander.wiring import service_ranking  # noqa: E402
 from api.service import RecommendationService  # noqa: E402
 from api.services import Services  # noqa: E402
+from api.settings import load_app_settings  # noqa: E402
 from pipelines.config.pools import PoolsConfig  # noqa: E402
-from pipelines.config.settings import load_settings  # noqa: E402
 from pipelines.store import open_store  # noqa: E402
 from tests.integration.tls_certs import make_tls  # noqa: E402
 
@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 ]
             }
         )
-        settings = load_settings(root=root)
+        settings = load_app_settings(root=root)
         tls = make_tls(root)
         with open_store(f"sqlite:///{root / 'store.db'}") as store:
             store.samples.upsert(samples(args.pools, now, rng))

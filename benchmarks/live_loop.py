@@ -50,12 +50,12 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from api.settings import load_app_settings  # noqa: E402
 from benchmarks.decision_fleets import default_fleets  # noqa: E402
 from benchmarks.decision_fleets import on_step as fleet_on_step  # noqa: E402
 from benchmarks.decision_quality import LORA_PEAK_GPUS, VCS  # noqa: E402
 from forecaster.exceptions import SourceError  # noqa: E402
 from forecaster.loaders import shared_data_dir  # noqa: E402
-from pipelines.config.settings import load_settings  # noqa: E402
 from pipelines.simulate import simulate  # noqa: E402
 from pipelines.simulate.foresight import ForesightPolicy  # noqa: E402
 from pipelines.simulate.peak import PeakReplayForecaster  # noqa: E402
@@ -81,7 +81,7 @@ def cases(quick: bool, console: Console) -> dict[str, TwinCase]:
     found: dict[str, TwinCase] = {}
     earth_steps, sample_steps = (36, 24) if quick else (EARTH_STEPS, SAMPLE_STEPS)
     # The sample's runs are the shorter: they start first, so they finish first.
-    sample = load_settings().sample_dir
+    sample = load_app_settings().sample_dir
     found["sample"] = sample_case(sample, SAMPLE_POOL, HISTORY, sample_steps)
     shared = shared_data_dir()
     if shared is None:
@@ -171,7 +171,7 @@ def plot_case(
 
 def multi_pool(steps: int, console: Console) -> dict[str, Any]:
     """The sample's work on an on-demand and a spot group, the expander choosing (autoscaler)."""
-    case = sample_group_case(load_settings().sample_dir, HISTORY, steps)
+    case = sample_group_case(load_app_settings().sample_dir, HISTORY, steps)
     workdir = Path(tempfile.mkdtemp(prefix="foresight-live-loop-groups-"))
     console.print(f"multi-pool twin: {case.name}, {steps} steps, deployment in {workdir}")
     began = time.monotonic()

@@ -29,8 +29,8 @@ from cli.support import (
 )
 
 if TYPE_CHECKING:
+    from api.settings import AppSettings
     from forecaster.training import TrainingPlan
-    from pipelines.config.settings import Settings
     from pipelines.dataset import Dataset
 
 # The heavy libraries (pandas, scikit-learn, MLflow, FastAPI) are imported inside each
@@ -357,13 +357,13 @@ def forecast_command(
             console.print(f"Forecasts written to {output}")
 
 
-def _plan(settings: Settings, dataset: Dataset) -> TrainingPlan:
+def _plan(settings: AppSettings, dataset: Dataset) -> TrainingPlan:
     from pipelines.jobs.history import training_plan
 
     return training_plan(settings, dataset.step)
 
 
-def _champion_of(settings: Settings) -> str | None:
+def _champion_of(settings: AppSettings) -> str | None:
     """The version holding @champion in the settings' registry, if any."""
     from forecaster.registry import champion_version
     from pipelines.config.tracking import tracking_config
@@ -371,7 +371,7 @@ def _champion_of(settings: Settings) -> str | None:
     return champion_version(settings.registered_model_name, tracking=tracking_config(settings))
 
 
-def _print_mlflow_hint(settings: Settings, run_id: str, port: int) -> None:
+def _print_mlflow_hint(settings: AppSettings, run_id: str, port: int) -> None:
     from forecaster.tracking import (
         ensure_experiment,
         is_tracking_server,

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import httpx
     from pydantic import SecretStr
 
-    from pipelines.config.settings import Settings
+    from api.settings import AppSettings
 
 Source = Literal["auto", "service", "store"]
 SOURCES: tuple[Source, ...] = ("auto", "service", "store")
@@ -85,7 +85,7 @@ def _read_token(*groups: tuple[SecretStr, ...]) -> str | None:
 
 
 def _recommendations(
-    settings: Settings, source: Source, url: str, token: str | None, pool: str | None
+    settings: AppSettings, source: Source, url: str, token: str | None, pool: str | None
 ) -> tuple[list[dict[str, Any]], str]:
     """The pools' recommendations as wire JSON, and a line saying where they came from."""
     if source != "store":
@@ -131,7 +131,7 @@ def _message(answer: httpx.Response) -> str:
         return answer.text[:200]
 
 
-def _from_store(settings: Settings, pool: str | None) -> list[dict[str, Any]]:
+def _from_store(settings: AppSettings, pool: str | None) -> list[dict[str, Any]]:
     from pipelines.config.pools import load_pools
     from pipelines.store import open_store
 

@@ -14,9 +14,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from cli.support import ConfigOption, cli_errors, cli_settings, console
+from cli.support import ConfigOption, cli_errors, cli_settings, console, publish_mode
 from forecaster.exceptions import ConfigError
-from pipelines.config.settings import Settings
 from pipelines.jobs.publish import Publisher, PublishMode, publishing_runner
 from pipelines.scheduler import default_plan, job_statuses, start_scheduler
 from pipelines.scheduler.clocked import clocked_runner
@@ -28,6 +27,7 @@ from pipelines.store.outbox import Status
 
 if TYPE_CHECKING:
     from api.clock import ClockMode
+    from api.settings import AppSettings
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +64,9 @@ def scheduler_command(
         # One clock: forecasts are stamped, evaluations dated and recommendations
         # published at the time the API decides by.
         runner = publishing_runner(
-            lambda: _publisher(mode),
+            lambda: _publisher(settings, mode),
             clocked_runner(store_clock(settings, mode), default_runner, replay=mode == "replay"),
+            mode=publish_mode(settings),
         )
         store = open_store(settings.store_url)
         stop = threading.Event()
@@ -96,13 +97,11 @@ def scheduler_command(
         console.print("Scheduler stopped.")
 
 
-def _publisher(clock: ClockMode) -> Publisher:
+def _publisher(settings: AppSettings, clock: ClockMode) -> Publisher:
     """Publish with a recommendation service of its own per run, on the ``clock`` clock."""
     from api.publishing import publish_once, publishing_service
 
-    def publish(
-        settings: Settings, store: Store, *, mode: PublishMode, now: datetime | None = None
-    ) -> object:
+    def publish(store: Store, *, mode: PublishMode, now: datetime | None = None) -> object:
         service = publishing_service(settings, store, clock=clock)
         return publish_once(settings, store, mode=mode, now=now, service=service)
 

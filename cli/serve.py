@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.support import ConfigOption, cli_errors, cli_settings, console
+from api.settings import AppSettings
+from cli.support import ConfigOption, cli_errors, cli_settings, console, publish_mode
 from forecaster.exceptions import ConfigError, ForesightError, TrackingError
 from pipelines.config.pools import load_pools
-from pipelines.config.settings import Settings
 from pipelines.mlflow_ui import mlflow_ui
 from pipelines.ports import ensure_free
 from pipelines.scheduler import start_scheduler
@@ -143,6 +143,7 @@ def serve_command(
                     lambda: getattr(application.state, "service", None),
                     before=store_clock(settings, mode),
                     replay=mode == "replay",
+                    mode=publish_mode(settings),
                 )
                 # The API serves only stored forecasts: make them before the first request.
                 _forecast_before_serving(settings, runner)
@@ -195,7 +196,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_exposure(settings: Settings, host: str, *, allow_unauthenticated: bool) -> None:
+def check_exposure(settings: AppSettings, host: str, *, allow_unauthenticated: bool) -> None:
     """Refuse to serve an unguarded API beyond this machine unless explicitly allowed.
 
     Raises:
@@ -221,7 +222,7 @@ def check_exposure(settings: Settings, host: str, *, allow_unauthenticated: bool
     )
 
 
-def local_ui_address(settings: Settings, host: str, port: int | None) -> str | None:
+def local_ui_address(settings: AppSettings, host: str, port: int | None) -> str | None:
     """The address of the MLflow UI that serve starts, for the dashboard's model link.
 
     None without ``--mlflow-ui-port``, and for a tracking server (``http(s)://``): it
@@ -232,7 +233,7 @@ def local_ui_address(settings: Settings, host: str, port: int | None) -> str | N
     return f"http://{host}:{port}"
 
 
-def _runs_view(settings: Settings, ui: str) -> str:
+def _runs_view(settings: AppSettings, ui: str) -> str:
     """The UI's page of the training runs; the UI's address when it cannot be had."""
     from forecaster.tracking import ensure_experiment, runs_view_url
     from pipelines.config.tracking import tracking_config
@@ -252,7 +253,7 @@ class _NoFollowUps:
         """Do nothing: the scheduler runs ``name`` on its schedule."""
 
 
-def _forecast_before_serving(settings: Settings, runner: JobRunner) -> None:
+def _forecast_before_serving(settings: AppSettings, runner: JobRunner) -> None:
     """Seed an empty store from the sample data, then run the forecast job once.
 
     The API reads the forecasts the forecast job stored and fits nothing, and the
@@ -277,7 +278,9 @@ def _forecast_before_serving(settings: Settings, runner: JobRunner) -> None:
 
 
 @contextmanager
-def _scheduler(settings: Settings, runner: JobRunner, *, train_now: bool = False) -> Iterator[None]:
+def _scheduler(
+    settings: AppSettings, runner: JobRunner, *, train_now: bool = False
+) -> Iterator[None]:
     store = open_store(settings.store_url)
     try:
         running = start_scheduler(settings, store, runner=runner)

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 from rich.table import Table
 
+from api.settings import AppSettings
 from cli.simulate import DEFAULT_KS, SimulateArgs
 from cli.support import console
 from forecaster.exceptions import DataValidationError
@@ -23,7 +24,6 @@ from forecaster.loaders.traces import DEMAND
 from forecaster.plotting import save_png
 from forecaster.types import DS, UID, SeriesId, Y
 from pipelines.config.pools import PoolConfig, load_pools
-from pipelines.config.settings import Settings
 from pipelines.config.tracking import tracking_config as make_tracking_config
 from pipelines.dataset import load_dataset
 from pipelines.reporting import progress_bar
@@ -40,7 +40,7 @@ from pipelines.simulate.plot import plot_runs
 from pipelines.simulate.result import SimResult, accounting, accounting_line
 
 
-def run_simulation(settings: Settings, args: SimulateArgs) -> None:
+def run_simulation(settings: AppSettings, args: SimulateArgs) -> None:
     """Replay, print the tables and write the files of one ``foresight simulate``."""
     pool_config = _pool(settings.pools_file, args.pool, args.lead, args.quantile)
     dataset = load_dataset(settings, args.data)

@@ -18,7 +18,8 @@ from rich.console import Console
 from forecaster.exceptions import ForesightError
 
 if TYPE_CHECKING:
-    from pipelines.config.settings import Settings
+    from api.settings import AppSettings
+    from pipelines.jobs.publish import PublishMode
 
 console = Console()
 
@@ -34,13 +35,18 @@ SeriesOption = Annotated[
 ]
 
 
-def cli_settings(config: Path | None) -> Settings:
+def cli_settings(config: Path | None) -> AppSettings:
     """Load settings (file, then ``FORESIGHT_*`` variables) and configure logging."""
-    from pipelines.config.settings import load_settings  # pandas: only when a command runs
+    from api.settings import load_app_settings  # pandas: only when a command runs
 
-    settings = load_settings(config)
+    settings = load_app_settings(config)
     logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
     return settings
+
+
+def publish_mode(settings: AppSettings) -> PublishMode:
+    """The scheduled publish job's mode: ``dry_run`` while ``service.forecast_only``."""
+    return "dry_run" if settings.service.forecast_only else "apply"
 
 
 @contextmanager

@@ -154,7 +154,7 @@ def _case(source: str, pool: str, shared: Path | None, history: timedelta, steps
     from pipelines.twin.case import sample_case, trace_case
 
     if source == "sample":
-        from pipelines.config.settings import load_settings
+        from api.settings import load_app_settings
 
-        return sample_case(load_settings().sample_dir, pool, history, steps)
+        return sample_case(load_app_settings().sample_dir, pool, history, steps)
     return trace_case(shared, history, steps)

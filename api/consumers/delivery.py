@@ -38,8 +38,8 @@ from api.consumers.webhooks import (
     next_attempt_delay,
     signed_headers,
 )
+from api.settings import AppSettings
 from forecaster.exceptions import ConfigError
-from pipelines.config.settings import Settings
 from pipelines.store import Backoff, OutboxItem, OutboxRepository
 
 logger = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ class DeliveryPolicy:
         return timedelta(seconds=_LEASE_MARGIN * self.batch * self.timeout_s + 60)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> DeliveryPolicy:
+    def from_settings(cls, settings: AppSettings) -> DeliveryPolicy:
         """Return the policy of ``settings.webhook_secret`` and ``settings.publish``."""
         secret = settings.webhook_secret
         return cls(

@@ -13,8 +13,8 @@ from pathlib import Path
 from kubernetes import config as kube_config  # type: ignore[import-untyped]
 from kubernetes.client import Configuration  # type: ignore[import-untyped]
 
+from api.settings import PublishSettings
 from forecaster.exceptions import ConfigError
-from pipelines.config.sections import PublishSettings
 
 
 def load_configuration(publish: PublishSettings) -> tuple[Configuration, str]:

@@ -44,7 +44,7 @@ from api.consumers.priority_merge import (
     is_priority_configmap,
     merge_priorities,
 )
-from pipelines.config.sections import ClusterAutoscalerVersion, PublishSettings
+from api.settings import ClusterAutoscalerVersion, PublishSettings
 from pipelines.errors import PublishError
 
 ChangeAction = Literal["create", "replace", "unchanged", "delete", "planned", "skipped", "failed"]

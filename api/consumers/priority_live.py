@@ -22,8 +22,8 @@ from api.consumers.priority_expander import (
     priority_expander_configmap,
 )
 from api.consumers.priority_merge import PriorityConflictError, merge_priorities, operator_entries
+from api.settings import ClusterAutoscalerVersion
 from pipelines.config.pools import PoolConfig
-from pipelines.config.sections import ClusterAutoscalerVersion
 from pipelines.errors import PublishError
 from policy.recommendation import Recommendation
 

@@ -45,7 +45,7 @@ from api.consumers.priority_expander import (
     render_priorities,
     validate_value_text,
 )
-from pipelines.config.sections import ClusterAutoscalerVersion
+from api.settings import ClusterAutoscalerVersion
 from pipelines.errors import PublishError
 
 NEWEST_VERSION: Final[ClusterAutoscalerVersion] = "1.36"

@@ -17,7 +17,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from api.dashboard.pool_view import age
 from api.dashboard.schemas import JobOut, ModelOut, SchedulerOut, StatusOut
 from api.service import RecommendationService
-from pipelines.config.settings import Settings
+from api.settings import AppSettings
 from pipelines.scheduler import default_plan, job_statuses
 from pipelines.store import Store
 
@@ -25,7 +25,7 @@ TRAIN_JOB: Final = "train"
 _TRAIN_RUNS_READ: Final = 50
 
 
-def mlflow_base(settings: Settings, ui: str | None) -> str | None:
+def mlflow_base(settings: AppSettings, ui: str | None) -> str | None:
     """The MLflow UI's address: the one given, else a tracking server's own (it serves a UI).
 
     A local (SQLite) tracking store has no UI unless ``foresight serve

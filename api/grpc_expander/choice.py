@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from api.consumers.go_regex import compile_re2
 from api.consumers.priority_expander import CATCH_ALL_PRIORITY, RankedPool
-from pipelines.config.sections import ExpanderReactive
+from api.settings import ExpanderReactive
 from pipelines.errors import PublishError
 
 Basis = Literal["ranked", "operator_tier", "no_opinion"]

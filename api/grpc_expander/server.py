@@ -32,8 +32,8 @@ import grpc  # type: ignore[import-untyped]
 
 from api.grpc_expander.choice import Choice, ExpanderView, choose
 from api.grpc_expander.protos import expander_pb2, expander_pb2_grpc
+from api.settings import ExpanderReactive
 from forecaster.exceptions import ConfigError
-from pipelines.config.sections import ExpanderReactive
 
 logger = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from api.consumers.priority_merge import PriorityConflictError, operator_entries
 from api.grpc_expander.choice import ExpanderView, Tiers
 from api.grpc_expander.server import ExpanderTLS, RankingSource, RunningExpander, start_expander
 from api.service import RecommendationService
+from api.settings import ClusterAutoscalerVersion, PublishSettings
 from forecaster.exceptions import ConfigError
-from pipelines.config.sections import ClusterAutoscalerVersion, PublishSettings
 
 logger = logging.getLogger(__name__)
 

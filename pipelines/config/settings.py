@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar, overload
 
 import yaml
 from pydantic import (
@@ -37,13 +37,7 @@ from pydantic_settings import (
 
 from forecaster.exceptions import ConfigError
 from forecaster.types import DEFAULT_LEVELS
-from pipelines.config.sections import (
-    CallChainSettings,
-    PrometheusSettings,
-    PublishSettings,
-    SchedulerSettings,
-    ServiceSettings,
-)
+from pipelines.config.sections import PrometheusSettings, SchedulerSettings
 
 ENV_PREFIX: Final = "FORESIGHT_"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -62,9 +56,12 @@ _CONFIG_FILE: ContextVar[Path | None] = ContextVar("foresight_config_file", defa
 
 
 class Settings(BaseSettings):
-    """Every tunable of a Foresight deployment, validated once at start-up.
+    """Every tunable of the forecaster and the pipelines, validated once at start-up.
 
-    Build it with :func:`load_settings`; relative paths are resolved against ``root``.
+    The API adds its own groups in a subclass (:class:`api.settings.AppSettings`), which
+    is what a deployment's settings file is loaded as: this class alone refuses them as
+    unknown. Build either with :func:`load_settings`; relative paths are resolved
+    against ``root``.
     """
 
     model_config = SettingsConfigDict(
@@ -184,15 +181,6 @@ class Settings(BaseSettings):
     scheduler: SchedulerSettings = Field(
         default_factory=SchedulerSettings, description="the scheduled jobs"
     )
-    service: ServiceSettings = Field(
-        default_factory=ServiceSettings, description="the API's tokens, limits and mode"
-    )
-    publish: PublishSettings = Field(
-        default_factory=PublishSettings, description="Kubernetes objects and webhooks"
-    )
-    callchain: CallChainSettings = Field(
-        default_factory=CallChainSettings, description="the call-chain latency analysis"
-    )
 
     @classmethod
     def settings_customise_sources(
@@ -281,12 +269,33 @@ class Settings(BaseSettings):
         return value.upper() if isinstance(value, str) else value
 
 
-def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+SettingsT = TypeVar("SettingsT", bound=Settings)
+
+
+@overload
+def load_settings(
+    config_file: Path | None = None, *, settings_class: type[SettingsT], **overrides: Any
+) -> SettingsT: ...
+
+
+@overload
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings: ...
+
+
+def load_settings(
+    config_file: Path | None = None,
+    *,
+    settings_class: type[Settings] = Settings,
+    **overrides: Any,
+) -> Settings:
     """Build the settings from overrides, ``FORESIGHT_*`` variables, a YAML file, defaults.
 
     Args:
         config_file: optional YAML file of settings (a mapping of field names to
             values); environment variables override it.
+        settings_class: the class to build: :class:`Settings` (the pipelines' own
+            groups) or a subclass adding groups (the API's
+            :class:`api.settings.AppSettings`, which loads a deployment's file).
         **overrides: field values that beat every other source (tests, CLI options).
 
     Returns:
@@ -300,9 +309,9 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         _check_config_file(config_file)
     with _config_file(config_file):
         try:
-            return Settings(**overrides)
+            return settings_class(**overrides)
         except ValidationError as exc:
-            raise ConfigError(_format_errors(exc, config_file)) from exc
+            raise ConfigError(_format_errors(exc, config_file, settings_class)) from exc
         except SettingsError as exc:
             # Raised by the environment source, e.g. a list field that is not JSON.
             raise ConfigError(
@@ -335,8 +344,10 @@ def _check_config_file(path: Path) -> None:
         )
 
 
-def _format_errors(exc: ValidationError, config_file: Path | None) -> str:
-    known = ", ".join(Settings.model_fields)
+def _format_errors(
+    exc: ValidationError, config_file: Path | None, settings_class: type[Settings]
+) -> str:
+    known = ", ".join(settings_class.model_fields)
     source = f" (config file {config_file})" if config_file is not None else ""
     lines = [f"invalid settings{source}:"]
     for error in exc.errors():
@@ -348,7 +359,7 @@ def _format_errors(exc: ValidationError, config_file: Path | None) -> str:
         if not names:  # a rule across several settings: its message names them
             lines.append(f"  {_message(error)}")
             continue
-        expected = _description(names) or "a valid value"
+        expected = _description(settings_class, names) or "a valid value"
         # Never echo a secret back into logs.
         got = "***" if _SECRET_FIELDS.intersection(names) else repr(error.get("input"))
         env_name = ENV_PREFIX + "__".join(names).upper()
@@ -359,9 +370,9 @@ def _format_errors(exc: ValidationError, config_file: Path | None) -> str:
     return "\n".join(lines)
 
 
-def _description(names: list[str]) -> str | None:
+def _description(settings_class: type[Settings], names: list[str]) -> str | None:
     """The description of the (possibly nested) field ``names`` points at."""
-    model: Any = Settings
+    model: Any = settings_class
     description = None
     for name in names:
         fields = getattr(model, "model_fields", None)

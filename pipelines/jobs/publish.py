@@ -4,9 +4,10 @@ The work is the publisher's: ``publish_once`` of :mod:`api.publishing` (the poli
 the ConfigMap and buffers, the webhook outbox). The job does not fetch it: the CLI,
 which wires the parts together, hands it in through :func:`publishing_runner`
 (``foresight scheduler`` the plain one, ``foresight serve`` one bound to the running
-service). This job only supplies the store and the clock and turns the outcome into
-a report. Whether it writes to a cluster follows ``service.forecast_only`` unless
-``mode`` says otherwise.
+service), bound to the deployment's settings. This job only supplies the store and
+the clock and turns the outcome into a report. It writes to a cluster only in
+``apply`` mode: the CLI passes ``dry_run`` while ``service.forecast_only`` (an API
+setting).
 
 A publication degrades per object, and so does the report: each object's result is
 in ``details["objects"]`` (``written``, ``unchanged``, ``skipped``...), the ones
@@ -39,11 +40,9 @@ PublishMode = Literal["apply", "dry_run"]
 
 
 class Publisher(Protocol):
-    """Publishes the recommendation set once (``api.publishing.publish_once``, or bound)."""
+    """Publishes the recommendation set once (``api.publishing.publish_once``, bound)."""
 
-    def __call__(
-        self, settings: Settings, store: Store, *, mode: PublishMode, now: datetime | None
-    ) -> object:
+    def __call__(self, store: Store, *, mode: PublishMode, now: datetime | None) -> object:
         """Publish; write to the cluster only in ``apply`` mode; ``now`` None: its own clock.
 
         Returns:
@@ -62,7 +61,7 @@ def run_publish(
     publish: Publisher | None = None,
     store: Store | None = None,
     now: datetime | None = None,
-    mode: PublishMode | None = None,
+    mode: PublishMode = "dry_run",
 ) -> JobReport:
     """Publish the current recommendations once.
 
@@ -73,8 +72,8 @@ def run_publish(
         store: the store; default the settings' store.
         now: the decision time (default the publisher's clock: the wall clock, or
             the running service's).
-        mode: ``apply`` or ``dry_run``; default ``dry_run`` when
-            ``service.forecast_only``, else ``apply``.
+        mode: ``apply`` or ``dry_run`` (the default; the CLI's runner passes ``apply``
+            unless ``service.forecast_only``).
 
     Returns:
         ``ok`` with the publisher's outcome in ``details``; ``skipped`` without a
@@ -84,14 +83,12 @@ def run_publish(
     if publish is None:
         why = "no publisher to publish with (in foresight serve: the API has not started yet)"
         return finish(JOB, started, "skipped", why)
-    if mode is None:
-        mode = "dry_run" if settings.service.forecast_only else "apply"
     writes = mode == "apply"
     try:
         # Unset, the publisher's own clock decides (the running service's, in serve).
         clock = None if now is None else utc_now(now)
         with borrowed_store(settings, store) as opened:
-            outcome = publish(settings, opened, mode=mode, now=clock)
+            outcome = publish(opened, mode=mode, now=clock)
     except ForesightError as exc:
         return finish(JOB, started, "failed", str(exc))
     details = _as_details(outcome)
@@ -127,22 +124,26 @@ def _objects_line(objects: Mapping[str, str], problems: Mapping[str, str]) -> st
     return f": {counted}" + (f" ({named})" if named else "")
 
 
-def publishing_runner(publisher: PublisherLookup, runner: JobRunner) -> JobRunner:
+def publishing_runner(
+    publisher: PublisherLookup, runner: JobRunner, *, mode: PublishMode
+) -> JobRunner:
     """Return ``runner`` with its publish job publishing through ``publisher()``.
 
-    The CLI wires it: ``foresight scheduler`` with ``api.publishing.publish_once``,
+    The CLI wires it: ``foresight scheduler`` with ``api.publishing.publish_once``
+    bound to the settings,
     ``foresight serve`` with a publisher bound to the running service (which is None
     until the app has started: such a publish is ``skipped``, the next one publishes).
 
     Args:
         publisher: returns the publisher for each run.
         runner: runs every other job (the scheduler's default runner).
+        mode: each publish's mode (``apply`` unless ``service.forecast_only``).
     """
 
     def run(name: str, settings: Settings) -> JobReport:
         if name != JOB:
             return runner(name, settings)
-        return run_publish(settings, publish=publisher())
+        return run_publish(settings, publish=publisher(), mode=mode)
 
     return run
 

@@ -164,16 +164,19 @@ def trace_case(
     )
 
 
-def _write_config(workdir: Path) -> Path:
-    """The settings file of a deployment in ``workdir`` (its pools file is there too)."""
+def _write_config(workdir: Path) -> tuple[Path, Settings]:
+    """The settings file of a deployment in ``workdir`` (its pools file is there too).
+
+    Returns:
+        The file (for ``foresight serve --config``) and the twin's own settings: the
+        same values but the API's group, which only the service reads (the pipelines'
+        settings do not know it and would refuse the file).
+    """
     config: dict[str, Any] = {
         "root": str(workdir),
         "pools_file": str(workdir / "pools.yaml"),
         # No committed sample to seed from: the store holds the case's history only.
         "sample_dir": str(workdir / "no-sample"),
-        # The twin waits for the service to serve each step's run: a short refresh makes
-        # that wait short (nothing else in the service depends on the wall clock here).
-        "service": {"refresh_seconds": REFRESH_SECONDS},
         "scheduler": {
             "workers": 1,
             "ingest_every_minutes": _FAR,
@@ -183,9 +186,12 @@ def _write_config(workdir: Path) -> Path:
             "train_cron": "0 3 1 1 *",
         },
     }
+    # The twin waits for the service to serve each step's run: a short refresh makes
+    # that wait short (nothing else in the service depends on the wall clock here).
+    served = {**config, "service": {"refresh_seconds": REFRESH_SECONDS}}
     config_file = workdir / "settings.yaml"
-    config_file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    return config_file
+    config_file.write_text(yaml.safe_dump(served, sort_keys=False), encoding="utf-8")
+    return config_file, load_settings(**config)
 
 
 def prepare(case: TwinCase, workdir: Path) -> tuple[Path, Settings]:
@@ -214,8 +220,7 @@ def deploy(
         yaml.safe_dump({"pools": [p.model_dump(mode="json") for p in pools]}, sort_keys=False),
         encoding="utf-8",
     )
-    config_file = _write_config(workdir)
-    settings = load_settings(config_file)
+    config_file, settings = _write_config(workdir)
 
     with open_store(settings.store_url) as opened:
         opened.samples.upsert_with_demand(history)
@@ -234,8 +239,7 @@ def copy_deployment(template: Path, workdir: Path) -> tuple[Path, Settings]:
     in ``template``, which must outlive the copy.
     """
     shutil.copytree(template, workdir, ignore=shutil.ignore_patterns("serve.log"))
-    config_file = _write_config(workdir)
-    return config_file, load_settings(config_file)
+    return _write_config(workdir)
 
 
 class JobForecaster:

@@ -164,10 +164,10 @@ def test_serve_refuses_weak_tokens_beyond_loopback_before_any_banner(
 
 
 def test_loopback_and_explicit_consent_are_not_refused() -> None:
+    from api.settings import load_app_settings
     from cli.serve import check_exposure
-    from pipelines.config.settings import load_settings
 
-    settings = load_settings()
+    settings = load_app_settings()
     for host in ("127.0.0.1", "localhost", "::1"):
         check_exposure(settings, host, allow_unauthenticated=False)
     check_exposure(settings, "0.0.0.0", allow_unauthenticated=True)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from api.settings import AppSettings, load_app_settings
 from cli.serve import _forecast_before_serving
-from pipelines.config.settings import Settings, load_settings
 from pipelines.jobs.report import JobReport
 from pipelines.store import open_store
 
@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return load_settings(
+def settings(tmp_path: Path) -> AppSettings:
+    return load_app_settings(
         root=tmp_path,
         pools_file=ROOT / "data" / "sample" / "pools.yaml",
         sample_dir=ROOT / "data" / "sample",
@@ -26,11 +26,11 @@ def settings(tmp_path: Path) -> Settings:
 
 
 def test_the_store_is_seeded_and_the_forecast_job_runs_and_is_recorded(
-    settings: Settings, capsys: pytest.CaptureFixture[str]
+    settings: AppSettings, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ran: list[str] = []
 
-    def runner(name: str, given: Settings) -> JobReport:
+    def runner(name: str, given: AppSettings) -> JobReport:
         ran.append(name)
         with open_store(given.store_url) as store:  # the job sees the seeded samples
             assert store.samples.series_ids()
@@ -48,7 +48,7 @@ def test_the_store_is_seeded_and_the_forecast_job_runs_and_is_recorded(
 
 
 def test_without_a_champion_serving_goes_on_and_says_why(
-    settings: Settings, capsys: pytest.CaptureFixture[str]
+    settings: AppSettings, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pipelines.jobs.registry import run_job
 
@@ -62,7 +62,7 @@ def test_without_a_champion_serving_goes_on_and_says_why(
     assert "champion" in out
 
 
-def test_train_now_starts_the_scheduled_training_at_once(settings: Settings) -> None:
+def test_train_now_starts_the_scheduled_training_at_once(settings: AppSettings) -> None:
     import threading
 
     from cli.serve import _scheduler
@@ -71,7 +71,7 @@ def test_train_now_starts_the_scheduled_training_at_once(settings: Settings) -> 
     ran: list[str] = []
     trained = threading.Event()
 
-    def runner(name: str, given: Settings) -> JobReport:
+    def runner(name: str, given: AppSettings) -> JobReport:
         ran.append(name)
         if name == "train":
             trained.set()

@@ -29,8 +29,8 @@ from api.consumers.capacity_buffers import (
 from api.consumers.priority_expander import CONFIGMAP_NAME, validate_value_text
 from api.main import create_app
 from api.schemas import PoolRecommendation
+from api.settings import load_app_settings
 from pipelines.config.pools import load_pools
-from pipelines.config.settings import load_settings
 from tests.deploy.crd_schemas import SCHEMAS
 from tests.deploy.kustomize_lite import Manifest, load_documents, render
 
@@ -296,7 +296,7 @@ def test_the_app_accepts_the_settings(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("FORESIGHT_ROOT", str(tmp_path))
-    settings = load_settings()
+    settings = load_app_settings()
     assert settings.store_url.startswith("postgresql+psycopg://")
     assert settings.mlflow_tracking_uri.startswith("http://")
     assert len(settings.service.read_tokens) == len(settings.service.write_tokens) == 1
@@ -355,7 +355,7 @@ def test_the_grpc_expander_wiring_meets_in_the_middle(
     for key, value in env_of("overlays/grpc-expander").items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("FORESIGHT_ROOT", str(tmp_path))
-    publish = load_settings().publish
+    publish = load_app_settings().publish
     assert publish.grpc_expander_address == "0.0.0.0:8443"
     for path in (publish.grpc_expander_cert, publish.grpc_expander_key):
         assert str(path).startswith(mount["mountPath"] + "/")

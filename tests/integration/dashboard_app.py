@@ -21,12 +21,12 @@ import uvicorn
 
 from api.main import create_app
 from api.services import Services
+from api.settings import AppSettings, load_app_settings
 from forecaster.champion import ChampionForecaster
 from forecaster.loaders import DEMAND
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import load_pools
-from pipelines.config.settings import Settings, load_settings
 from pipelines.dataset import seed_from_sample
 from pipelines.jobs.evaluate import EVALUATED_AT, LIVE_MASE, MODEL_VERSION_KEY
 from pipelines.jobs.forecast import run_forecast
@@ -37,9 +37,9 @@ SAMPLE_POOLS = REPO / "data" / "sample" / "pools.yaml"
 _START_TIMEOUT_S = 30.0
 
 
-def sample_settings(workdir: Path) -> Settings:
-    """Settings reading the committed sample, writing only under ``workdir``."""
-    return load_settings(
+def sample_settings(workdir: Path) -> AppSettings:
+    """AppSettings reading the committed sample, writing only under ``workdir``."""
+    return load_app_settings(
         root=REPO,
         data_dir=workdir,
         models_dir=workdir / "models",

@@ -30,9 +30,9 @@ from api.grpc_expander.protos import expander_pb2, expander_pb2_grpc
 from api.grpc_expander.server import METHOD, ExpanderTLS, RunningExpander, start_expander
 from api.main import create_app
 from api.services import Services
+from api.settings import load_app_settings
 from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolsConfig
-from pipelines.config.settings import load_settings
 from pipelines.store import open_store
 from tests.api.app.conftest import FakeClock, history, make_champion
 from tests.integration.grpc_upstream import call_upstream, generate_upstream
@@ -115,7 +115,7 @@ def reactive(request: pytest.FixtureRequest) -> str:
 def app_client(
     tmp_path: Path, tls: TlsFiles, kube: tuple[KubeStub, str], reactive: str
 ) -> Iterator[tuple[TestClient, RunningExpander]]:
-    settings = load_settings(
+    settings = load_app_settings(
         root=tmp_path,
         levels=[0.5, 0.8, 0.9],
         horizon=12,

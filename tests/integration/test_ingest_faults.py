@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from api.settings import AppSettings, load_app_settings
 from forecaster.types import DS, UID, Y
-from pipelines.config.settings import Settings, load_settings
 from pipelines.jobs.ingest import run_ingest
 from pipelines.sources import PrometheusConfig, PrometheusSource
 from pipelines.store import open_store
@@ -113,9 +113,9 @@ def server(
         started.stop()
 
 
-def _settings(root: Path, **overrides: object) -> Settings:
+def _settings(root: Path, **overrides: object) -> AppSettings:
     (root / "pools.yaml").write_text(POOLS_YAML, encoding="utf-8")
-    return load_settings(root=root, pools_file=root / "pools.yaml", **overrides)  # type: ignore[arg-type]
+    return load_app_settings(root=root, pools_file=root / "pools.yaml", **overrides)  # type: ignore[arg-type]
 
 
 @pytest.mark.timeout(120)

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from api.settings import load_app_settings
 from forecaster.types import DS, Y
-from pipelines.config.settings import load_settings
 from pipelines.config.tracking import tracking_config
 from pipelines.jobs.evaluate import RETRAIN, run_evaluate
 from pipelines.jobs.forecast import run_forecast
@@ -75,7 +75,7 @@ def test_ingest_train_forecast_evaluate_on_a_real_series(
     (tmp_path / "pools.yaml").write_text(
         "pools:\n  - name: earth\n    node_group_id: ng-earth\n", encoding="utf-8"
     )
-    settings = load_settings(
+    settings = load_app_settings(
         root=tmp_path,
         pools_file=tmp_path / "pools.yaml",
         prometheus={"url": server.url, "step": "10min", "backfill_days": 10},

@@ -33,8 +33,8 @@ from api.publish_cluster import Mode, prune_scopes
 from api.publishing import publish_once
 from api.service import RecommendationService
 from api.services import Services
+from api.settings import load_app_settings
 from pipelines.config.pools import PoolConfig, PoolsConfig
-from pipelines.config.settings import load_settings
 from pipelines.store import open_store
 from policy import (
     NO_LATENCY,
@@ -378,7 +378,7 @@ def test_publish_once_uses_the_kubeconfig_and_dry_runs_server_side(
         )
 
         def run(forecast_only: bool, apply: bool) -> Any:
-            settings = load_settings(
+            settings = load_app_settings(
                 root=tmp_path, publish=publish, service={"forecast_only": forecast_only}
             )
             service = RecommendationService(

@@ -22,8 +22,8 @@ from api.publish_cluster import Mode
 from api.publishing import publish_once
 from api.service import RecommendationService
 from api.services import Services
+from api.settings import load_app_settings
 from pipelines.config.pools import PoolConfig, PoolsConfig
-from pipelines.config.settings import load_settings
 from pipelines.store import open_store
 from tests.integration.kube_stub import Key, KubeStub, running_stub, write_kubeconfig
 
@@ -68,7 +68,7 @@ def publish_to_stub(stub: tuple[KubeStub, str], tmp_path: Path) -> Iterator[Publ
         )
 
         def run(*, apply: bool = True, **publish: Any) -> Any:
-            settings = load_settings(
+            settings = load_app_settings(
                 root=tmp_path,
                 publish={"kubeconfig": str(kubeconfig), "buffers_namespace": BUFFERS, **publish},
                 service={"forecast_only": False},

@@ -33,11 +33,11 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from api.main import create_app
 from api.services import Services
+from api.settings import load_app_settings
 from forecaster.champion import ChampionForecaster
 from forecaster.models.naive import Persistence
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import load_pools
-from pipelines.config.settings import load_settings
 from pipelines.jobs.forecast import run_forecast
 from pipelines.store import open_store
 
@@ -91,7 +91,7 @@ def base_url(tmp_path: Path) -> Iterator[str]:
     """The app over a temp store and pools file, served by uvicorn on loopback."""
     pools_file = tmp_path / "pools.yaml"
     pools_file.write_text(POOLS_YAML)
-    settings = load_settings(root=tmp_path, pools_file=pools_file, horizon=12, max_train_days=1)
+    settings = load_app_settings(root=tmp_path, pools_file=pools_file, horizon=12, max_train_days=1)
     store = open_store(f"sqlite:///{tmp_path / 'store.db'}")
     store.samples.upsert(pd.concat([_history("alpha"), _history("beta")]))
     model = ChampionForecaster({}, {"persistence": Persistence(horizon=12)}, default="persistence")

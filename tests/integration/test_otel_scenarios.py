@@ -34,11 +34,11 @@ from opentelemetry.trace import SpanKind
 from api.callchain.incremental import ChainWindow
 from api.main import create_app
 from api.services import Services
+from api.settings import load_app_settings
 from forecaster.champion import ChampionForecaster
 from forecaster.models.naive import Persistence
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import load_pools
-from pipelines.config.settings import load_settings
 from pipelines.jobs.forecast import run_forecast
 from pipelines.store import open_store
 from tests.integration.test_otel_export import _free_port
@@ -114,7 +114,7 @@ def _serve(
 ) -> Iterator[App]:
     pools_file = tmp_path / "pools.yaml"
     pools_file.write_text(pools_yaml)
-    settings = load_settings(root=tmp_path, pools_file=pools_file, horizon=12, max_train_days=1)
+    settings = load_app_settings(root=tmp_path, pools_file=pools_file, horizon=12, max_train_days=1)
     store = open_store(f"sqlite:///{tmp_path / 'store.db'}")
     store.samples.upsert(pd.concat([_history(pool, util) for pool, util in utils.items()]))
     model = ChampionForecaster({}, {"persistence": Persistence(horizon=12)}, default="persistence")

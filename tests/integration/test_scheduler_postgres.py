@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from sqlalchemy import URL, create_engine, text
 
-from pipelines.config.settings import Settings, load_settings
+from api.settings import AppSettings, load_app_settings
 from pipelines.jobs.report import JobReport
 from pipelines.scheduler import ScheduledJob, every, job_statuses, start_scheduler
 from pipelines.scheduler.dispatch import DISPATCH_REF
@@ -68,8 +68,8 @@ def pg_url(pg_admin: URL) -> Iterator[URL]:
 
 
 @pytest.fixture
-def pg_settings(pg_url: URL, tmp_path: Path) -> Settings:
-    return load_settings(
+def pg_settings(pg_url: URL, tmp_path: Path) -> AppSettings:
+    return load_app_settings(
         root=tmp_path,
         store_url=pg_url.render_as_string(hide_password=False),
         scheduler={"misfire_grace_seconds": 30},
@@ -77,13 +77,13 @@ def pg_settings(pg_url: URL, tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def pg_store(pg_settings: Settings) -> Iterator[Store]:
+def pg_store(pg_settings: AppSettings) -> Iterator[Store]:
     with open_store(pg_settings.store_url) as store:
         yield store
 
 
-def _runner(calls: list[str]) -> Callable[[str, Settings], JobReport]:
-    def run(name: str, _settings: Settings) -> JobReport:
+def _runner(calls: list[str]) -> Callable[[str, AppSettings], JobReport]:
+    def run(name: str, _settings: AppSettings) -> JobReport:
         calls.append(name)
         now = datetime.now(UTC)
         return JobReport(name, "ok", f"{name} ran", now, now, details={"rows": 3})
@@ -120,7 +120,7 @@ def _terminate_lock_sessions(url: URL) -> int:
 
 
 def test_jobs_and_their_runs_are_persisted_in_postgresql(
-    pg_settings: Settings, pg_store: Store
+    pg_settings: AppSettings, pg_store: Store
 ) -> None:
     calls: list[str] = []
     plan = [
@@ -179,7 +179,7 @@ def test_only_one_advisory_lock_holder_and_a_dropped_connection_frees_it(pg_url:
 
 
 def test_a_leader_that_loses_its_connection_steps_down(
-    pg_settings: Settings, pg_store: Store, pg_url: URL, caplog: pytest.LogCaptureFixture
+    pg_settings: AppSettings, pg_store: Store, pg_url: URL, caplog: pytest.LogCaptureFixture
 ) -> None:
     calls: list[str] = []
     plan = [ScheduledJob("ingest", every(timedelta(seconds=0.2)))]

@@ -19,7 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from api.server import server_config
-from pipelines.config.sections import ServiceSettings
+from api.settings import ServiceSettings
 
 
 def _free_port() -> int:

@@ -27,8 +27,8 @@ from sqlalchemy import URL, create_engine, text
 from api.ingest import samples_frame
 from api.service import RecommendationService
 from api.services import Services
+from api.settings import load_app_settings
 from pipelines.config.pools import PoolConfig, PoolsConfig
-from pipelines.config.settings import load_settings
 from pipelines.store import Store, open_store
 from pipelines.store.engine import Database, make_engine
 from pipelines.store.migrate import current_revision, head_revision
@@ -208,7 +208,7 @@ def test_replicas_pushing_one_pool_at_once_both_count_in_its_state(
             ]
         }
     )
-    settings = load_settings(root=tmp_path, horizon=12, max_train_days=1)
+    settings = load_app_settings(root=tmp_path, horizon=12, max_train_days=1)
     now = datetime.now(UTC).replace(microsecond=0)
     reached, release = threading.Event(), threading.Event()
 

@@ -19,11 +19,11 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from api.services import Services
+from api.settings import AppSettings, load_app_settings
 from forecaster.champion import ChampionForecaster
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolsConfig
-from pipelines.config.settings import Settings, load_settings
 from pipelines.jobs.forecast import run_forecast
 from pipelines.store import Store, open_store
 
@@ -100,8 +100,8 @@ def pools() -> PoolsConfig:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return load_settings(
+def settings(tmp_path: Path) -> AppSettings:
+    return load_app_settings(
         root=tmp_path,
         levels=[0.5, 0.8, 0.9],
         horizon=12,
@@ -112,7 +112,7 @@ def settings(tmp_path: Path) -> Settings:
 
 
 def run_forecast_job(
-    settings: Settings, store: Store, champion: LoadedModel, now: datetime = END
+    settings: AppSettings, store: Store, champion: LoadedModel, now: datetime = END
 ) -> None:
     """Store forecasts as the scheduled forecast job does, from the samples up to ``now``."""
     report = run_forecast(settings, store=store, now=now + timedelta(seconds=1), champion=champion)
@@ -120,7 +120,7 @@ def run_forecast_job(
 
 
 @pytest.fixture
-def store(tmp_path: Path, settings: Settings, champion: LoadedModel) -> Iterator[Store]:
+def store(tmp_path: Path, settings: AppSettings, champion: LoadedModel) -> Iterator[Store]:
     with open_store(f"sqlite:///{tmp_path / 'store.db'}") as opened:
         opened.samples.upsert(pd.concat([history("alpha"), history("beta", seed=1)]))
         run_forecast_job(settings, opened, champion)
@@ -151,7 +151,7 @@ MakeServices = Callable[..., Services]
 
 @pytest.fixture
 def make_services(
-    settings: Settings, pools: PoolsConfig, store: Store, champion: LoadedModel
+    settings: AppSettings, pools: PoolsConfig, store: Store, champion: LoadedModel
 ) -> MakeServices:
     def build(**changes: object) -> Services:
         fields: dict[str, object] = {

@@ -18,8 +18,8 @@ from api.auth import (
     token_problems,
 )
 from api.services import Services
+from api.settings import ServiceSettings
 from forecaster.exceptions import ConfigError
-from pipelines.config.sections import ServiceSettings
 
 READ, WRITE = "r-token-1", "w-token-1"
 SPANS = [

@@ -19,9 +19,9 @@ from fastapi.testclient import TestClient
 from api.champion import ChampionFollower
 from api.main import create_app
 from api.service import RecommendationService
+from api.settings import AppSettings
 from forecaster.exceptions import TrackingError
 from forecaster.registry import LoadedModel
-from pipelines.config.settings import Settings
 from pipelines.store import Store
 
 from .conftest import END, MakeServices, make_champion, run_forecast_job
@@ -73,7 +73,7 @@ def _served(client: TestClient) -> set[str]:
 
 
 def test_a_promotion_is_served_without_restart_and_readyz_says_so(
-    make_services: MakeServices, registry: FakeRegistry, settings: Settings, store: Store
+    make_services: MakeServices, registry: FakeRegistry, settings: AppSettings, store: Store
 ) -> None:
     services = make_services(model=version("7"), champion=registry)
     with TestClient(
@@ -102,7 +102,7 @@ def test_a_promotion_is_served_without_restart_and_readyz_says_so(
 
 
 def test_requests_are_answered_by_the_old_model_while_the_new_one_loads(
-    make_services: MakeServices, registry: FakeRegistry, settings: Settings, store: Store
+    make_services: MakeServices, registry: FakeRegistry, settings: AppSettings, store: Store
 ) -> None:
     run_forecast_job(settings, store, registry.models["8"], LATER)
     services = make_services(model=version("7"), champion=registry)
@@ -134,7 +134,7 @@ def test_requests_are_answered_by_the_old_model_while_the_new_one_loads(
 
 
 def test_an_outage_is_told_and_recovery_needs_no_restart(
-    make_services: MakeServices, registry: FakeRegistry, settings: Settings, store: Store
+    make_services: MakeServices, registry: FakeRegistry, settings: AppSettings, store: Store
 ) -> None:
     run_forecast_job(settings, store, registry.models["8"], LATER)
     # Started during an outage from a stale local copy (version 7; the champion is 8).
@@ -211,7 +211,7 @@ def test_a_first_champion_reaches_a_replica_that_started_without_one(
 
 
 def test_the_app_polls_at_the_configured_interval(
-    make_services: MakeServices, registry: FakeRegistry, settings: Settings, store: Store
+    make_services: MakeServices, registry: FakeRegistry, settings: AppSettings, store: Store
 ) -> None:
     run_forecast_job(settings, store, registry.models["8"], LATER)
     fast = settings.model_copy(
@@ -234,7 +234,7 @@ def _wait(condition: Callable[[], bool], timeout: float) -> bool:
 
 
 def test_a_new_version_without_stored_forecasts_decides_reactively_and_says_why(
-    make_services: MakeServices, registry: FakeRegistry, settings: Settings, store: Store
+    make_services: MakeServices, registry: FakeRegistry, settings: AppSettings, store: Store
 ) -> None:
     services = make_services(model=version("7"), champion=registry)
     with TestClient(

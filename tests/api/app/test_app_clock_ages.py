@@ -22,10 +22,10 @@ from fastapi.testclient import TestClient
 from api.clock import ReplayClock
 from api.publish_runner import serving_job_runner, store_clock
 from api.services import Services
+from api.settings import AppSettings
 from cli.serve import _forecast_before_serving
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolsConfig
-from pipelines.config.settings import Settings
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.report import JobReport
 from pipelines.scheduler.clocked import ClockedJob
@@ -36,12 +36,12 @@ WALL = datetime(2026, 12, 6, 21, 0, tzinfo=UTC)
 """The wall clock of the operator's report, twenty months after the data."""
 
 
-def _never(name: str, settings: Settings) -> JobReport:
+def _never(name: str, settings: AppSettings) -> JobReport:
     raise AssertionError(f"only the forecast job should run, not {name}")
 
 
 def _jobs(store: Store, champion: LoadedModel) -> dict[str, ClockedJob]:
-    def forecast(settings: Settings, now: datetime) -> JobReport:
+    def forecast(settings: AppSettings, now: datetime) -> JobReport:
         return run_forecast(settings, store=store, now=now, champion=champion)
 
     return {"forecast": forecast}
@@ -90,7 +90,7 @@ def bare_store(tmp_path: Path) -> Iterator[Store]:
 
 
 def test_forecasts_made_while_serving_are_dated_by_the_replay_clock(
-    settings: Settings, pools: PoolsConfig, bare_store: Store, champion: LoadedModel
+    settings: AppSettings, pools: PoolsConfig, bare_store: Store, champion: LoadedModel
 ) -> None:
     services = Services(settings, pools, bare_store, champion, wall_clock=lambda: WALL)
     app = app_of(services)
@@ -112,7 +112,7 @@ def test_forecasts_made_while_serving_are_dated_by_the_replay_clock(
 
 
 def test_the_startup_forecast_is_dated_by_the_clock_read_from_the_store(
-    tmp_path: Path, settings: Settings, champion: LoadedModel
+    tmp_path: Path, settings: AppSettings, champion: LoadedModel
 ) -> None:
     # ``serve`` runs the forecast job before the app starts: no service to ask yet.
     root = Path(__file__).resolve().parents[3]
@@ -124,7 +124,7 @@ def test_the_startup_forecast_is_dated_by_the_clock_read_from_the_store(
     )
     made: list[datetime] = []
 
-    def forecast(given: Settings, now: datetime) -> JobReport:
+    def forecast(given: AppSettings, now: datetime) -> JobReport:
         made.append(now)
         from pipelines.jobs.runtime import finish, utc_now
 
@@ -144,20 +144,20 @@ def test_the_startup_forecast_is_dated_by_the_clock_read_from_the_store(
     assert made[0] < datetime(2025, 4, 1, tzinfo=UTC)  # the sample's time, not the wall's
 
 
-def test_a_clocked_runner_leaves_the_other_jobs_to_their_runner(settings: Settings) -> None:
+def test_a_clocked_runner_leaves_the_other_jobs_to_their_runner(settings: AppSettings) -> None:
     from pipelines.jobs.runtime import finish, utc_now
     from pipelines.scheduler.clocked import clocked_runner
 
     ran: list[str] = []
 
-    def other(name: str, given: Settings) -> JobReport:
+    def other(name: str, given: AppSettings) -> JobReport:
         ran.append(name)
         return finish(name, utc_now(), "ok", "ran")
 
     at = END - timedelta(days=1)
     dated: list[datetime] = []
 
-    def evaluate(given: Settings, now: datetime) -> JobReport:
+    def evaluate(given: AppSettings, now: datetime) -> JobReport:
         dated.append(now)
         return finish("evaluate", utc_now(), "ok", "scored")
 
@@ -184,7 +184,7 @@ def _replay_answer(
 
 
 def test_a_forecast_stamped_by_the_wall_clock_is_not_used_while_replaying(
-    settings: Settings, pools: PoolsConfig, bare_store: Store, champion: LoadedModel
+    settings: AppSettings, pools: PoolsConfig, bare_store: Store, champion: LoadedModel
 ) -> None:
     # As the old scheduler (or `foresight forecast` on the wall clock) left the store.
     report = run_forecast(settings, store=bare_store, now=WALL, champion=champion)
@@ -202,7 +202,7 @@ def test_a_forecast_stamped_by_the_wall_clock_is_not_used_while_replaying(
 
 
 def test_a_live_error_measured_on_another_clock_is_not_this_decisions(
-    settings: Settings, pools: PoolsConfig, bare_store: Store, champion: LoadedModel
+    settings: AppSettings, pools: PoolsConfig, bare_store: Store, champion: LoadedModel
 ) -> None:
     def measured_on_the_wall(pool: Any, now: datetime) -> tuple[float | None, datetime | None]:
         return 0.5, WALL
@@ -215,7 +215,7 @@ def test_a_live_error_measured_on_another_clock_is_not_this_decisions(
 
 
 def test_a_stabilisation_state_written_on_another_clock_starts_afresh(
-    settings: Settings, pools: PoolsConfig, bare_store: Store, champion: LoadedModel
+    settings: AppSettings, pools: PoolsConfig, bare_store: Store, champion: LoadedModel
 ) -> None:
     # A replay that a wall-clock sample once dragged ahead left its state dated 2026.
     ahead = "2026-12-06T20:55:00Z"

@@ -27,10 +27,10 @@ from api.clock import ReplayClock
 from api.forecasts import ForecastCache
 from api.main import create_app
 from api.services import Services
+from api.settings import AppSettings
 from forecaster.peak import PeakQuantileForecaster
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolsConfig
-from pipelines.config.settings import Settings
 from pipelines.jobs.forecast import run_forecast
 from pipelines.store import Store, open_store
 from pipelines.store.engine import Database
@@ -70,7 +70,7 @@ def with_peak(champion: LoadedModel) -> LoadedModel:
     return replace(champion, version="8", peak=peak)
 
 
-def forecast(settings: Settings, store: Store, model: LoadedModel, minutes: int) -> None:
+def forecast(settings: AppSettings, store: Store, model: LoadedModel, minutes: int) -> None:
     """Run the forecast job at ``minutes`` past the history's end."""
     report = run_forecast(
         settings, store=store, now=END + timedelta(minutes=minutes, seconds=1), champion=model
@@ -89,7 +89,7 @@ def assert_whole(cache: ForecastCache, pools: PoolsConfig) -> None:
 
 
 def test_a_reload_between_the_jobs_writes_never_serves_a_run_without_its_peaks(
-    settings: Settings, pools: PoolsConfig, store: Store, with_peak: LoadedModel
+    settings: AppSettings, pools: PoolsConfig, store: Store, with_peak: LoadedModel
 ) -> None:
     replica = ForecastCache(store, with_peak)
     reloads: list[str] = []
@@ -123,7 +123,7 @@ REPLICAS = st.sampled_from([(), (0,), (1,), (0, 1), (1, 0)])
 def test_two_replicas_reloading_at_random_points_never_serve_a_partial_run(
     data: st.DataObject,
     runs: int,
-    settings: Settings,
+    settings: AppSettings,
     pools: PoolsConfig,
     with_peak: LoadedModel,
 ) -> None:
@@ -157,7 +157,7 @@ def test_two_replicas_reloading_at_random_points_never_serve_a_partial_run(
 
 
 def test_with_no_new_data_the_job_skips_and_says_so_until_a_sample_arrives(
-    settings: Settings, store: Store, champion: LoadedModel
+    settings: AppSettings, store: Store, champion: LoadedModel
 ) -> None:
     first = store.forecast_runs.latest(champion.version)
     assert first is not None
@@ -180,7 +180,7 @@ def test_with_no_new_data_the_job_skips_and_says_so_until_a_sample_arrives(
 
 
 def test_without_the_flag_the_job_runs_on_unchanged_data(
-    settings: Settings, store: Store, champion: LoadedModel
+    settings: AppSettings, store: Store, champion: LoadedModel
 ) -> None:
     later = END + timedelta(minutes=5, seconds=1)
     again = run_forecast(settings, store=store, now=later, champion=champion)
@@ -191,7 +191,7 @@ def test_without_the_flag_the_job_runs_on_unchanged_data(
 
 
 def test_a_run_at_the_newest_samples_time_is_made_from_that_sample(
-    settings: Settings, store: Store, champion: LoadedModel
+    settings: AppSettings, store: Store, champion: LoadedModel
 ) -> None:
     # Under the replay clock "now" is the newest sample: the run must see it.
     other = replace(champion, version="9")
@@ -204,7 +204,7 @@ def test_a_run_at_the_newest_samples_time_is_made_from_that_sample(
 
 
 def test_a_run_another_clock_dated_in_the_future_is_passed_over_for_the_one_before(
-    settings: Settings, pools: PoolsConfig, store: Store, champion: LoadedModel
+    settings: AppSettings, pools: PoolsConfig, store: Store, champion: LoadedModel
 ) -> None:
     # The store holds the replay-dated run (END + 1 s) and, as a wall-clock forecast
     # job left it, a newer run twenty months later: replaying, the first is served.

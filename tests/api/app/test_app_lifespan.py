@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from api.clock import ReplayClock
 from api.main import create_app
-from pipelines.config.settings import load_settings
+from api.settings import load_app_settings
 from pipelines.store import open_store
 
 POOLS_YAML = """
@@ -47,7 +47,7 @@ def _fail_fast_registry(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_embedded_default_seeds_the_store_and_replays_the_sample(tmp_path: Path) -> None:
     _write_sample(tmp_path / "data" / "sample")
     # An unreachable registry and no last-known-good copy: the app serves reactively.
-    settings = load_settings(root=tmp_path, mlflow_tracking_uri="http://127.0.0.1:9/")
+    settings = load_app_settings(root=tmp_path, mlflow_tracking_uri="http://127.0.0.1:9/")
 
     app = create_app(settings, clock="replay", refresh_seconds=None)
     with TestClient(app) as client:
@@ -70,7 +70,7 @@ def test_embedded_default_seeds_the_store_and_replays_the_sample(tmp_path: Path)
 
 def test_background_refresh_sees_samples_written_by_others(tmp_path: Path) -> None:
     _write_sample(tmp_path / "data" / "sample")
-    settings = load_settings(root=tmp_path, mlflow_tracking_uri="http://127.0.0.1:9/")
+    settings = load_app_settings(root=tmp_path, mlflow_tracking_uri="http://127.0.0.1:9/")
     app = create_app(settings, clock="replay", refresh_seconds=0.05)
     with TestClient(app) as client:
         client.get("/recommendation/alpha")

@@ -18,8 +18,8 @@ import yaml
 from fastapi.testclient import TestClient
 
 from api.publish_runner import serving_job_runner
+from api.settings import load_app_settings
 from pipelines.config.pools import PoolConfig, PoolsConfig
-from pipelines.config.settings import load_settings
 from pipelines.jobs.report import JobReport
 from policy import NO_LATENCY, LatencyAdjustment
 from tests.api.app.conftest import FakeClock, MakeServices, app_of
@@ -41,7 +41,7 @@ def other_job(name: str, settings: object) -> JobReport:
 def test_the_published_set_is_the_served_set_for_the_same_instant(
     make_services: MakeServices, pools: PoolsConfig, tmp_path: Path, clock: FakeClock
 ) -> None:
-    settings = load_settings(
+    settings = load_app_settings(
         root=tmp_path,
         levels=[0.5, 0.8, 0.9],
         horizon=12,
@@ -66,7 +66,11 @@ def test_the_published_set_is_the_served_set_for_the_same_instant(
     ):
         served = client.get("/recommendation").json()
         runner = serving_job_runner(
-            lambda: app.state.service, kube=cluster, http=http, runner=other_job
+            lambda: app.state.service,
+            kube=cluster,
+            http=http,
+            runner=other_job,
+            mode="dry_run" if settings.service.forecast_only else "apply",  # as serve does
         )
         report = runner("publish", settings)
 
@@ -108,7 +112,7 @@ def test_the_published_set_is_the_served_set_for_the_same_instant(
 
 
 def test_a_publish_before_the_app_serves_is_skipped(tmp_path: Path) -> None:
-    settings = load_settings(root=tmp_path)
+    settings = load_app_settings(root=tmp_path)
     runner = serving_job_runner(lambda: None, runner=other_job)
 
     report = runner("publish", settings)

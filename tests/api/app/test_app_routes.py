@@ -10,8 +10,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.services import Services
+from api.settings import AppSettings
 from forecaster.registry import LoadedModel
-from pipelines.config.settings import Settings
 from pipelines.store import Store
 
 from .conftest import END, run_forecast_job
@@ -99,7 +99,7 @@ def test_ready_says_when_serving_the_last_known_good_copy(
     make_services: Callable[..., Services],
     make_app: Callable[[Services], FastAPI],
     champion: LoadedModel,
-    settings: Settings,
+    settings: AppSettings,
     store: Store,
 ) -> None:
     lkg = LoadedModel(champion.model, "6", "last_known_good", "the registry is unreachable")

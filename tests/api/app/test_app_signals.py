@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.schemas import MAX_SAMPLES_PER_PUSH
+from api.settings import AppSettings
 from forecaster.registry import LoadedModel
-from pipelines.config.settings import Settings
 from pipelines.store import Store
 
 from .conftest import run_forecast_job
@@ -50,7 +50,7 @@ def test_pushed_samples_change_the_recommendation(
 
 
 def test_a_push_keeps_the_stored_forecast_until_the_forecast_job_stores_a_newer_one(
-    client: TestClient, clock: Any, settings: Settings, store: Store, champion: LoadedModel
+    client: TestClient, clock: Any, settings: AppSettings, store: Store, champion: LoadedModel
 ) -> None:
     before = client.get("/forecast/alpha").json()
     clock.advance(timedelta(minutes=5))

@@ -15,11 +15,11 @@ from sqlalchemy import text
 
 from api.service import RecommendationService
 from api.services import Services
+from api.settings import AppSettings
 from forecaster.champion import ChampionForecaster
 from forecaster.models.base import Forecaster
 from forecaster.peak import PeakQuantileForecaster
 from forecaster.registry import LoadedModel
-from pipelines.config.settings import Settings
 from pipelines.store import Store
 
 from .conftest import FakeClock, run_forecast_job
@@ -48,7 +48,7 @@ def test_the_service_never_fits_or_predicts(
     make_services: Callable[..., Services],
     make_app: Callable[[Services], FastAPI],
     champion: LoadedModel,
-    settings: Settings,
+    settings: AppSettings,
     store: Store,
     clock: FakeClock,
     no_models: None,
@@ -94,7 +94,7 @@ def test_a_forecast_older_than_a_few_steps_goes_reactive_and_says_so(
     make_services: Callable[..., Services],
     make_app: Callable[[Services], FastAPI],
     clock: FakeClock,
-    settings: Settings,
+    settings: AppSettings,
     store: Store,
     champion: LoadedModel,
 ) -> None:
@@ -123,7 +123,7 @@ def test_a_forecast_older_than_a_few_steps_goes_reactive_and_says_so(
 
 
 def stored_with_peak(
-    champion: LoadedModel, history: pd.DataFrame, settings: Settings, store: Store
+    champion: LoadedModel, history: pd.DataFrame, settings: AppSettings, store: Store
 ) -> LoadedModel:
     """Version 8: the champion with a small peak model fitted on ``history``, its
     forecasts stored by the forecast job."""
@@ -139,7 +139,7 @@ def test_the_stored_peak_quantile_is_what_the_pool_is_provisioned_for(
     make_services: Callable[..., Services],
     make_app: Callable[[Services], FastAPI],
     champion: LoadedModel,
-    settings: Settings,
+    settings: AppSettings,
     store: Store,
     clock: FakeClock,
 ) -> None:
@@ -168,7 +168,7 @@ def test_a_pool_whose_work_returns_after_an_idle_spell_gets_its_level_before_bac
     make_services: Callable[..., Services],
     make_app: Callable[[Services], FastAPI],
     champion: LoadedModel,
-    settings: Settings,
+    settings: AppSettings,
     store: Store,
     clock: FakeClock,
 ) -> None:

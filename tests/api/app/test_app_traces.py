@@ -26,8 +26,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 from api.callchain.incremental import ChainWindow
 from api.main import create_app
 from api.services import Services
+from api.settings import ServiceSettings
 from pipelines.config.pools import PoolsConfig
-from pipelines.config.sections import ServiceSettings
 
 T0 = 1_714_564_800_000_000_000
 MS = 1_000_000

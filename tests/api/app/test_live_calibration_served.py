@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 
 from api.live_error import StoredLiveError, calibrations_of
 from api.services import Services
+from api.settings import AppSettings
 from forecaster.exceptions import DataValidationError
 from pipelines.config.pools import PoolConfig
-from pipelines.config.settings import Settings
 from pipelines.store import Store
 from policy import Calibration
 
@@ -61,7 +61,7 @@ def _peak(client: TestClient) -> tuple[float, str]:
 
 def test_the_offset_raises_the_served_quantile_and_the_explanation_says_so(
     store: Store,
-    settings: Settings,
+    settings: AppSettings,
     make_services: Callable[..., Services],
     make_app: Callable[[Services], FastAPI],
     clock: Any,

@@ -16,9 +16,9 @@ import pytest
 
 from api.service import RecommendationService
 from api.services import Services
+from api.settings import AppSettings
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolsConfig
-from pipelines.config.settings import Settings
 from pipelines.scorecard import Window
 from pipelines.scorecard.load import pool_scorecard
 from pipelines.store import open_store
@@ -31,7 +31,7 @@ STEPS = 24
 
 
 def test_a_forecast_only_run_is_scored(
-    tmp_path: Path, settings: Settings, pools: PoolsConfig, champion: LoadedModel
+    tmp_path: Path, settings: AppSettings, pools: PoolsConfig, champion: LoadedModel
 ) -> None:
     assert settings.service.forecast_only
     frame = pd.concat([history("alpha"), history("beta", seed=1)])

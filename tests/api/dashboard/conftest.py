@@ -13,11 +13,11 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from api.services import Services
+from api.settings import load_app_settings
 from forecaster.champion import ChampionForecaster
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolsConfig
-from pipelines.config.settings import load_settings
 from pipelines.jobs.forecast import run_forecast
 from pipelines.store import Store, open_store
 
@@ -65,7 +65,7 @@ def services(tmp_path: Path, store: Store) -> Services:
             ]
         }
     )
-    settings = load_settings(
+    settings = load_app_settings(
         root=tmp_path,
         levels=[0.5, 0.9],
         horizon=12,

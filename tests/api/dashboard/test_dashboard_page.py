@@ -16,7 +16,7 @@ from api.dashboard.page import ASSETS, render_page
 from api.dashboard.router import MAX_HISTORY_HOURS
 from api.main import create_app
 from api.services import Services
-from pipelines.config.sections import ServiceSettings
+from api.settings import ServiceSettings
 
 END_ISO = "2025-03-30T23:55:00Z"
 

@@ -14,8 +14,8 @@ from api.consumers.k8s import Manifest
 from api.consumers.kube_writer import Change, PruneScope
 from api.service import RecommendationService
 from api.services import Services
+from api.settings import AppSettings, load_app_settings
 from pipelines.config.pools import PoolsConfig
-from pipelines.config.settings import Settings, load_settings
 from pipelines.errors import PublishError
 from pipelines.store import Store, open_store
 
@@ -56,8 +56,8 @@ def pools() -> PoolsConfig:
 
 
 @pytest.fixture
-def make_settings(tmp_path: Path) -> Callable[..., Settings]:
-    def build(**overrides: object) -> Settings:
+def make_settings(tmp_path: Path) -> Callable[..., AppSettings]:
+    def build(**overrides: object) -> AppSettings:
         fields: dict[str, object] = {
             "root": tmp_path,
             "webhook_secret": SECRET,
@@ -65,13 +65,13 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             "service": {"forecast_only": False},
         }
         fields.update(overrides)
-        return load_settings(**fields)
+        return load_app_settings(**fields)
 
     return build
 
 
 @pytest.fixture
-def settings(make_settings: Callable[..., Settings]) -> Settings:
+def settings(make_settings: Callable[..., AppSettings]) -> AppSettings:
     return make_settings()
 
 
@@ -93,7 +93,7 @@ MakeService = Callable[..., RecommendationService]
 
 
 @pytest.fixture
-def make_service(settings: Settings, pools: PoolsConfig, store: Store) -> MakeService:
+def make_service(settings: AppSettings, pools: PoolsConfig, store: Store) -> MakeService:
     """A fresh reactive service (no model) deciding at a fixed time, as publish builds one."""
 
     def build(at: datetime = NOW, **changes: object) -> RecommendationService:

@@ -19,9 +19,9 @@ from api.consumers.kube_writer import (
     validate_manifest,
 )
 from api.consumers.priority_expander import priority_expander_configmap
+from api.settings import PublishSettings
 from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolConfig
-from pipelines.config.sections import PublishSettings
 from pipelines.errors import PublishError
 
 

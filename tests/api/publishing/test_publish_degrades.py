@@ -21,8 +21,8 @@ from api.consumers.kube_writer import Change
 from api.consumers.priority_expander import MANAGED_NODE_GROUPS
 from api.publishing import publish_once
 from api.service import RecommendationService
+from api.settings import AppSettings
 from cli import publish as publish_cli
-from pipelines.config.settings import Settings
 from pipelines.jobs.publish import PublishMode, run_publish
 from pipelines.store import Store
 
@@ -55,7 +55,7 @@ def receiver() -> tuple[httpx.Client, list[httpx.Request]]:
 
 
 def test_a_conflicting_hand_made_entry_skips_the_configmap_only(
-    settings: Settings, store: Store, make_service: MakeService, cluster: Any
+    settings: AppSettings, store: Store, make_service: MakeService, cluster: Any
 ) -> None:
     # Issue #36 item 2: '25: ^ng-.*' matches both managed groups.
     cluster.live[CM] = live_configmap("25:\n  - ^ng-.*\n20:\n  - ^ng-alpha$\n0:\n  - .*\n")
@@ -75,15 +75,13 @@ def test_a_conflicting_hand_made_entry_skips_the_configmap_only(
 
 
 def test_the_job_report_names_each_object_and_is_partial_on_a_skip(
-    settings: Settings, store: Store, make_service: MakeService, cluster: Any
+    settings: AppSettings, store: Store, make_service: MakeService, cluster: Any
 ) -> None:
     cluster.live[CM] = live_configmap("25:\n  - ^ng-.*\n0:\n  - .*\n")
     service = make_service()
     http, _ = receiver()
 
-    def publisher(
-        settings: Settings, store: Store, *, mode: PublishMode, now: datetime | None
-    ) -> object:
+    def publisher(store: Store, *, mode: PublishMode, now: datetime | None) -> object:
         return publish_once(
             settings,
             store,
@@ -94,7 +92,8 @@ def test_the_job_report_names_each_object_and_is_partial_on_a_skip(
             service=service,
         )
 
-    report = run_publish(settings, publish=publisher, store=store, now=NOW)
+    # Not forecast_only: the CLI's runner publishes in apply mode.
+    report = run_publish(settings, publish=publisher, store=store, now=NOW, mode="apply")
 
     assert report.outcome == "partial"
     assert set(report.problems) == {CM_TARGET}
@@ -104,7 +103,7 @@ def test_the_job_report_names_each_object_and_is_partial_on_a_skip(
 
 
 def test_a_failed_object_does_not_stop_the_others_and_is_named(
-    settings: Settings, store: Store, make_service: MakeService, cluster: Any
+    settings: AppSettings, store: Store, make_service: MakeService, cluster: Any
 ) -> None:
     cluster.results["PriorityClass"] = Change(
         "failed", "PriorityClass", "foresight-placeholder", None, False, reason="403 Forbidden"
@@ -121,7 +120,7 @@ def test_a_failed_object_does_not_stop_the_others_and_is_named(
 
 
 def test_a_skipped_configmap_alone_exits_zero(
-    settings: Settings, store: Store, make_service: MakeService, cluster: Any
+    settings: AppSettings, store: Store, make_service: MakeService, cluster: Any
 ) -> None:
     # The documented contract: a skip is a deliberate refusal, named but not an error.
     cluster.live[CM] = live_configmap("25:\n  - ^ng-.*\n0:\n  - .*\n")
@@ -135,7 +134,7 @@ def test_a_skipped_configmap_alone_exits_zero(
 
 
 def test_the_dry_run_shows_the_configmap_merged_with_the_live_one(
-    settings: Settings, store: Store, make_service: MakeService, cluster: Any
+    settings: AppSettings, store: Store, make_service: MakeService, cluster: Any
 ) -> None:
     # Issue #36 item 4: the dry run printed the unmerged object.
     cluster.live[CM] = live_configmap("15:\n  - ^cpu-general$\n0:\n  - .*\n")
@@ -152,7 +151,7 @@ def test_the_dry_run_shows_the_configmap_merged_with_the_live_one(
 
 
 def test_the_dry_run_says_when_the_live_configmap_cannot_be_read(
-    settings: Settings, store: Store, make_service: MakeService, cluster: Any
+    settings: AppSettings, store: Store, make_service: MakeService, cluster: Any
 ) -> None:
     cluster.unreadable = "403 Forbidden: get configmaps"
 
@@ -167,7 +166,7 @@ def test_the_dry_run_says_when_the_live_configmap_cannot_be_read(
 
 @pytest.mark.parametrize("width", [60, 80])
 def test_the_printed_configmap_is_valid_yaml_at_any_terminal_width(
-    settings: Settings,
+    settings: AppSettings,
     store: Store,
     make_service: MakeService,
     cluster: Any,
@@ -190,7 +189,7 @@ def test_the_printed_configmap_is_valid_yaml_at_any_terminal_width(
 
 
 def test_the_outcome_and_the_table_show_each_pools_mode(
-    settings: Settings,
+    settings: AppSettings,
     store: Store,
     make_service: MakeService,
     cluster: Any,

@@ -22,9 +22,9 @@ from api.consumers.webhooks import (
 from api.publish_cluster import prune_scopes
 from api.publishing import publish_once
 from api.service import RecommendationService
+from api.settings import AppSettings
 from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolsConfig
-from pipelines.config.settings import Settings
 from pipelines.errors import PublishError
 from pipelines.store import Store
 
@@ -55,7 +55,7 @@ def kinds(cluster: Any) -> list[str]:
 
 
 def test_dry_run_writes_nothing_and_queues_nothing(
-    settings: Settings, store: Store, make_service: MakeService, cluster: Any
+    settings: AppSettings, store: Store, make_service: MakeService, cluster: Any
 ) -> None:
     http, seen = receiver()
 
@@ -77,7 +77,7 @@ def test_dry_run_writes_nothing_and_queues_nothing(
 
 
 def test_apply_writes_every_object_and_delivers_a_signed_set(
-    settings: Settings, store: Store, make_service: MakeService, cluster: Any
+    settings: AppSettings, store: Store, make_service: MakeService, cluster: Any
 ) -> None:
     http, seen = receiver()
 
@@ -101,7 +101,7 @@ def test_apply_writes_every_object_and_delivers_a_signed_set(
 
 
 def test_forecast_only_turns_apply_into_a_dry_run_but_still_serves_webhooks(
-    make_settings: Callable[..., Settings],
+    make_settings: Callable[..., AppSettings],
     store: Store,
     make_service: MakeService,
     cluster: Any,
@@ -120,7 +120,7 @@ def test_forecast_only_turns_apply_into_a_dry_run_but_still_serves_webhooks(
 
 
 def test_unchanged_set_is_not_queued_again_and_a_change_chains_the_key(
-    settings: Settings,
+    settings: AppSettings,
     store: Store,
     make_service: MakeService,
     cluster: Any,
@@ -177,7 +177,7 @@ def test_unchanged_set_is_not_queued_again_and_a_change_chains_the_key(
     ],
 )
 def test_buffer_shape_selects_the_objects_written(
-    make_settings: Callable[..., Settings],
+    make_settings: Callable[..., AppSettings],
     store: Store,
     make_service: MakeService,
     cluster: Any,
@@ -192,7 +192,7 @@ def test_buffer_shape_selects_the_objects_written(
 
 
 def test_invalid_configmap_is_never_written_nor_anything_queued(
-    make_settings: Callable[..., Settings],
+    make_settings: Callable[..., AppSettings],
     store: Store,
     make_service: MakeService,
     cluster: Any,
@@ -211,7 +211,7 @@ def test_invalid_configmap_is_never_written_nor_anything_queued(
 
 
 def test_a_pool_without_data_keeps_its_objects_and_ranks_last(
-    settings: Settings, store: Store, make_service: MakeService, cluster: Any
+    settings: AppSettings, store: Store, make_service: MakeService, cluster: Any
 ) -> None:
     pools = PoolsConfig.model_validate(
         {
@@ -232,7 +232,7 @@ def test_a_pool_without_data_keeps_its_objects_and_ranks_last(
 
 
 def test_without_a_cluster_a_dry_run_is_planned_offline_and_apply_fails(
-    make_settings: Callable[..., Settings],
+    make_settings: Callable[..., AppSettings],
     store: Store,
     make_service: MakeService,
     tmp_path: Path,
@@ -250,7 +250,7 @@ def test_without_a_cluster_a_dry_run_is_planned_offline_and_apply_fails(
 
 
 def test_no_webhooks_without_any_recommendation(
-    settings: Settings, store: Store, make_service: MakeService, cluster: Any
+    settings: AppSettings, store: Store, make_service: MakeService, cluster: Any
 ) -> None:
     pools = PoolsConfig.model_validate({"pools": [{"name": "gamma", "node_group_id": "ng-gamma"}]})
     http, seen = receiver()

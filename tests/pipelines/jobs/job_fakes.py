@@ -76,8 +76,13 @@ class FakeSource:
         return rows.assign(**{UID: rows[UID].map({q: s for s, q in queries.items()})})
 
 
-def make_settings(root: Path, **overrides: Any) -> Settings:
-    """Quick settings under ``root``: one pool, 10-min steps, 1 h horizon, no pool."""
+def make_settings(
+    root: Path, settings_class: type[Settings] = Settings, **overrides: Any
+) -> Settings:
+    """Quick settings under ``root``: one pool, 10-min steps, 1 h horizon, no pool.
+
+    ``settings_class`` is the class to build (the API's, for its groups).
+    """
     pools = root / "pools.yaml"
     pools.write_text(POOLS_YAML, encoding="utf-8")
     values: dict[str, Any] = {
@@ -93,4 +98,4 @@ def make_settings(root: Path, **overrides: Any) -> Settings:
         "prometheus": {"step": "10min", "backfill_days": 2},
     }
     values.update(overrides)
-    return load_settings(**values)
+    return load_settings(settings_class=settings_class, **values)

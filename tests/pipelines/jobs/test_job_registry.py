@@ -23,13 +23,13 @@ import pytest
 
 from api.consumers.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from api.publishing import publish_once
+from api.settings import AppSettings
 from forecaster.exceptions import ConfigError
 from forecaster.types import DS, UID, Y
-from pipelines.config.settings import Settings
 from pipelines.jobs import run_job
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.ingest import run_ingest
-from pipelines.jobs.publish import PublishMode, publishing_runner, run_publish
+from pipelines.jobs.publish import Publisher, PublishMode, publishing_runner, run_publish
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import finish, utc_now
 from pipelines.jobs.train import run_train
@@ -42,7 +42,7 @@ NOW = datetime(2025, 3, 2, 12, tzinfo=UTC)
 SECRET = "s3cret-for-tests"
 
 
-def test_unknown_job_names_the_known_ones(settings: Settings) -> None:
+def test_unknown_job_names_the_known_ones(settings: AppSettings) -> None:
     with pytest.raises(ConfigError, match="unknown job 'ingets'; known jobs: ingest, train"):
         run_job("ingets", settings)
 
@@ -154,17 +154,29 @@ def receiver() -> Iterator[Receiver]:
     thread.join(10)
 
 
-def _publishing(tmp_path: Path, receiver: Receiver, **overrides: Any) -> Settings:
-    return make_settings(
+def _publishing(tmp_path: Path, receiver: Receiver, **overrides: Any) -> AppSettings:
+    settings = make_settings(
         tmp_path,
+        AppSettings,
         webhook_secret=SECRET,
         publish={"webhook_urls": [receiver.url], "kubeconfig": tmp_path / "no-kubeconfig"},
         **overrides,
     )
+    assert isinstance(settings, AppSettings)
+    return settings
+
+
+def _publisher(settings: AppSettings) -> Publisher:
+    """``publish_once`` bound to ``settings``, as the CLI binds it."""
+
+    def publish(store: Store, *, mode: PublishMode, now: datetime | None) -> object:
+        return publish_once(settings, store, mode=mode, now=now)
+
+    return publish
 
 
 @pytest.fixture
-def live_store(settings: Settings) -> Iterator[Store]:
+def live_store(settings: AppSettings) -> Iterator[Store]:
     """The settings' store with a quarter hour of live readings of the pool up to NOW."""
     ds = pd.date_range(end=NOW, periods=3, freq="5min", tz="UTC")
     readings = {"allocated_gpus": 30.0, "queue_gpus": 10.0, "nodes": 5.0, "gpu_util": 70.0}
@@ -178,15 +190,15 @@ def live_store(settings: Settings) -> Iterator[Store]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, receiver: Receiver) -> Settings:
+def settings(tmp_path: Path, receiver: Receiver) -> AppSettings:
     return _publishing(tmp_path, receiver)
 
 
 @pytest.mark.slow  # the publisher opens the MLflow registry (seconds)
 def test_publish_is_a_dry_run_by_default_and_sends_nothing(
-    settings: Settings, live_store: Store, receiver: Receiver
+    settings: AppSettings, live_store: Store, receiver: Receiver
 ) -> None:
-    report = run_publish(settings, publish=publish_once, store=live_store, now=NOW)
+    report = run_publish(settings, publish=_publisher(settings), store=live_store, now=NOW)
 
     assert report.outcome == "ok", report.summary
     assert report.summary == "published 1 pool recommendations (dry run)"
@@ -200,9 +212,11 @@ def test_publish_is_a_dry_run_by_default_and_sends_nothing(
 
 @pytest.mark.slow  # the publisher opens the MLflow registry (seconds)
 def test_publish_with_apply_delivers_a_signed_set_to_the_receiver(
-    settings: Settings, live_store: Store, receiver: Receiver
+    settings: AppSettings, live_store: Store, receiver: Receiver
 ) -> None:
-    report = run_publish(settings, publish=publish_once, store=live_store, now=NOW, mode="apply")
+    report = run_publish(
+        settings, publish=_publisher(settings), store=live_store, now=NOW, mode="apply"
+    )
 
     assert report.outcome == "ok", report.summary
     assert report.details["applied"] is True
@@ -222,7 +236,8 @@ def test_publish_that_cannot_reach_a_cluster_is_a_failed_report(
 ) -> None:
     live = _publishing(tmp_path, receiver, service={"forecast_only": False})
 
-    report = run_publish(live, publish=publish_once, store=live_store, now=NOW)
+    # Not forecast_only: the CLI's runner publishes in apply mode.
+    report = run_publish(live, publish=_publisher(live), store=live_store, now=NOW, mode="apply")
 
     assert report.outcome == "failed"
     assert "publish.kubeconfig" in report.summary
@@ -230,7 +245,7 @@ def test_publish_that_cannot_reach_a_cluster_is_a_failed_report(
     assert receiver.requests == []
 
 
-def test_publish_by_name_alone_has_no_publisher_and_is_skipped(settings: Settings) -> None:
+def test_publish_by_name_alone_has_no_publisher_and_is_skipped(settings: AppSettings) -> None:
     report = run_job("publish", settings)
 
     assert report.outcome == "skipped"
@@ -238,22 +253,20 @@ def test_publish_by_name_alone_has_no_publisher_and_is_skipped(settings: Setting
 
 
 def test_the_publishing_runner_hands_publish_its_publisher_and_passes_the_rest_on(
-    settings: Settings,
+    settings: AppSettings,
 ) -> None:
     calls: list[tuple[PublishMode, datetime | None]] = []
 
-    def publish(
-        given: Settings, store: Store, *, mode: PublishMode, now: datetime | None
-    ) -> dict[str, int]:
+    def publish(store: Store, *, mode: PublishMode, now: datetime | None) -> dict[str, int]:
         calls.append((mode, now))
         return {"recommendations": 2}
 
-    def others(name: str, given: Settings) -> JobReport:
+    def others(name: str, given: AppSettings) -> JobReport:
         return finish(name, utc_now(), "ok", f"ran {name}")
 
-    runner = publishing_runner(lambda: publish, others)
+    runner = publishing_runner(lambda: publish, others, mode="apply")
 
     report = runner("publish", settings)
-    assert (report.outcome, report.summary) == ("ok", "published 2 pool recommendations (dry run)")
-    assert calls == [("dry_run", None)]  # forecast_only (the default): a dry run, its own clock
+    assert (report.outcome, report.summary) == ("ok", "published 2 pool recommendations (applied)")
+    assert calls == [("apply", None)]  # the runner's mode, and the publisher's own clock
     assert runner("ingest", settings).summary == "ran ingest"
