@@ -15,6 +15,9 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 
+from api.callchain.bottleneck import DEFAULT_BASELINE_FACTOR, DEFAULT_GPU_IDLE_BELOW
+from api.callchain.incremental import DEFAULT_MAX_SERVICES, DEFAULT_SETTLE
+from api.callchain.window import DEFAULT_MAX_AGE
 from pipelines.config.sections import Section
 from pipelines.config.settings import Settings, load_settings
 
@@ -168,34 +171,37 @@ class PublishSettings(Section):
 
 
 class CallChainSettings(Section):
-    """How call-chain spans are windowed and judged (per service and pool in the pools file)."""
+    """How call-chain spans are windowed and judged (per service and pool in the pools file).
+
+    Its defaults are those of the analysis (:mod:`api.callchain`) itself, one source each.
+    """
 
     window_seconds: float = Field(
-        default=300.0,
+        default=DEFAULT_MAX_AGE.total_seconds(),
         gt=0,
         description="seconds a span counts after it arrives (the analysis window), positive",
     )
     settle_seconds: float = Field(
-        default=5.0,
+        default=DEFAULT_SETTLE.total_seconds(),
         ge=0,
         description="seconds after arrival a span is folded into the statistics, so its "
         "parent and children have arrived (an SDK's batch delay), >= 0",
     )
     baseline_factor: float = Field(
-        default=2.0,
+        default=DEFAULT_BASELINE_FACTOR,
         gt=1,
         description="a service without an SLO is slow above this times its own baseline p95; "
         "a service's baseline_factor in the pools file overrides it",
     )
     gpu_idle_below: float = Field(
-        default=40.0,
+        default=DEFAULT_GPU_IDLE_BELOW,
         ge=0,
         le=100,
         description="GPU utilisation (0-100) under which a pool gets no nodes for latency "
         "(not GPU-bound when its own service is blamed); a pool's gpu_idle_below overrides it",
     )
     max_services: int = Field(
-        default=100,
+        default=DEFAULT_MAX_SERVICES,
         ge=1,
         description="distinct span service names kept per window; spans of further names "
         "count as service 'other' (foresight_span_services_overflow_total counts them); "

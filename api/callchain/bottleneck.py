@@ -72,6 +72,12 @@ from api.callchain.types import ServiceStats, finite_or_none
 from pipelines.config.pools import PoolConfig, ServiceConfig
 from policy import LatencyAdjustment, ceil_nodes
 
+DEFAULT_BASELINE_FACTOR: Final = 2.0
+"""k: without an SLO a service is slow above k x its baseline (``callchain.baseline_factor``)."""
+
+DEFAULT_GPU_IDLE_BELOW: Final = 40.0
+"""GPU utilisation (0-100) under which a pool gets no nodes for latency."""
+
 _RECENT_CALLS: Final = 5
 """The recent window judges own work only with this many times ``min_calls`` calls in
 it: the p95 of a few dozen calls is too noisy to blame a service on."""
@@ -100,11 +106,11 @@ class BottleneckSettings:
             statistics as ``recent``.
     """
 
-    baseline_factor: float = 2.0
+    baseline_factor: float = DEFAULT_BASELINE_FACTOR
     gain: float = 0.5
     max_fraction: float = 1.0
     near_fraction: float = 0.8
-    gpu_idle_below: float = 40.0
+    gpu_idle_below: float = DEFAULT_GPU_IDLE_BELOW
     min_calls: int = 20
     baseline_half_life: timedelta = timedelta(hours=1)
     baseline_min_updates: int = 5
