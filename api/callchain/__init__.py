@@ -10,7 +10,8 @@ with the pools' SLOs, into one ``LatencyAdjustment`` per pool and a
 """
 
 from api.callchain.baseline import Baseline, BaselineState, is_ready, update_baselines
-from api.callchain.bottleneck import BottleneckSettings, analyse
+from api.callchain.bottleneck import analyse
+from api.callchain.bottleneck_settings import BottleneckSettings
 from api.callchain.graph import service_pools
 from api.callchain.otlp import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,

@@ -53,11 +53,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from types import MappingProxyType
 from typing import Final
 
 from api.callchain.baseline import BaselineState, is_ready, update_baselines
+from api.callchain.bottleneck_settings import BottleneckSettings
 from api.callchain.graph import downstream, flagged, pools_on_chain, service_pools
 from api.callchain.report import (
     OVERFLOW_SERVICE,
@@ -72,62 +73,9 @@ from api.callchain.types import ServiceStats, finite_or_none
 from pipelines.config.pools import PoolConfig, ServiceConfig
 from policy import LatencyAdjustment, ceil_nodes
 
-DEFAULT_BASELINE_FACTOR: Final = 2.0
-"""k: without an SLO a service is slow above k x its baseline (``callchain.baseline_factor``)."""
-
-DEFAULT_GPU_IDLE_BELOW: Final = 40.0
-"""GPU utilisation (0-100) under which a pool gets no nodes for latency."""
-
 _RECENT_CALLS: Final = 5
 """The recent window judges own work only with this many times ``min_calls`` calls in
 it: the p95 of a few dozen calls is too noisy to blame a service on."""
-
-
-@dataclass(frozen=True)
-class BottleneckSettings:
-    """The knobs of the analysis (see the module documentation for the rules).
-
-    Attributes:
-        baseline_factor: k; without an SLO a service is slow above k x its baseline,
-            and its own work is slow above k x its usual own p95.
-        gain: the share of the relative excess turned into extra nodes.
-        max_fraction: the most extra nodes per decision, as a share of current nodes.
-        near_fraction: a downstream service at or above this share of its threshold is
-            scaled with the culprit upstream of it.
-        gpu_idle_below: GPU utilisation (0-100) under which a slow pool is not GPU-bound.
-        min_calls: fewer calls in the window than this and a service is not judged.
-        baseline_half_life: the half-life of the baseline's moving average.
-        baseline_min_updates: updates before a baseline is used to judge.
-        own_floor_ms: the usual own p95 is counted as at least this when judging own
-            work, so a 1 ms proxy taking 3 ms is not an incident.
-        recent_window: own work is also judged over this latest part of the window
-            (its p95 turns when 5 % of the recent calls are slow, not 5 % of the
-            window's), given 5 x ``min_calls`` calls there; the caller passes those
-            statistics as ``recent``.
-    """
-
-    baseline_factor: float = DEFAULT_BASELINE_FACTOR
-    gain: float = 0.5
-    max_fraction: float = 1.0
-    near_fraction: float = 0.8
-    gpu_idle_below: float = DEFAULT_GPU_IDLE_BELOW
-    min_calls: int = 20
-    baseline_half_life: timedelta = timedelta(hours=1)
-    baseline_min_updates: int = 5
-    own_floor_ms: float = 5.0
-    recent_window: timedelta = timedelta(seconds=30)
-
-    def __post_init__(self) -> None:
-        if not self.baseline_factor > 1:
-            raise ValueError(f"baseline_factor must be > 1, got {self.baseline_factor}")
-        if not self.gain > 0 or not self.max_fraction > 0:
-            raise ValueError("gain and max_fraction must be > 0")
-        if not 0 < self.near_fraction <= 1:
-            raise ValueError(f"near_fraction must be in (0, 1], got {self.near_fraction}")
-        if self.min_calls < 1 or self.baseline_min_updates < 1:
-            raise ValueError("min_calls and baseline_min_updates must be >= 1")
-        if not self.own_floor_ms >= 0:
-            raise ValueError(f"own_floor_ms must be >= 0, got {self.own_floor_ms}")
 
 
 def analyse(
@@ -165,56 +113,21 @@ def analyse(
     """
     cfg = settings or BottleneckSettings()
     owner = service_pools(pools)
-    configured = {s.name: s for pool in pools for s in pool.services}
-    configured.update({s.name: s for s in services})
-    latest = recent or {}
-    reports = {
-        name: _judge(
-            name,
-            (stats.get(name), latest.get(name)),
-            owner.get(name),
-            configured.get(name),
-            baselines,
-            cfg,
-        )
-        for name in sorted(set(stats) | set(configured))
-    }
-    culprit_ratio = _blame(reports, stats)
-    ratios: dict[str, float] = dict(culprit_ratio)
-    scaled_with: dict[str, list[str]] = {}
-    for culprit, ratio in culprit_ratio.items():
-        if reports[culprit].pool is None:
-            continue  # nothing to buy for it, so nothing downstream to scale with it
-        for below in downstream(culprit, stats):
-            checked = reports.get(below)
-            if checked is None or checked.status not in ("slow", "near"):
-                continue
-            scaled_with.setdefault(below, []).append(culprit)
-            ratios[below] = max(ratios.get(below, 0.0), ratio)
-
+    reports = _judge_all(stats, recent or {}, pools, services, owner, baselines, cfg)
+    blame = _spread(_blame(reports, stats), reports, stats)
     idle_below = {
         pool.name: cfg.gpu_idle_below if pool.gpu_idle_below is None else pool.gpu_idle_below
         for pool in pools
     }
     base = {pool.name: max(1, current_nodes.get(pool.name, 0)) for pool in pools}
-    for name, report in reports.items():
-        ratio = ratios.get(name, 0.0)
-        extra = ceil_nodes(base[report.pool] * ratio * cfg.gain) if report.pool else 0
-        blamed = name in culprit_ratio
-        slows = pools_on_chain(name, stats, owner) if blamed and report.pool is None else ()
-        judged = replace(
-            report,
-            culprit=blamed,
-            scaled_with=tuple(sorted(scaled_with.get(name, ()))),
-            slows_pools=slows,
-            extra_nodes=extra,
-        )
-        util = gpu_util.get(judged.pool) if judged.pool else None
-        idle = util is not None and judged.pool is not None and util < idle_below[judged.pool]
-        reports[name] = replace(
-            judged, note=note_of(judged, idle), verdict=verdict_of(judged, idle)
-        )
-
+    idle = {
+        name: (util := gpu_util.get(name)) is not None and util < below
+        for name, below in idle_below.items()
+    }
+    reports = {
+        name: _sized(report, blame, stats, owner, base, idle, cfg)
+        for name, report in reports.items()
+    }
     adjustments = {
         pool.name: _pool_adjustment(
             pool.name, base[pool.name], gpu_util.get(pool.name), reports, cfg, idle_below[pool.name]
@@ -235,6 +148,93 @@ def analyse(
             skip=flagged(reports, stats),
         ),
     )
+
+
+def _judge_all(
+    stats: Mapping[str, ServiceStats],
+    recent: Mapping[str, ServiceStats],
+    pools: Sequence[PoolConfig],
+    services: Sequence[ServiceConfig],
+    owner: Mapping[str, str],
+    baselines: BaselineState,
+    cfg: BottleneckSettings,
+) -> dict[str, ServiceReport]:
+    """Rules 1 and 2 for every service seen in the window or named in the pools file."""
+    configured = {s.name: s for pool in pools for s in pool.services}
+    configured.update({s.name: s for s in services})
+    return {
+        name: _judge(
+            name,
+            (stats.get(name), recent.get(name)),
+            owner.get(name),
+            configured.get(name),
+            baselines,
+            cfg,
+        )
+        for name in sorted(set(stats) | set(configured))
+    }
+
+
+@dataclass(frozen=True)
+class _Blame:
+    """Who is blamed and who is scaled with whom (rules 3 and 5).
+
+    Attributes:
+        culprits: each blamed service -> its ratio.
+        ratios: each service to scale -> its ratio (a culprit's own, or the largest of
+            the culprits upstream of it).
+        scaled_with: each downstream service -> the culprits it is scaled with.
+    """
+
+    culprits: Mapping[str, float]
+    ratios: Mapping[str, float]
+    scaled_with: Mapping[str, list[str]]
+
+
+def _spread(
+    culprit_ratio: Mapping[str, float],
+    reports: Mapping[str, ServiceReport],
+    stats: Mapping[str, ServiceStats],
+) -> _Blame:
+    """Rule 5: scale a culprit's slow or near downstream services with it."""
+    ratios: dict[str, float] = dict(culprit_ratio)
+    scaled_with: dict[str, list[str]] = {}
+    for culprit, ratio in culprit_ratio.items():
+        if reports[culprit].pool is None:
+            continue  # nothing to buy for it, so nothing downstream to scale with it
+        for below in downstream(culprit, stats):
+            checked = reports.get(below)
+            if checked is None or checked.status not in ("slow", "near"):
+                continue
+            scaled_with.setdefault(below, []).append(culprit)
+            ratios[below] = max(ratios.get(below, 0.0), ratio)
+    return _Blame(culprit_ratio, ratios, scaled_with)
+
+
+def _sized(
+    report: ServiceReport,
+    blame: _Blame,
+    stats: Mapping[str, ServiceStats],
+    owner: Mapping[str, str],
+    base: Mapping[str, int],
+    idle: Mapping[str, bool],
+    cfg: BottleneckSettings,
+) -> ServiceReport:
+    """Rule 4 and the verdict: one service's extra nodes, blame, note (``idle``: rule 7)."""
+    name = report.service
+    ratio = blame.ratios.get(name, 0.0)
+    extra = ceil_nodes(base[report.pool] * ratio * cfg.gain) if report.pool else 0
+    blamed = name in blame.culprits
+    slows = pools_on_chain(name, stats, owner) if blamed and report.pool is None else ()
+    judged = replace(
+        report,
+        culprit=blamed,
+        scaled_with=tuple(sorted(blame.scaled_with.get(name, ()))),
+        slows_pools=slows,
+        extra_nodes=extra,
+    )
+    on_idle = judged.pool is not None and idle[judged.pool]
+    return replace(judged, note=note_of(judged, on_idle), verdict=verdict_of(judged, on_idle))
 
 
 def _judge(
