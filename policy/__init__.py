@@ -15,21 +15,19 @@ from policy.need import PeakDemand, add_latency, ceil_nodes, nodes_for_gpus, pea
 from policy.peak import PeakForecast
 from policy.recommendation import Recommendation, action_for, headroom
 from policy.stabilise import StabilisationLimit, Stabilised, record, stabilise
+from policy.state import DesiredSpan, LatencyCause, StabilisationState
 from policy.types import (
     DEFAULT_VALIDITY,
     NO_LATENCY,
     Action,
     Calibration,
     DemandForecast,
-    DesiredSpan,
     ForecastHealth,
     HealthReason,
     LatencyAdjustment,
-    LatencyCause,
     LiveSignals,
     Mode,
     Sample,
-    StabilisationState,
     Term,
 )
 

@@ -28,14 +28,13 @@ from policy.health import HealthVerdict, assess_health
 from policy.need import PeakDemand, add_latency, nodes_for_gpus, peak_demand
 from policy.recommendation import Recommendation, action_for, headroom
 from policy.stabilise import Stabilised, stabilise
+from policy.state import LatencyCause, StabilisationState
 from policy.types import (
     DEFAULT_VALIDITY,
     DemandForecast,
     ForecastHealth,
     LatencyAdjustment,
-    LatencyCause,
     LiveSignals,
-    StabilisationState,
     require_aware,
 )
 

@@ -15,16 +15,8 @@ from datetime import datetime, timedelta
 
 from policy.need import PeakDemand, nodes_for_gpus
 from policy.stabilise import StabilisationLimit
-from policy.types import (
-    Calibration,
-    DesiredSpan,
-    HealthReason,
-    LatencyAdjustment,
-    Mode,
-    Sample,
-    Term,
-    iso_utc,
-)
+from policy.state import DesiredSpan
+from policy.types import Calibration, HealthReason, LatencyAdjustment, Mode, Sample, Term, iso_utc
 
 
 @dataclass(frozen=True)

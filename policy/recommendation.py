@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from policy.explain import Explanation
-from policy.types import Action, Mode, StabilisationState
+from policy.state import StabilisationState
+from policy.types import Action, Mode
 
 
 def action_for(current_nodes: int, desired_nodes: int) -> Action:

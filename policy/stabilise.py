@@ -31,7 +31,7 @@ spans strictly decrease from oldest to newest and number at most
 ``max_nodes - min_nodes + 1``.
 
 A span also remembers the nodes of its value that were there only for call-chain
-latency (:class:`~policy.types.LatencyCause`). A change of cause starts a new span
+latency (:class:`~policy.state.LatencyCause`). A change of cause starts a new span
 even at the same value, so the span that holds a scale-down is the *latest* time that
 value was wanted, with the cause it had then: if the value outlived the latency (the
 forecast rose to it), latency is no longer what holds it.
@@ -44,7 +44,8 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from policy.config import ScaleDownConfig
-from policy.types import DesiredSpan, LatencyCause, StabilisationState, require_aware
+from policy.state import DesiredSpan, LatencyCause, StabilisationState
+from policy.types import require_aware
 
 StabilisationLimit = Literal["window", "step", "warming_up"]
 """What held a scale-down back: a higher value in the window, the step, or a young history."""

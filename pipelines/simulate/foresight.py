@@ -6,7 +6,7 @@ for the demand forecast made from the past only, wraps it as the policy's
 function the API serves, injected so a test can prove it is that one) with the pool's
 own :class:`~pipelines.config.pools.PoolConfig` (quantile, lead time, GPUs per node,
 bounds, target utilisation, scale-down window) and the
-:class:`~policy.types.StabilisationState` it returned at the previous step.
+:class:`~policy.state.StabilisationState` it returned at the previous step.
 
 Live signals are what a deployment would read at that moment: the demand now is the
 work wanted now (the simulated backlog plus the trace's demand: allocated plus queued
@@ -26,6 +26,7 @@ from pipelines.simulate.types import History
 from policy import decide as policy_decide
 from policy.peak import PeakForecast
 from policy.recommendation import Recommendation
+from policy.state import StabilisationState
 from policy.types import (
     NO_LATENCY,
     DemandForecast,
@@ -33,7 +34,6 @@ from policy.types import (
     LatencyAdjustment,
     LiveSignals,
     Sample,
-    StabilisationState,
 )
 
 DecideFn = Callable[

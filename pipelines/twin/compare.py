@@ -30,14 +30,8 @@ from pipelines.store.peak_forecasts import GENERATED_AT
 from pipelines.store.stored_peak import stored_peak
 from pipelines.twin.cluster import Published
 from policy import decide
-from policy.types import (
-    NO_LATENCY,
-    DemandForecast,
-    ForecastHealth,
-    LiveSignals,
-    Sample,
-    StabilisationState,
-)
+from policy.state import StabilisationState
+from policy.types import NO_LATENCY, DemandForecast, ForecastHealth, LiveSignals, Sample
 
 FIGURES: Final = (
     "waiting_gpu_hours",

@@ -26,7 +26,7 @@ from pipelines.twin.compare import StoredRunPolicy, agreement, compare
 from pipelines.twin.loop import Progress, TwinRun, run_twin
 from pipelines.twin.offline import replay_on_cluster
 from pipelines.twin.service import ServeProcess, ServiceClient, twin_environment, wait_until
-from policy.types import StabilisationState
+from policy.state import StabilisationState
 
 
 @dataclass(frozen=True)
