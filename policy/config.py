@@ -92,16 +92,8 @@ class ScaleDownConfig(BaseModel):
         return value
 
 
-class PoolRule(Protocol):
-    """The settings of one pool that :func:`policy.decide` sizes it by.
-
-    ``pipelines.config.pools.PoolConfig`` is the one the deployment reads from its
-    pools file; a test or a simulation may pass any object with these attributes.
-    """
-
-    @property
-    def name(self) -> str:
-        """The pool's name, echoed in the recommendation."""
+class PoolShape(Protocol):
+    """A pool's size and speed: what sizing it in nodes needs (the policy and the replay)."""
 
     @property
     def gpus_per_node(self) -> int:
@@ -118,6 +110,18 @@ class PoolRule(Protocol):
     @property
     def lead_time(self) -> timedelta:
         """Time from requesting a node to it running work."""
+
+
+class PoolRule(PoolShape, Protocol):
+    """The settings of one pool that :func:`policy.decide` sizes it by.
+
+    ``pipelines.config.pools.PoolConfig`` is the one the deployment reads from its
+    pools file; a test or a simulation may pass any object with these attributes.
+    """
+
+    @property
+    def name(self) -> str:
+        """The pool's name, echoed in the recommendation."""
 
     @property
     def target_utilisation(self) -> float:

@@ -18,32 +18,14 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from policy.config import PoolShape
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-class PoolLike(Protocol):
+class PoolLike(PoolShape, Protocol):
     """The part of a pool config the simulator needs; ``PoolConfig`` satisfies it."""
-
-    @property
-    def gpus_per_node(self) -> int:
-        """GPUs on one node."""
-        ...
-
-    @property
-    def min_nodes(self) -> int:
-        """The fewest nodes."""
-        ...
-
-    @property
-    def max_nodes(self) -> int:
-        """The most nodes."""
-        ...
-
-    @property
-    def lead_time(self) -> timedelta:
-        """Time from requesting a node to it running work."""
-        ...
 
     @property
     def cost_per_node_hour(self) -> float:
