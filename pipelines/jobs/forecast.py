@@ -48,6 +48,7 @@ from pipelines.config.settings import Settings
 from pipelines.config.tracking import tracking_config
 from pipelines.executors import make_executor
 from pipelines.jobs.history import newest_sample, read_history, training_plan
+from pipelines.jobs.phases import Phases
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, no_progress, outcome_of, utc_now
 from pipelines.store import Store
@@ -90,13 +91,15 @@ def run_forecast(
         history or the store is down.
     """
     started = utc_now()
+    phases = Phases()
     try:
         generated_at = utc_now(now)
-        loaded = champion or load_champion(
-            settings.registered_model_name,
-            models_dir=settings.models_dir,
-            tracking=tracking_config(settings),
-        )
+        with phases("load"):
+            loaded = champion or load_champion(
+                settings.registered_model_name,
+                models_dir=settings.models_dir,
+                tracking=tracking_config(settings),
+            )
         with borrowed_store(settings, store) as opened:
             # A sample stamped ``now`` is known at ``now`` (under the replay clock "now"
             # is the newest sample): the history ends just after it.
@@ -106,11 +109,18 @@ def run_forecast(
             if skip_unchanged and (unchanged := _unchanged(opened, loaded.version, observed)):
                 return finish(JOB, started, "skipped", unchanged)
             run = _forecast_and_store(
-                settings, opened, loaded, end, progress or no_progress, generated_at, observed
+                settings,
+                opened,
+                loaded,
+                end,
+                progress or no_progress,
+                generated_at,
+                observed,
+                phases,
             )
     except ForesightError as exc:
         return finish(JOB, started, "failed", str(exc))
-    return _finished(started, loaded, run, generated_at)
+    return _finished(started, loaded, run, generated_at, phases)
 
 
 @dataclass(frozen=True)
@@ -132,18 +142,27 @@ def _forecast_and_store(
     report: Progress,
     generated_at: datetime,
     observed: datetime | None,
+    phases: Phases,
 ) -> _Run:
-    """Read the history, forecast every series and the peaks, commit them as one run."""
-    history = read_history(store, settings, end=end, days=settings.max_train_days)
-    plan = training_plan(settings, history.step)
-    recent = recent_history(history.frame, plan.max_train)
+    """Read the history, forecast every series and the peaks, commit them as one run.
+
+    ``phases`` times each: ``read``, ``refit_predict`` (the per-series refits and
+    forecasts), ``peak`` (the peak model's pass over the fleet), ``peak_online`` (its
+    online calibration and mix) and ``store`` (the one transaction).
+    """
+    with phases("read"):
+        history = read_history(store, settings, end=end, days=settings.max_train_days)
+        plan = training_plan(settings, history.step)
+        recent = recent_history(history.frame, plan.max_train)
     problems = dict(history.problems)
     groups = [(str(uid), series) for uid, series in recent.groupby(UID, sort=True)]
     with make_executor(settings.scheduler.workers, settings.scheduler.dask_address) as executor:
         # The pools' own quantiles too: the service reads what is stored, fits nothing.
         levels = tuple(sorted({*plan.levels, *plan.peak_levels}))
-        frames = forecast_series(loaded, groups, plan.horizon, levels, executor, report)
-        peaks = _peak_forecasts(loaded, recent, executor)
+        with phases("refit_predict"):
+            frames = forecast_series(loaded, groups, plan.horizon, levels, executor, report)
+        with phases("peak"):
+            peaks = _peak_forecasts(loaded, recent, executor)
     for uid, made in frames.items():
         if isinstance(made, Unavailable):
             problems[uid] = f"not forecast: {made}"
@@ -153,22 +172,24 @@ def _forecast_and_store(
     if isinstance(peaks, Unavailable):
         problems[PEAK_PROBLEM] = str(peaks)
     elif peaks is not None:
-        served = _served(store, peaks, recent, history.step)
+        with phases("peak_online"):
+            served = _served(store, peaks, recent, history.step)
     # One transaction: the service never reads this run's rows without its peaks.
-    stored = store.forecast_runs.commit(
-        frame,
-        served,
-        model_version=loaded.version,
-        generated_at=generated_at,
-        step=history.step.to_pytimedelta(),
-        observed_until=observed,
-    )
+    with phases("store"):
+        stored = store.forecast_runs.commit(
+            frame,
+            served,
+            model_version=loaded.version,
+            generated_at=generated_at,
+            step=history.step.to_pytimedelta(),
+            observed_until=observed,
+        )
     series = 0 if frame is None else int(frame[UID].nunique())
     return _Run(stored.rows, stored.peak_rows, series, plan.horizon, problems)
 
 
 def _finished(
-    started: datetime, loaded: LoadedModel, run: _Run, generated_at: datetime
+    started: datetime, loaded: LoadedModel, run: _Run, generated_at: datetime, phases: Phases
 ) -> JobReport:
     """The run's report: what was saved, with which version, and what was not."""
     peak_note = (
@@ -191,6 +212,7 @@ def _finished(
         "series": run.series,
         "generated_at": generated_at.isoformat(),
         "horizon": run.horizon,
+        "phase_seconds": phases.rounded(),
     }
     outcome = outcome_of(run.problems, run.series)
     return finish(JOB, started, outcome, summary, problems=run.problems, details=details)

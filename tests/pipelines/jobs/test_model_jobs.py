@@ -55,6 +55,9 @@ def test_train_forecast_evaluate_then_degradation_triggers_retraining(
     made = run_forecast(settings, store=store, now=cut.to_pydatetime())
     assert made.outcome == "ok", (made.summary, made.problems)
     assert made.details["version"] == version
+    phases = made.details["phase_seconds"]
+    assert list(phases) == ["load", "read", "refit_predict", "peak", "store"]  # no peak model
+    assert all(seconds >= 0 for seconds in phases.values())
     forecasts = store.forecasts.read()
     assert forecasts[UID].nunique() == 5  # four signals and the derived demand
     assert set(forecasts["model_version"]) == {version}
