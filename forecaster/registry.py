@@ -1,42 +1,33 @@
-"""The model registry: versions, the ``champion`` alias, and the last-known-good copy.
+"""The model registry: versions, the ``champion`` alias, and loading the champion.
 
 Only the promotion gate moves the ``champion`` alias (never the deprecated stages),
 and every decision, promoted or not, is recorded on the version it concerns. Serving
-loads ``models:/<name>@champion``; each successful load refreshes a local copy under
-``models_dir`` so a restart while the registry is down still serves the last known
-good champion, and says so.
-
-Last-known-good layout, one directory per registered model::
-
-    <models_dir>/last_known_good/<name>/CURRENT           -> "v3-20240101T000000Z"
-    <models_dir>/last_known_good/<name>/v3-20240101T000000Z/model/MLmodel ...
-    <models_dir>/last_known_good/<name>/v3-20240101T000000Z/metadata.json
-
-A copy is written to a temporary directory, renamed into place, and only then does
-``CURRENT`` (replaced atomically) point at it; a crash at any moment leaves
-``CURRENT`` naming a complete copy.
+loads ``models:/<name>@champion``; each successful load refreshes the local
+last-known-good copy (:mod:`forecaster.last_known_good`), so a restart while the
+registry is down still serves the last known good champion, and says so.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import os
-import re
-import shutil
 import socket
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
-import mlflow
 from mlflow.exceptions import MlflowException
 
 from forecaster.exceptions import TrackingError
+from forecaster.last_known_good import (
+    LKG_DIR,
+    copy_version,
+    export_last_known_good,
+    last_known_good_dir,
+    read_metadata,
+)
+from forecaster.model_files import MODELS_URI, download_model, resolve_model_uri
 from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.pyfunc import SupportsPredict, load_bundle
 from forecaster.tracking import TrackingConfig, tracking_errors
@@ -44,18 +35,12 @@ from forecaster.tracking import TrackingConfig, tracking_errors
 logger = logging.getLogger(__name__)
 
 CHAMPION = "champion"
-LKG_DIR = "last_known_good"
-_CURRENT = "CURRENT"
-_METADATA = "metadata.json"
-_REQUIRED_METADATA = ("name", "version", "run_id")
 _NOT_FOUND = "RESOURCE_DOES_NOT_EXIST"
 _NO_CHAMPION = frozenset({_NOT_FOUND, "INVALID_PARAMETER_VALUE"})
 """Error codes of a missing registered model or alias (not of a failing registry)."""
-_STALE_TEMP_SECONDS = 3600
 PROBE_TIMEOUT_S = 3.0
 """Seconds to wait for a TCP connection to an MLflow server before serving the copy."""
 _MAX_TAG_LENGTH = 5000
-_MODELS_URI = re.compile(r"^models:/(?P<name>[^/@]+)(?:@(?P<alias>[^/]+)|/(?P<version>[^/]+))?/?$")
 
 
 class PromotionDecision(Protocol):
@@ -115,7 +100,7 @@ def register(
     """
     client = tracking.client()
     source, model_id = model_uri, None
-    match = _MODELS_URI.match(model_uri)
+    match = MODELS_URI.match(model_uri)
     with tracking_errors(tracking.tracking_uri, f"register model {name!r}"):
         if match is not None and match["alias"] is None and match["version"] is None:
             # A logged model (models:/<model_id>). MLflow's stores resolve such sources
@@ -218,7 +203,7 @@ def load_champion(
             f"{models_dir / LKG_DIR}. Train and promote a model first."
         )
     try:
-        metadata = _read_metadata(lkg)
+        metadata = read_metadata(lkg)
         model, peak = _load(lkg / "model")
     except TrackingError as exc:
         raise TrackingError(
@@ -253,7 +238,7 @@ def _load_from_registry(
             raise TrackingError(f"the registry has no {uri}") from exc
     version = str(found.version)
     current = last_known_good_dir(models_dir, name)
-    if current is not None and _copy_version(current) == version:
+    if current is not None and copy_version(current) == version:
         # Registered versions are immutable: the local copy is this very champion,
         # unless it was damaged on disk; then the registry's files replace it below.
         try:
@@ -304,121 +289,6 @@ def check_reachable(tracking: TrackingConfig, timeout_s: float = PROBE_TIMEOUT_S
         ) from exc
 
 
-def export_last_known_good(
-    source: str | Path,
-    models_dir: Path,
-    metadata: dict[str, Any],
-    *,
-    tracking: TrackingConfig | None = None,
-    exported_at: datetime | None = None,
-) -> Path:
-    """Atomically make a pyfunc model the last-known-good copy of ``metadata['name']``.
-
-    Args:
-        source: a local pyfunc model directory, or a model URI to download (which needs
-            ``tracking``).
-        models_dir: the models directory (copies go under ``last_known_good/``).
-        metadata: at least ``name``, ``version`` and ``run_id``; written to
-            ``metadata.json`` with ``exported_at`` added.
-        tracking: the registry to download ``source`` from when it is a URI.
-        exported_at: the export time (default: now, UTC).
-
-    Returns:
-        The directory of the new copy (holding ``model/`` and ``metadata.json``).
-
-    Raises:
-        TrackingError: the copy or download failed; the previous copy stays current.
-    """
-    missing = [key for key in _REQUIRED_METADATA if key not in metadata]
-    if missing:
-        raise ValueError(f"last-known-good metadata lacks {missing}")
-    stamp = (exported_at or datetime.now(UTC)).astimezone(UTC)
-    root = models_dir / LKG_DIR / _safe_name(str(metadata["name"]))
-    root.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(root)
-    previous = last_known_good_dir(models_dir, str(metadata["name"]))
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
-    try:
-        _copy_model(source, tmp / "model", tracking)
-        if not (tmp / "model" / "MLmodel").is_file():
-            raise TrackingError(f"{source} is not an MLflow model (no MLmodel file)")
-        record = {**metadata, "exported_at": stamp.isoformat()}
-        (tmp / _METADATA).write_text(json.dumps(record, indent=2, sort_keys=True, default=str))
-        final = root / f"v{metadata['version']}-{stamp:%Y%m%dT%H%M%S%fZ}"
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    _write_atomically(root / _CURRENT, final.name)
-    _remove_old_copies(root, keep={final.name, previous.name if previous else ""})
-    logger.info("last-known-good %s is now version %s", metadata["name"], metadata["version"])
-    return final
-
-
-def last_known_good_dir(models_dir: Path, name: str) -> Path | None:
-    """Return the current last-known-good copy of ``name``, or None if there is none."""
-    root = models_dir / LKG_DIR / _safe_name(name)
-    try:
-        current = (root / _CURRENT).read_text().strip()
-    except FileNotFoundError:
-        return None
-    path = root / current
-    return path if (path / _METADATA).is_file() else None
-
-
-def _copy_model(source: str | Path, dest: Path, tracking: TrackingConfig | None) -> None:
-    local = Path(source)
-    if isinstance(source, Path) or local.is_dir():
-        try:
-            shutil.copytree(local, dest)
-        except (OSError, shutil.Error) as exc:
-            raise TrackingError(f"could not copy model {local} to {dest}: {exc}") from exc
-        return
-    if tracking is None:
-        raise ValueError(f"{source!r} is not a local directory; pass tracking= to download it")
-    staging = dest.parent / ".download"
-    staging.mkdir()
-    # download_artifacts nests a directory's files under its base name: move them up.
-    os.replace(download_model(str(source), staging, tracking=tracking), dest)
-    shutil.rmtree(staging, ignore_errors=True)
-
-
-def resolve_model_uri(model_uri: str, *, tracking: TrackingConfig) -> str:
-    """Return the artifact location behind a ``models:/`` URI (other URIs unchanged).
-
-    MLflow resolves ``models:/`` URIs against its global registry URI only, so they are
-    resolved here with an explicit client and the files fetched from where they are.
-    Handles ``models:/<name>@<alias>``, ``models:/<name>/<version>`` and
-    ``models:/<model_id>``.
-    """
-    if not model_uri.startswith("models:/"):
-        return model_uri
-    match = _MODELS_URI.match(model_uri)
-    if match is None:
-        raise ValueError(f"unsupported model URI {model_uri!r}")
-    name, alias, version = match["name"], match["alias"], match["version"]
-    client = tracking.client()
-    with tracking_errors(tracking.tracking_uri, f"resolve {model_uri}"):
-        if alias is not None:
-            version = str(client.get_model_version_by_alias(name, alias).version)
-        if version is None:
-            return str(client.get_logged_model(name).artifact_location)
-        return str(client.get_model_version_download_uri(name, version))
-
-
-def download_model(model_uri: str, dest: Path, *, tracking: TrackingConfig) -> Path:
-    """Download a logged or registered model's files into ``dest`` and return their path."""
-    location = resolve_model_uri(model_uri, tracking=tracking)
-    with tracking_errors(tracking.tracking_uri, f"download {model_uri}"):
-        path = mlflow.artifacts.download_artifacts(
-            artifact_uri=location,
-            dst_path=str(dest),
-            tracking_uri=tracking.tracking_uri,
-            registry_uri=tracking.tracking_uri,
-        )
-    return Path(path)
-
-
 def _load(path: Path) -> tuple[SupportsPredict, PeakQuantileForecaster | None]:
     try:
         return load_bundle(path)
@@ -426,57 +296,3 @@ def _load(path: Path) -> tuple[SupportsPredict, PeakQuantileForecaster | None]:
     # incompatible library): each means this copy cannot serve, so say which one.
     except Exception as exc:
         raise TrackingError(f"model at {path} cannot be loaded: {exc!r}") from exc
-
-
-def _copy_version(path: Path) -> str | None:
-    """The version a last-known-good copy says it holds; None when it cannot tell."""
-    try:
-        return str(_read_metadata(path)["version"])
-    except (TrackingError, KeyError):
-        return None
-
-
-def _read_metadata(path: Path) -> dict[str, Any]:
-    try:
-        data: dict[str, Any] = json.loads((path / _METADATA).read_text())
-    except (OSError, ValueError) as exc:
-        raise TrackingError(f"last-known-good copy {path} is unreadable: {exc}") from exc
-    return data
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def _remove_stale_temps(root: Path) -> None:
-    # Leftovers of an export that crashed; an hour old so a concurrent export's
-    # temporary directory survives. Copies in use never carry the dot prefix.
-    cutoff = datetime.now(UTC).timestamp() - _STALE_TEMP_SECONDS
-    for child in root.glob(".tmp-*"):
-        if child.stat().st_mtime > cutoff:
-            continue
-        if child.is_dir():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
-
-
-def _remove_old_copies(root: Path, keep: set[str]) -> None:
-    # The previous copy is kept too: a reader may have resolved CURRENT just before.
-    for child in root.iterdir():
-        if child.is_dir() and child.name.startswith("v") and child.name not in keep:
-            shutil.rmtree(child, ignore_errors=True)
-
-
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "_"

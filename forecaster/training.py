@@ -58,6 +58,7 @@ from forecaster.champion import ChampionForecaster
 from forecaster.exceptions import TrackingError
 from forecaster.fleet import nested_fleet_backtest
 from forecaster.gate import GateDecision, guard_check, point_check
+from forecaster.last_known_good import export_last_known_good
 from forecaster.metrics import relative_mase, score_backtest
 from forecaster.models.combination import with_median_rows
 from forecaster.models.guarded import (
@@ -72,7 +73,6 @@ from forecaster.plan import COMBINATION_RULES, TrainingPlan, recent_history
 from forecaster.registry import (
     LoadedModel,
     champion_version,
-    export_last_known_good,
     load_champion,
     promote,
     register,

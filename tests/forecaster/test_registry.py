@@ -13,13 +13,11 @@ import pytest
 from mlflow import MlflowClient
 
 from forecaster.exceptions import TrackingError
+from forecaster.last_known_good import LKG_DIR, export_last_known_good, last_known_good_dir
+from forecaster.model_files import download_model
 from forecaster.models.naive import Persistence
 from forecaster.registry import (
-    LKG_DIR,
     champion_version,
-    download_model,
-    export_last_known_good,
-    last_known_good_dir,
     load_champion,
     promote,
     register,

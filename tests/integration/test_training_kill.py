@@ -30,8 +30,9 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
+from forecaster.last_known_good import last_known_good_dir
 from forecaster.models.naive import Persistence, SeasonalNaive
-from forecaster.registry import champion_version, last_known_good_dir, load_champion
+from forecaster.registry import champion_version, load_champion
 from forecaster.tracking import TrackingConfig
 from forecaster.training import TrainingPlan, train
 
