@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import sys
 import tempfile
 import time
@@ -45,6 +44,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.training_scale import cpu_seconds, load1  # noqa: E402
 from pipelines.config.pools import PoolConfig  # noqa: E402
 from pipelines.config.settings import Settings, load_settings  # noqa: E402
 from pipelines.jobs.forecast import run_forecast  # noqa: E402
@@ -60,18 +60,6 @@ SIGNALS_PER_POOL = 5
 GPUS_PER_NODE = 8
 TARGET_S = 60.0
 PHASES = ("load", "read", "refit_predict", "peak", "peak_online", "store")
-
-
-def load1() -> float:
-    """The one-minute load average (the machine is shared)."""
-    return os.getloadavg()[0]
-
-
-def cpu_seconds() -> float:
-    """CPU seconds of this process and its reaped children (the pool's workers)."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def fleet(pools: int, seed: int = 7) -> pd.DataFrame:
