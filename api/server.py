@@ -7,18 +7,23 @@ like. :func:`server_config` therefore serves with
 
 - a header timeout (``service.header_timeout_s``): a connection that has not sent a
   complete request head this long after connecting, or after its previous response,
-  is closed (:class:`HeaderTimeoutProtocol`, uvicorn's h11 protocol plus one timer);
+  is closed (uvicorn's HTTP/1.1 protocol plus one timer);
 - a keep-alive timeout (``service.keep_alive_s``) for idle connections;
 - a connection cap (``service.max_connections``, uvicorn's ``limit_concurrency``):
   beyond it, requests are answered 503 at once;
 - the access log without secrets (:mod:`api.access_log`).
+
+It parses HTTP with httptools and runs on uvloop (both dependencies; h11 and asyncio's
+own loop where they are missing): with span ingest beside the reads, the C parser and
+loop cut the server's CPU per read and the read p99 of ``benchmarks/api_load.py
+--scenario traces`` (issue #37).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -26,9 +31,20 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from api.access_log import install_redaction
 from api.settings import ServiceSettings
 
+PARSERS: Final = ("auto", "httptools", "h11")
+"""HTTP/1.1 parsers the server can use."""
 
-class HeaderTimeoutProtocol(H11Protocol):
-    """uvicorn's h11 protocol that closes connections slow to send a request head."""
+# The deadline is written once and mixed into both of uvicorn's HTTP/1.1 protocols; to
+# the type checker it is an h11 protocol, whose attributes (cycle, loop, transport) the
+# httptools one has too.
+if TYPE_CHECKING:
+    _ProtocolBase = H11Protocol
+else:
+    _ProtocolBase = object
+
+
+class _HeaderDeadline(_ProtocolBase):
+    """Closes a connection slow to send a request head (mixed into uvicorn's protocols)."""
 
     header_timeout: float = 10.0
     """Seconds allowed to send a complete request head (set per server by a subclass)."""
@@ -82,25 +98,64 @@ class HeaderTimeoutProtocol(H11Protocol):
             self.transport.close()
 
 
-def protocol_with_header_timeout(seconds: float) -> type[HeaderTimeoutProtocol]:
-    """Return the protocol class whose connections must send a request head within ``seconds``."""
-    return type("HeaderTimeoutProtocol", (HeaderTimeoutProtocol,), {"header_timeout": seconds})
+class HeaderTimeoutProtocol(_HeaderDeadline, H11Protocol):
+    """uvicorn's h11 protocol that closes connections slow to send a request head."""
+
+
+def _httptools_protocol() -> type[_HeaderDeadline] | None:
+    """uvicorn's httptools protocol with the head's deadline, None without httptools."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return None
+
+    class HttpToolsHeaderTimeoutProtocol(_HeaderDeadline, HttpToolsProtocol):  # type: ignore[misc]
+        """uvicorn's httptools protocol that closes connections slow to send a request head."""
+
+    return HttpToolsHeaderTimeoutProtocol
+
+
+def protocol_with_header_timeout(seconds: float, parser: str = "auto") -> type[_HeaderDeadline]:
+    """Return the protocol class whose connections must send a request head within ``seconds``.
+
+    Args:
+        seconds: the head's deadline.
+        parser: ``httptools`` (C parser), ``h11`` (pure Python) or ``auto`` (httptools
+            when installed, as it is with Foresight's dependencies).
+
+    Raises:
+        ValueError: an unknown parser, or ``httptools`` asked for but not installed.
+    """
+    if parser not in PARSERS:
+        raise ValueError(f"parser must be one of {', '.join(PARSERS)}, got {parser!r}")
+    fast = None if parser == "h11" else _httptools_protocol()
+    if fast is None and parser == "httptools":
+        raise ValueError("the httptools parser is not installed: pip install httptools")
+    base = fast or HeaderTimeoutProtocol
+    return type(base.__name__, (base,), {"header_timeout": seconds})
 
 
 def server_config(
-    app: Any, service: ServiceSettings, *, host: str, port: int, log_level: str = "info"
+    app: Any,
+    service: ServiceSettings,
+    *,
+    host: str,
+    port: int,
+    log_level: str = "info",
+    parser: str = "auto",
 ) -> uvicorn.Config:
     """Return the uvicorn configuration that serves ``app`` with the service's limits.
 
     The access log is filtered (:func:`~api.access_log.install_redaction`) once uvicorn
-    has configured logging.
+    has configured logging. ``parser``: see :func:`protocol_with_header_timeout`; the
+    event loop is uvloop when installed (uvicorn's ``auto``).
     """
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         log_level=log_level,
-        http=protocol_with_header_timeout(service.header_timeout_s),
+        http=protocol_with_header_timeout(service.header_timeout_s, parser),
         timeout_keep_alive=max(1, math.ceil(service.keep_alive_s)),
         limit_concurrency=service.max_connections,
     )

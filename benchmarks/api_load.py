@@ -53,6 +53,7 @@ import argparse
 import asyncio
 import cProfile
 import gc
+import importlib.util
 import json
 import os
 import platform
@@ -238,14 +239,24 @@ def comparison_router() -> APIRouter:
 
 
 def serve(
-    workdir: Path, port: int, refresh_seconds: float, switch_ms: float | None, stalls: bool
+    workdir: Path,
+    port: int,
+    refresh_seconds: float,
+    switch_ms: float | None,
+    stalls: bool,
+    parser: str = "auto",
 ) -> None:
     """Serve the app on 127.0.0.1:``port`` until killed (the server subprocess).
 
-    With ``stalls``, also record event-loop stalls and collection pauses
+    Served as ``foresight serve`` serves (:func:`api.server.server_config`: its HTTP
+    parser, event loop and limits; ``parser`` picks httptools or h11 to compare). With
+    ``stalls``, also record event-loop stalls and collection pauses
     (:mod:`api_load_stalls`).
     """
     import uvicorn
+
+    from api.server import server_config
+    from api.settings import ServiceSettings
 
     if switch_ms:
         # How long a busy background thread (the refresh) may keep the GIL from the
@@ -253,16 +264,17 @@ def serve(
         sys.setswitchinterval(switch_ms / 1000)
 
     app = build_app(workdir, refresh_seconds or None)
-    if not stalls:
-        uvicorn.run(
-            app, host="127.0.0.1", port=port, workers=1, log_level="warning", access_log=False
-        )
-        return
     recorder = api_load_stalls.StallRecorder()
-    app.include_router(recorder.install())
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    if stalls:
+        app.include_router(recorder.install())
+        api_load_stalls.time_background(recorder)
+    config = server_config(
+        app, ServiceSettings(), host="127.0.0.1", port=port, log_level="warning", parser=parser
     )
+    server = uvicorn.Server(config)
+    if not stalls:
+        server.run()
+        return
 
     async def run() -> None:
         watcher = asyncio.create_task(recorder.watch_loop())
@@ -272,6 +284,15 @@ def serve(
             watcher.cancel()
 
     asyncio.run(run())
+
+
+def server_description(parser: str) -> str:
+    """What served the benchmark: uvicorn as ``foresight serve`` configures it."""
+    import uvicorn
+
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    fast = parser != "h11" and importlib.util.find_spec("httptools") is not None
+    return f"uvicorn {uvicorn.__version__}, 1 worker, {loop} loop, {'httptools' if fast else 'h11'}"
 
 
 def free_port() -> int:
@@ -438,6 +459,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             f"--port={port}",
             f"--refresh={args.refresh}",
             f"--switch-ms={args.switch_ms or 0}",
+            f"--parser={args.parser}",
         ]
     )
     results: dict[str, Any] = {}
@@ -557,9 +579,10 @@ def document(args: argparse.Namespace, by_rate: dict[str, dict[str, Any]]) -> di
                 "refresh",
                 "switch_ms",
                 "gc_freeze",
+                "parser",
             )
         },
-        "server": "uvicorn, 1 worker, asyncio loop, h11 (no uvloop/httptools installed)",
+        "server": server_description(args.parser),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "target": {"p99_ms_below": TARGET_P99_MS, "errors": 0, "at_every_rate": met},
         "rates": by_rate,
@@ -686,6 +709,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument(
+        "--parser",
+        choices=("auto", "httptools", "h11"),
+        default="auto",
+        help="the server's HTTP parser (auto: httptools when installed, as foresight serve)",
+    )
+    parser.add_argument(
         "--refresh", type=float, default=5.0, help="background refresh period, s; 0 = off"
     )
     parser.add_argument(
@@ -717,7 +746,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--path", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.role == "serve":
-        serve(args.dir, args.port, args.refresh, args.switch_ms, args.stalls)
+        serve(args.dir, args.port, args.refresh, args.switch_ms, args.stalls, args.parser)
         return
     if args.role == "load":
         run_load(args)

@@ -17,12 +17,15 @@ second cost some CPU: compare runs with the same flag.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import json
 import os
 import threading
 import time
 import urllib.request
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,6 +37,8 @@ LAG_MS: Final = 5.0
 GC_MS: Final = 2.0
 """A collection this long is recorded."""
 TOP: Final = 12
+CALL_MS: Final = 3.0
+"""A timed background call this long is recorded."""
 
 
 class StallRecorder:
@@ -42,7 +47,33 @@ class StallRecorder:
     def __init__(self) -> None:
         self.lags: list[tuple[float, float]] = []
         self.collections: list[tuple[float, float, int, str]] = []
+        self.calls: list[tuple[float, float, str, str]] = []
         self._gc_started = 0.0
+
+    def time_calls(self, owner: Any, names: Sequence[str]) -> None:
+        """Record each call of ``owner``'s ``names`` longer than ``CALL_MS`` (start, ms).
+
+        The server's background work (refresh, analysis, decoding, settling) runs in
+        threads; a stall of the event loop that overlaps one of these calls points at it.
+        """
+        for name in names:
+            original = getattr(owner, name)
+            label = f"{getattr(owner, '__name__', type(owner).__name__)}.{name}"
+            setattr(owner, name, self._timed(original, label))
+
+    def _timed(self, original: Callable[..., Any], label: str) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                took = (time.monotonic() - started) * 1000
+                if took > CALL_MS:
+                    name = threading.current_thread().name
+                    self.calls.append((started, took, label, name))
+
+        return timed
 
     def install(self) -> APIRouter:
         """Hook the garbage collector; return the router that serves the records."""
@@ -54,7 +85,9 @@ class StallRecorder:
             return {
                 "loop_lags": self.lags,
                 "collections": self.collections,
+                "calls": self.calls,
                 "thread_cpu_seconds": thread_cpu_seconds(),
+                "gc_census": gc_census(),
             }
 
         return router
@@ -76,6 +109,49 @@ class StallRecorder:
             late = (time.monotonic() - asked) * 1000 - 1
             if late > LAG_MS:
                 self.lags.append((asked, late))
+
+
+def time_background(recorder: StallRecorder) -> None:
+    """Time the server's background work: refresh, decisions, analysis, span intake."""
+    from api.callchain.incremental import ChainWindow
+    from api.forecasts import ForecastCache
+    from api.latency import LatencyTracker
+    from api.live import LiveIndex
+    from api.routers import spans
+    from api.service import RecommendationService
+
+    recorder.time_calls(RecommendationService, ("refresh", "_decide"))
+    recorder.time_calls(LiveIndex, ("poll",))
+    recorder.time_calls(ForecastCache, ("reload",))
+    recorder.time_calls(LatencyTracker, ("update",))
+    recorder.time_calls(ChainWindow, ("add", "stats", "recent_stats"))
+    recorder.time_calls(spans, ("decode_export",))
+
+
+def summarise_calls(calls: Sequence[tuple[float, float, str]]) -> dict[str, Any]:
+    """Per label: how many recorded calls, their total and longest milliseconds."""
+    by_label: dict[str, list[float]] = {}
+    for _, took, label in calls:
+        by_label.setdefault(label, []).append(took)
+    return {
+        label: {"calls": len(t), "ms_total": round(sum(t), 1), "ms_max": round(max(t), 1)}
+        for label, t in sorted(by_label.items(), key=lambda x: -sum(x[1]))
+    }
+
+
+def gc_census() -> dict[str, Any]:
+    """Objects the collector tracks, by generation, and the commonest types of the oldest.
+
+    A full collection walks every tracked object outside the frozen generation, so its
+    pause grows with what the oldest generation holds: this says what that is.
+    """
+    oldest = Counter(type(o).__qualname__ for o in gc.get_objects(2))
+    return {
+        "tracked_by_generation": [len(gc.get_objects(g)) for g in range(3)],
+        "frozen": gc.get_freeze_count(),
+        "collections_by_generation": [s["collections"] for s in gc.get_stats()],
+        "oldest_top_types": dict(oldest.most_common(TOP)),
+    }
 
 
 def thread_cpu_seconds() -> dict[str, float]:
@@ -128,5 +204,24 @@ def on_reads_axis(raw: dict[str, Any], reads_started: float, seconds: float) -> 
             {"at_s": round(at, 3), "ms": round(ms, 2), "generation": gen, "thread": thread}
             for at, ms, gen, thread in sorted(collections, key=lambda x: -x[1])
         ][:TOP],
+        "worst_loop_lags_overlapping": [
+            {
+                "at_s": round(at, 3),
+                "ms": round(ms, 2),
+                "calls": sorted(
+                    {
+                        f"{label} ({thread}, {took:.0f} ms)"
+                        for start, took, label, thread in raw["calls"]
+                        if start - reads_started <= at + ms / 1000
+                        and at <= start - reads_started + took / 1000
+                    }
+                ),
+            }
+            for at, ms in sorted(lags, key=lambda x: -x[1])[:TOP]
+        ],
+        "timed_calls": summarise_calls(
+            [(at, took, label) for at, took, label, _ in raw["calls"] if within(at)]
+        ),
         "thread_cpu_seconds_at_end": raw["thread_cpu_seconds"],
+        "gc_census_at_end": raw["gc_census"],
     }

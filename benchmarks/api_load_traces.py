@@ -138,7 +138,14 @@ def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     """Start the server, run sender and reader together, then check what was counted."""
     # Imported here: api_load imports this module (it dispatches the scenario to it).
     import api_load_stalls
-    from api_load import GC_FREEZE, cpu_seconds, free_port, load_average, wait_ready
+    from api_load import (
+        GC_FREEZE,
+        cpu_seconds,
+        free_port,
+        load_average,
+        server_description,
+        wait_ready,
+    )
 
     port = free_port()
     me = [sys.executable, str((ROOT / "benchmarks" / "api_load.py").resolve())]
@@ -150,6 +157,7 @@ def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             f"--port={port}",
             f"--refresh={args.refresh}",
             f"--switch-ms={args.switch_ms or 0}",
+            f"--parser={args.parser}",
             *(["--stalls"] if args.stalls else []),
         ]
     )
@@ -216,6 +224,7 @@ def measure_traces(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "server_cpu_seconds": cpu_used,
         "gc_freeze": bool(args.gc_freeze),
         "switch_ms": args.switch_ms,
+        "server": server_description(args.parser),
         "load_average_before": before,
         "load_average_during": during,
         "load_average_after": load_average(),
@@ -259,6 +268,13 @@ def report_traces(args: argparse.Namespace, result: dict[str, Any]) -> dict[str,
             worst = ", ".join(f"{w['ms']:.0f} ms at {w['at_s']:.2f} s" for w in stalls[key][:4])
             print(f"  {unit + ' (worst)':<{width}}  {worst or 'none'}")
         print(f"  {'thread CPU at the end':<{width}}  {stalls['thread_cpu_seconds_at_end']}")
+        for lag in stalls["worst_loop_lags_overlapping"][:8]:
+            print(f"    stall {lag['ms']:.0f} ms at {lag['at_s']:.2f} s: {lag['calls']}")
+        for label, figures in stalls["timed_calls"].items():
+            print(f"    {label:<34} {figures}")
+        census = stalls["gc_census_at_end"]
+        print(f"  {'tracked objects by gen':<{width}}  {census['tracked_by_generation']}")
+        print(f"  {'oldest generation holds':<{width}}  {census['oldest_top_types']}")
     print(f"  targets: {verdict}")
     return {
         "scenario": "traces",

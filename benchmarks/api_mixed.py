@@ -186,7 +186,14 @@ def mixed(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     port = api_load.free_port()
     end = history_end()
     server = subprocess.Popen(
-        [*me, "serve", f"--dir={workdir}", f"--port={port}", f"--refresh={args.refresh}"]
+        [
+            *me,
+            "serve",
+            f"--dir={workdir}",
+            f"--port={port}",
+            f"--refresh={args.refresh}",
+            f"--parser={args.parser}",
+        ]
     )
     try:
         api_load.wait_ready(port, timeout=180)

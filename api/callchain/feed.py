@@ -1,10 +1,15 @@
-"""Span batches added to the window by a thread of their own, never on the event loop.
+"""Span batches decoded and added to the window by threads of their own, off the event loop.
 
-The trace routes decode a request in a worker thread and hand the spans to
-:class:`SpanFeed`, which adds them to the span window from one ingestion thread, in
-arrival order. The route awaits its batch's result, so the answer still says what was
-stored, while the event loop goes on serving other requests: no request handler ever
-waits for the window's lock, which ingestion and the background analysis (settling and
+The trace routes have :class:`SpanFeed` decode a request on its decoding thread, one
+request at a time, and hand it the spans, which it adds to the span window from one
+ingestion thread, in arrival order. One decoding thread rather than the framework's
+pool: a decode works for tens of milliseconds (paced, see :mod:`api.pacing`), and with
+several at once the event loop waited for the GIL behind each in turn, read stalls of
+20-40 ms that carried the read tail under span ingest (issue #37).
+
+The route awaits its batch's result, so the answer still says what was stored, while
+the event loop goes on serving other requests: no request handler ever waits for the
+window's lock, which ingestion and the background analysis (settling and
 folding spans into the statistics) hold in turn.
 
 The queue is bounded in spans. A batch that would overflow it is refused whole with
@@ -18,16 +23,18 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
-from typing import Final, NamedTuple, Protocol
+from typing import Final, NamedTuple, Protocol, TypeVar
 
 from api.callchain.types import Span, SpanQueueFullError
 from api.callchain.window import AddResult
 from policy.types import require_aware
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 DEFAULT_MAX_QUEUED_SPANS: Final = 50_000
 """Spans waiting to be added at most (25 s of 2,000 spans/s; a few tens of MB)."""
@@ -80,6 +87,7 @@ class SpanFeed:
         self._queued = 0
         self._open = False
         self._thread: threading.Thread | None = None
+        self._decoder: ThreadPoolExecutor | None = None
 
     @property
     def queued_spans(self) -> int:
@@ -92,8 +100,21 @@ class SpanFeed:
             if self._thread is not None:
                 raise RuntimeError("the span feed was already started")
             self._thread = threading.Thread(target=self._run, name="span-feed", daemon=True)
+            self._decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="span-decode")
             self._open = True
         self._thread.start()
+
+    def decode(self, work: Callable[[], T]) -> Future[T]:
+        """Run ``work`` (a request's decoding) on the decoding thread, after those queued.
+
+        Raises:
+            SpanQueueFullError: the feed is not running.
+        """
+        with self._lock:
+            decoder = self._decoder
+            if not self._open or decoder is None:
+                raise SpanQueueFullError("span ingestion is not running; send the spans again")
+            return decoder.submit(work)
 
     def submit(self, spans: Sequence[Span], now: datetime) -> Future[Fed]:
         """Queue a batch that arrived at ``now``; the future resolves once it is added.
@@ -124,6 +145,9 @@ class SpanFeed:
         """Refuse new batches, add those already queued, and end the thread."""
         with self._lock:
             thread, self._open = self._thread, False
+            decoder, self._decoder = self._decoder, None
+            if decoder is not None:
+                decoder.shutdown(wait=False)
             if thread is None or not thread.is_alive():
                 return
             self._queue.put(None)

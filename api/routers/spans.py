@@ -26,10 +26,10 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
+from functools import partial
 from typing import Any, Final
 
 from fastapi import APIRouter, Request, Response, status
-from fastapi.concurrency import run_in_threadpool
 from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped, unused-ignore]
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -205,19 +205,17 @@ async def export_traces(request: Request, service: ServiceDep, feed: SpanFeedDep
         return _otlp_error(exc.status_code, code_pb2.INVALID_ARGUMENT, exc.detail, content_type)
     encoding = request.headers.get("content-encoding")
     times = _span_times(service)
+    work = partial(_decode_traces, body, content_type, encoding, limit, times)
     try:
-        decoded = await run_in_threadpool(
-            _decode_traces, body, content_type, encoding, limit, times
-        )
+        decoded = await asyncio.wrap_future(feed.decode(work))
         decoded.require_some()
+        await _add(service, feed, decoded.spans)
     except PayloadTooLargeError as exc:
         return _otlp_error(413, code_pb2.INVALID_ARGUMENT, str(exc), content_type)
     except UnsupportedMediaTypeError as exc:
         return _otlp_error(415, code_pb2.INVALID_ARGUMENT, str(exc), content_type)
     except DataValidationError as exc:
         return _otlp_error(400, code_pb2.INVALID_ARGUMENT, str(exc), content_type)
-    try:
-        await _add(service, feed, decoded.spans)
     except SpanQueueFullError as exc:
         answer = _otlp_error(503, code_pb2.UNAVAILABLE, str(exc), content_type)
         answer.headers["Retry-After"] = str(_RETRY_AFTER_S)
@@ -269,8 +267,8 @@ async def push_spans(request: Request, service: ServiceDep, feed: SpanFeedDep) -
         return Response(json.dumps(body), status_code=415, media_type=JSON)
     raw = await read_body(request, body_limit(request.app))
     times = _span_times(service)
-    decoded = await run_in_threadpool(_decode_span_list, raw, times)
     try:
+        decoded = await asyncio.wrap_future(feed.decode(partial(_decode_span_list, raw, times)))
         done = await _add(service, feed, decoded.spans)
     except SpanQueueFullError as exc:
         body = error_body("ingestion_behind", str(exc))

@@ -1,5 +1,8 @@
 """The real uvicorn server as ``foresight serve`` configures it (#13 items 11 and 13).
 
+Each test runs with both HTTP parsers the server can use: httptools (what it uses when
+installed, as with Foresight's dependencies) and h11 (the fallback).
+
 Slow-header connections are dropped after the header timeout, idle keep-alive ones
 after the keep-alive timeout, connections beyond the cap are answered 503, and the
 access log never shows a refused request's query string.
@@ -49,11 +52,12 @@ class _Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-@pytest.fixture
-def served() -> Iterator[tuple[int, _Lines]]:
+@pytest.fixture(params=["httptools", "h11"])
+def served(request: pytest.FixtureRequest) -> Iterator[tuple[int, _Lines]]:
     port = _free_port()
     limits = ServiceSettings(header_timeout_s=0.5, keep_alive_s=1, max_connections=20)
-    server = uvicorn.Server(server_config(_app(), limits, host="127.0.0.1", port=port))
+    config = server_config(_app(), limits, host="127.0.0.1", port=port, parser=request.param)
+    server = uvicorn.Server(config)
     lines = _Lines()
     logging.getLogger("uvicorn.access").addHandler(lines)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -139,3 +143,15 @@ def test_the_access_log_never_shows_a_refused_query_string(served: tuple[int, _L
 
     assert any('"GET /ping HTTP/1.1" 401' in line for line in lines.lines)
     assert not any("s3cret" in line for line in lines.lines)
+
+
+def test_the_server_parses_with_httptools_when_installed() -> None:
+    limits = ServiceSettings()
+    config = server_config(_app(), limits, host="127.0.0.1", port=1)
+    assert isinstance(config.http, type)
+    assert "HttpToolsProtocol" in [base.__name__ for base in config.http.__mro__]
+
+
+def test_an_unknown_parser_is_refused_with_the_choices() -> None:
+    with pytest.raises(ValueError, match="auto, httptools, h11"):
+        server_config(_app(), ServiceSettings(), host="127.0.0.1", port=1, parser="picohttp")

@@ -133,3 +133,51 @@ def test_a_cancelled_batch_is_skipped(feed: SpanFeed, sink: GatedSink) -> None:
     assert held.result(WAIT_S).added == 1
     assert feed.submit(spans(1), NOW).result(WAIT_S).window_spans == 2
     assert sink.batches == [(1, NOW), (1, NOW)]
+
+
+def test_decodes_run_one_at_a_time_on_the_feeds_own_thread(feed: SpanFeed) -> None:
+    running = 0
+    most = 0
+    threads: set[str] = set()
+    lock = threading.Lock()
+    first_started = threading.Event()
+    release = threading.Event()
+
+    def decode(n: int) -> int:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+            threads.add(threading.current_thread().name)
+        first_started.set()
+        assert release.wait(WAIT_S), "the test never released the decode"
+        with lock:
+            running -= 1
+        return n
+
+    futures = [feed.decode(lambda n=n: decode(n)) for n in range(4)]
+    assert first_started.wait(WAIT_S)
+    release.set()
+    assert [f.result(WAIT_S) for f in futures] == [0, 1, 2, 3]
+    assert most == 1
+    assert len(threads) == 1
+    assert next(iter(threads)).startswith("span-decode")
+
+
+def test_a_decode_error_reaches_the_caller(feed: SpanFeed) -> None:
+    def broken() -> None:
+        raise ValueError("not an ExportTraceServiceRequest")
+
+    with pytest.raises(ValueError, match="ExportTraceServiceRequest"):
+        feed.decode(broken).result(WAIT_S)
+    assert feed.decode(lambda: 7).result(WAIT_S) == 7
+
+
+def test_decode_is_refused_when_the_feed_is_not_running(sink: GatedSink) -> None:
+    idle = SpanFeed(sink)
+    with pytest.raises(SpanQueueFullError, match="not running"):
+        idle.decode(lambda: 1)
+    idle.start()
+    idle.stop(WAIT_S)
+    with pytest.raises(SpanQueueFullError, match="not running"):
+        idle.decode(lambda: 1)
