@@ -25,6 +25,7 @@ from api.settings import AppSettings
 from cli.support import ConfigOption, cli_errors, cli_settings, console, publish_mode
 from forecaster.exceptions import ConfigError, ForesightError, TrackingError
 from pipelines.config.pools import load_pools
+from pipelines.executors import cancel_local_work
 from pipelines.mlflow_ui import mlflow_ui
 from pipelines.ports import ensure_free
 from pipelines.scheduler import start_scheduler
@@ -296,6 +297,10 @@ def _scheduler(
         try:
             yield
         finally:
+            # A training or forecast fanning out would otherwise hold the stop (Ctrl-C)
+            # for minutes: its queued work is cancelled and it ends as interrupted.
+            if cancel_local_work():
+                console.print("Stopping: the running job's queued work was cancelled.")
             running.stop()
     finally:
         store.close()

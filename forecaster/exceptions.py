@@ -36,3 +36,12 @@ class TrackingError(ForesightError):
 
 class SourceError(ForesightError):
     """A data file or metric source could not be read."""
+
+
+class WorkCancelled(BaseException):
+    """Work fanned out to an executor was cancelled: the process is stopping.
+
+    A ``BaseException``, like ``KeyboardInterrupt``: code that catches ``Exception`` to
+    record a failed window or series and go on must not swallow it, so the run ends
+    rather than carrying on with the rest of its work missing.
+    """

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future, as_completed
+from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Executor, Future, wait
 from typing import Any, Final, TypeVar
 
+from forecaster.exceptions import WorkCancelled
+
 R = TypeVar("R")
+
+CANCEL_CHECK_S: Final = 0.5
+"""How often a fan-out waiting for its tasks checks whether they were cancelled."""
 
 MAX_TASKS: Final = 64
 """Most tasks one call submits: enough to keep a process pool or a small Dask cluster
@@ -39,19 +44,35 @@ def fan_out(
         progress: called with ``(items done, items total)`` as tasks finish.
 
     Raises:
+        WorkCancelled: the executor was shut down with its queued work cancelled
+            (the process is stopping); tasks already running are not waited for.
         Whatever ``fn`` raises, as soon as the task that raised it finishes.
     """
     size = max(1, math.ceil(len(items) / MAX_TASKS))
     chunks = [list(items[i : i + size]) for i in range(0, len(items), size)]
-    futures: dict[Future[list[R]], int] = {
-        executor.submit(_run_chunk, fn, chunk, shared): len(chunk) for chunk in chunks
-    }
+    try:
+        futures: dict[Future[list[R]], int] = {
+            executor.submit(_run_chunk, fn, chunk, shared): len(chunk) for chunk in chunks
+        }
+    except BrokenExecutor:
+        raise  # a worker died: an error, not a stop
+    except RuntimeError as exc:  # "cannot schedule new futures after shutdown"
+        raise WorkCancelled(f"the executor was shut down: {exc}") from exc
     done = 0
-    for future in as_completed(futures):
-        future.result()  # surface a worker's error as soon as it happens
-        done += futures[future]
-        if progress is not None:
-            progress(done, len(items))
+    pending = set(futures)
+    while pending:
+        finished, pending = wait(pending, timeout=CANCEL_CHECK_S, return_when=FIRST_COMPLETED)
+        for future in finished:
+            if future.cancelled():
+                raise WorkCancelled("the executor cancelled the work queued on it")
+            future.result()  # surface a worker's error as soon as it happens
+            done += futures[future]
+            if progress is not None:
+                progress(done, len(items))
+        # An executor shut down with cancel_futures cancels what is queued without
+        # waking a waiter: look for it, rather than wait forever.
+        if any(future.cancelled() for future in pending):
+            raise WorkCancelled("the executor cancelled the work queued on it")
     return [result for future in futures for result in future.result()]
 
 

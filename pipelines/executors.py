@@ -19,7 +19,9 @@ Without it every worker's BLAS spreads over all cores and the workers fight for 
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
+import threading
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -35,6 +37,28 @@ DASK_CONNECT_TIMEOUT_S: Final = 10.0
 """Seconds to wait for a Dask scheduler before saying it is unreachable."""
 THREAD_VARIABLES: Final = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 """Thread-count variables of the numerical runtimes, set to 1 in pool workers."""
+WORKER_PRELOAD: Final = ("numpy", "pandas", "statsmodels.tsa.api", "sklearn.ensemble")
+"""Imported once by the fork server, so each new worker starts with them loaded."""
+
+_pools: set[ProcessPoolExecutor] = set()
+"""The local pools open in this process (:func:`cancel_local_work` stops them)."""
+_pools_lock = threading.Lock()
+
+
+def cancel_local_work() -> int:
+    """Cancel the work queued on every local pool of this process; return how many pools.
+
+    For a process that is stopping (``foresight serve`` on Ctrl-C) while a scheduled
+    training or forecast fans out: the run ends with
+    :class:`~forecaster.exceptions.WorkCancelled` once the tasks already running in
+    the workers finish, instead of after all of its work. Nothing it would have
+    written is half-written: a training registers and promotes only at its end.
+    """
+    with _pools_lock:
+        pools = list(_pools)
+    for pool in pools:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return len(pools)
 
 
 def single_threaded_worker() -> None:
@@ -76,8 +100,22 @@ def make_executor(
     if workers <= 1:
         yield None
         return
-    with ProcessPoolExecutor(max_workers=workers, initializer=single_threaded_worker) as pool:
-        yield pool
+    # Workers come from a fork server, not forked from this process: a fork would
+    # inherit its sockets (the port `foresight serve` listens on stayed taken while a
+    # worker lived) and whatever locks its threads held at that instant.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(WORKER_PRELOAD))
+    pool = ProcessPoolExecutor(
+        max_workers=workers, initializer=single_threaded_worker, mp_context=context
+    )
+    with _pools_lock:
+        _pools.add(pool)
+    try:
+        with pool:
+            yield pool
+    finally:
+        with _pools_lock:
+            _pools.discard(pool)
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from forecaster.exceptions import WorkCancelled
 from pipelines.config.settings import Settings
 from pipelines.store import Store
 
@@ -96,7 +97,12 @@ def run_scheduled_job(key: str, name: str) -> None:
             "skipping job %r: it was scheduled by a scheduler that no longer leads here", name
         )
         return
-    report = execute(context, name)
+    try:
+        report = execute(context, name)
+    except WorkCancelled:
+        # The process is stopping (execute recorded the run as interrupted): no traceback.
+        logger.warning("job %s stopped early: the process is stopping", name)
+        return
     follow_up(context, report)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
+from forecaster.exceptions import WorkCancelled
 from forecaster.fanout import MAX_TASKS, fan_out
 
 
@@ -69,3 +71,39 @@ def test_no_items_submits_nothing() -> None:
 def test_a_failing_item_raises_its_own_error() -> None:
     with ProcessPoolExecutor(2) as pool, pytest.raises(ValueError, match="item 7 is bad"):
         fan_out(pool, fails_on, [(i,) for i in range(20)], shared=(7,))
+
+
+def test_work_cancelled_on_the_executor_ends_the_fan_out() -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def held(x: int) -> int:
+        started.set()
+        assert release.wait(10), "the test never released the first task"
+        return x
+
+    pool = ThreadPoolExecutor(1)
+    outcome: list[BaseException | list[int]] = []
+
+    def run() -> None:
+        try:
+            outcome.append(fan_out(pool, held, [(i,) for i in range(5)]))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    assert started.wait(10)
+    pool.shutdown(wait=False, cancel_futures=True)
+    release.set()
+    runner.join(10)
+
+    [raised] = outcome
+    assert isinstance(raised, WorkCancelled)
+    assert not isinstance(raised, Exception)  # `except Exception` does not swallow it
+
+
+def test_fanning_out_to_a_shut_down_executor_is_a_cancellation() -> None:
+    pool = ThreadPoolExecutor(1)
+    pool.shutdown()
+    with pytest.raises(WorkCancelled, match="shut down"):
+        fan_out(pool, fails_on, [(1,)], shared=(0,))

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 from distributed import LocalCluster
 
-from forecaster.exceptions import ConfigError
-from pipelines.executors import make_executor
+from forecaster.exceptions import ConfigError, WorkCancelled
+from forecaster.fanout import fan_out
+from pipelines.executors import cancel_local_work, make_executor
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -72,3 +74,50 @@ def test_a_dask_scheduler_without_workers_is_an_error_not_a_hang() -> None:
         make_executor(2, cluster.scheduler_address, connect_timeout_s=1),
     ):
         pytest.fail("an executor without workers was handed out")
+
+
+def test_cancelling_local_work_ends_a_fan_out_on_the_pool() -> None:
+    outcome: list[BaseException | list[float]] = []
+
+    with make_executor(2) as executor:
+        assert executor is not None
+
+        def run() -> None:
+            try:
+                outcome.append(fan_out(executor, time.sleep, [(0.5,)] * 40))
+            except BaseException as exc:
+                outcome.append(exc)
+
+        runner = threading.Thread(target=run)
+        runner.start()
+        time.sleep(1.0)
+        assert cancel_local_work() == 1
+        runner.join(20)
+
+    [raised] = outcome
+    assert isinstance(raised, WorkCancelled)
+    assert cancel_local_work() == 0  # the pool is forgotten once closed
+
+
+def test_pool_workers_do_not_inherit_the_callers_sockets() -> None:
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        with make_executor(2) as executor:
+            assert executor is not None
+            fds = executor.submit(_open_socket_inodes).result(timeout=30)
+        inode = os.fstat(listening.fileno()).st_ino
+        assert f"socket:[{inode}]" not in fds
+
+
+def _open_socket_inodes() -> list[str]:
+    """The socket descriptors open in this (worker) process, as /proc names them."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            found.append(target)
+    return found

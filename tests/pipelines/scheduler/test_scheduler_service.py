@@ -11,9 +11,18 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from forecaster.exceptions import WorkCancelled
 from pipelines.config.settings import Settings
+from pipelines.jobs.report import JobReport
 from pipelines.scheduler import RunningScheduler, ScheduledJob, every, start_scheduler
-from pipelines.scheduler.dispatch import DISPATCH_REF, run_scheduled_job, runner_identity
+from pipelines.scheduler.dispatch import (
+    DISPATCH_REF,
+    JobContext,
+    register,
+    run_scheduled_job,
+    runner_identity,
+    unregister,
+)
 from pipelines.scheduler.leader import ProcessLock
 from pipelines.store import Store
 
@@ -236,3 +245,27 @@ def test_the_leader_records_itself_and_clears_the_record_when_it_steps_down(
     finally:
         running.stop()
     assert store.leader.current() is None
+
+
+def test_a_run_whose_work_is_cancelled_is_recorded_interrupted_and_follows_up_nothing(
+    settings: Settings, store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    follow_ups: list[str] = []
+
+    class Recorder:
+        def run_soon(self, name: str) -> None:
+            follow_ups.append(name)
+
+    def cancelled(name: str, settings: Settings) -> JobReport:
+        raise WorkCancelled("the executor cancelled the work queued on it")
+
+    register("k-cancel", JobContext(settings, store, cancelled, Recorder()))
+    try:
+        run_scheduled_job("k-cancel", "train")  # does not raise
+    finally:
+        unregister("k-cancel")
+
+    [run] = store.job_runs.history("train")
+    assert run.outcome == "interrupted"
+    assert follow_ups == []
+    assert "job train stopped early: the process is stopping" in caplog.text
