@@ -31,7 +31,8 @@ from api.callchain.incremental import ChainWindow
 from api.clock import Clock, system_clock
 from api.live import LiveIndex
 from api.settings import AppSettings
-from pipelines.config.pools import GPU_UTIL, NODES, PoolConfig, ServiceConfig
+from pipelines.config.pools import PoolConfig, ServiceConfig
+from pipelines.config.signals import GPU_UTIL, NODES
 from policy import NO_LATENCY, LatencyAdjustment
 from policy.types import iso_utc
 

@@ -20,7 +20,8 @@ import pandas as pd
 
 from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, SeriesId, Y
-from pipelines.config.pools import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS, PoolConfig
+from pipelines.config.pools import PoolConfig
+from pipelines.config.signals import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS
 from pipelines.store import Store
 from policy import LiveSignals, Sample
 

@@ -56,7 +56,7 @@ from api.services import Services
 from api.settings import AppSettings, load_app_settings
 from api.wiring import Serving, serving
 from forecaster.exceptions import ForesightError, SourceError
-from pipelines.config.pools import load_pools
+from pipelines.config.pools_file import load_pools
 from pipelines.dataset import seed_from_sample as seed_store
 from pipelines.store import open_store
 

@@ -29,7 +29,7 @@ from api.publish_cluster import ClusterWriter, Mode
 from api.publishing import PublishOutcome, publish_once
 from api.service import RecommendationService
 from api.settings import AppSettings
-from pipelines.config.pools import load_pools
+from pipelines.config.pools_file import load_pools
 from pipelines.jobs.publish import Publisher, publishing_runner
 from pipelines.scheduler.clocked import ClockedJob, clocked_runner
 from pipelines.scheduler.dispatch import JobRunner, default_runner

@@ -57,7 +57,8 @@ from api.service import RecommendationService
 from api.services import Services
 from api.settings import AppSettings
 from api.unavailable import details
-from pipelines.config.pools import PoolConfig, load_pools
+from pipelines.config.pools import PoolConfig
+from pipelines.config.pools_file import load_pools
 from pipelines.store import Store
 from policy.recommendation import Recommendation
 

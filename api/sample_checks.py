@@ -34,14 +34,8 @@ from api.clock import ReplayWindow
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, SeriesId, Y
-from pipelines.config.pools import (
-    ALLOCATED_GPUS,
-    GPU_UTIL,
-    NODES,
-    QUEUE_GPUS,
-    PoolConfig,
-    PoolsConfig,
-)
+from pipelines.config.pools import PoolConfig, PoolsConfig
+from pipelines.config.signals import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS
 
 COUNT_SIGNALS: Final = frozenset({ALLOCATED_GPUS, QUEUE_GPUS, NODES, DEMAND})
 """Signals that count GPUs or nodes, so cannot be negative."""

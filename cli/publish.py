@@ -24,7 +24,7 @@ from api.clock import ClockMode
 from api.publishing import PublishOutcome, publish_once, publishing_service
 from cli.support import ConfigOption, cli_errors, cli_settings, console
 from forecaster.exceptions import ConfigError
-from pipelines.config.pools import load_pools
+from pipelines.config.pools_file import load_pools
 from pipelines.dataset import seed_from_sample
 from pipelines.store import open_store
 

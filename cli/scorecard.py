@@ -56,7 +56,7 @@ def scorecard_command(
 ) -> None:
     """Score what Foresight recommended against what happened: waiting avoided, nodes added."""
     from api.scorecard import DEFINITION, PoolScorecardOut, ScorecardOut, windows_of
-    from pipelines.config.pools import load_pools
+    from pipelines.config.pools_file import load_pools
     from pipelines.scorecard.load import pool_scorecard
     from pipelines.store import open_store
 

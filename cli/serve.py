@@ -24,7 +24,7 @@ import typer
 from api.settings import AppSettings
 from cli.support import ConfigOption, cli_errors, cli_settings, console, publish_mode
 from forecaster.exceptions import ConfigError, ForesightError, TrackingError
-from pipelines.config.pools import load_pools
+from pipelines.config.pools_file import load_pools
 from pipelines.executors import cancel_local_work
 from pipelines.mlflow_ui import mlflow_ui
 from pipelines.ports import ensure_free

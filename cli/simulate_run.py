@@ -23,7 +23,8 @@ from forecaster.exceptions import DataValidationError
 from forecaster.loaders.traces import DEMAND
 from forecaster.plotting import save_png
 from forecaster.types import DS, UID, SeriesId, Y
-from pipelines.config.pools import PoolConfig, load_pools
+from pipelines.config.pools import PoolConfig
+from pipelines.config.pools_file import load_pools
 from pipelines.config.tracking import tracking_config as make_tracking_config
 from pipelines.dataset import load_dataset
 from pipelines.reporting import progress_bar

@@ -37,7 +37,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from forecaster.types import DS, UID, SeriesId, Y
-from pipelines.config.pools import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS
+from pipelines.config.signals import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS
 
 SAMPLE_SEED: Final = 20250303
 SAMPLE_START: Final = "2025-03-03T00:00:00Z"

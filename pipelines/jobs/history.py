@@ -26,7 +26,7 @@ from forecaster.models.catalog import default_models, steps_in
 from forecaster.peak.fleet import pool_leads
 from forecaster.training import TrainingPlan
 from forecaster.types import DS, UID, Levels
-from pipelines.config.pools import load_pools
+from pipelines.config.pools_file import load_pools
 from pipelines.config.settings import Settings
 from pipelines.store import Store
 

@@ -19,7 +19,8 @@ import pandas as pd
 
 from forecaster.exceptions import ConfigError, ForesightError
 from forecaster.types import DS, UID, Progress
-from pipelines.config.pools import PoolsConfig, load_pools
+from pipelines.config.pools import PoolsConfig
+from pipelines.config.pools_file import load_pools
 from pipelines.config.settings import Settings
 from pipelines.jobs.cleaning import clean_samples
 from pipelines.jobs.fetching import Fetcher, SourceDownError, Window, step_after

@@ -16,7 +16,8 @@ import pandas as pd
 
 from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, Y
-from pipelines.config.pools import NODES, PoolConfig
+from pipelines.config.pools import PoolConfig
+from pipelines.config.signals import NODES
 from pipelines.scorecard import compute
 from pipelines.scorecard.types import PlanChange, PoolScorecard, TimelinePoint, Window
 from pipelines.store import Store

@@ -1,7 +1,7 @@
 """The queries of a deployment's pools: series id -> PromQL or file series.
 
-The default PromQL of each signal lives with the pools config
-(:data:`pipelines.config.pools.DEFAULT_PROMQL`); a pool overrides any of them under
+The default PromQL of each signal lives with the signals
+(:data:`pipelines.config.signals.DEFAULT_PROMQL`); a pool overrides any of them under
 ``signals``. This module turns the pools into the mappings a source's ``fetch`` takes.
 """
 

@@ -21,7 +21,7 @@ from sqlalchemy import Select, func, select, text
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND
 from forecaster.types import DS, SERIES_COLUMNS, UID, SeriesId, Y
-from pipelines.config.pools import ALLOCATED_GPUS, QUEUE_GPUS
+from pipelines.config.signals import ALLOCATED_GPUS, QUEUE_GPUS
 from pipelines.store.engine import Database
 from pipelines.store.schema import Sample, as_utc
 from pipelines.store.upsert import upsert

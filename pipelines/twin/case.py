@@ -26,7 +26,8 @@ import yaml
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import load_trace
 from forecaster.types import DS, UID, Y
-from pipelines.config.pools import PoolConfig, load_pools
+from pipelines.config.pools import PoolConfig
+from pipelines.config.pools_file import load_pools
 from pipelines.config.settings import Settings, load_settings
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.train import run_train

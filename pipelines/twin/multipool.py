@@ -23,7 +23,8 @@ from pathlib import Path
 import pandas as pd
 
 from forecaster.types import DS, UID, Y
-from pipelines.config.pools import PoolConfig, load_pools
+from pipelines.config.pools import PoolConfig
+from pipelines.config.pools_file import load_pools
 from pipelines.simulate.types import SimPool
 from pipelines.store import open_store
 from pipelines.twin.case import JobForecaster, _window, deploy, long_signals

@@ -30,7 +30,7 @@ from api.consumers.priority_expander import CONFIGMAP_NAME, validate_value_text
 from api.main import create_app
 from api.schemas import PoolRecommendation
 from api.settings import load_app_settings
-from pipelines.config.pools import load_pools
+from pipelines.config.pools_file import load_pools
 from tests.deploy.crd_schemas import SCHEMAS
 from tests.deploy.kustomize_lite import Manifest, load_documents, render
 

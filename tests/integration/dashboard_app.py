@@ -26,7 +26,7 @@ from forecaster.champion import ChampionForecaster
 from forecaster.loaders import DEMAND
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.registry import LoadedModel
-from pipelines.config.pools import load_pools
+from pipelines.config.pools_file import load_pools
 from pipelines.dataset import seed_from_sample
 from pipelines.jobs.evaluate import EVALUATED_AT, LIVE_MASE, MODEL_VERSION_KEY
 from pipelines.jobs.forecast import run_forecast

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from playwright.sync_api import Locator
 
-from pipelines.config.pools import load_pools
+from pipelines.config.pools_file import load_pools
 from tests.integration.browser import browser_page, require_chromium, screenshot
 from tests.integration.dashboard_app import SAMPLE_POOLS, record_jobs, record_plan, serve_sample
 

@@ -38,7 +38,7 @@ from api.settings import load_app_settings
 from forecaster.champion import ChampionForecaster
 from forecaster.models.naive import Persistence
 from forecaster.registry import LoadedModel
-from pipelines.config.pools import load_pools
+from pipelines.config.pools_file import load_pools
 from pipelines.jobs.forecast import run_forecast
 from pipelines.store import open_store
 from tests.integration.test_otel_export import _free_port

@@ -22,7 +22,8 @@ import pytest
 
 from forecaster.exceptions import SourceError
 from forecaster.types import DS, UID, Y
-from pipelines.config.pools import SIGNALS, PoolConfig
+from pipelines.config.pools import PoolConfig
+from pipelines.config.signals import SIGNALS
 from pipelines.sources import (
     KUEUE_PENDING_WORKLOADS,
     MAX_POINTS,

@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 
 from forecaster.types import DS, UID, Y
-from pipelines.config.pools import SIGNALS, PoolsConfig, load_pools
+from pipelines.config.pools import PoolsConfig
+from pipelines.config.pools_file import load_pools
+from pipelines.config.signals import SIGNALS
 from pipelines.sample_data import METRICS_FILE, generate_sample, write_sample
 
 SAMPLE_DIR = Path(__file__).resolve().parents[2] / "data" / "sample"

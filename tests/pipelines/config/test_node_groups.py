@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from pipelines.config.node_groups import node_group_problem
-from pipelines.config.pools import PoolConfig, PoolsConfig, load_pools
+from pipelines.config.pools import PoolConfig, PoolsConfig
+from pipelines.config.pools_file import load_pools
 
 GCE = (
     "https://www.googleapis.com/compute/v1/projects/acme-ml/zones/us-central1-a/"
@@ -77,7 +78,7 @@ def test_load_warns_per_pool_and_the_config_keeps_the_warnings(
         f"  - {{name: a100, node_group_id: '{GCE.replace('l4', 'a100')}'}}\n"
     )
 
-    with caplog.at_level(logging.WARNING, logger="pipelines.config.pools"):
+    with caplog.at_level(logging.WARNING, logger="pipelines.config.pools_file"):
         pools = load_pools(path)
 
     assert set(pools.node_group_warnings()) == {"l4"}

@@ -8,14 +8,9 @@ from pathlib import Path
 import pytest
 
 from forecaster.exceptions import ConfigError
-from pipelines.config.pools import (
-    MAX_SIGNALS_PER_POOL,
-    SIGNALS,
-    PoolConfig,
-    PoolsConfig,
-    load_pools,
-    parse_duration,
-)
+from pipelines.config.pools import PoolConfig, PoolsConfig, parse_duration
+from pipelines.config.pools_file import load_pools
+from pipelines.config.signals import MAX_SIGNALS_PER_POOL, SIGNALS
 
 SAMPLE_POOLS = Path(__file__).resolve().parents[3] / "data" / "sample" / "pools.yaml"
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pipelines.config.pools import DEFAULT_PROMQL, SIGNALS, PoolConfig, PoolsConfig
+from pipelines.config.pools import PoolConfig, PoolsConfig
+from pipelines.config.signals import DEFAULT_PROMQL, SIGNALS
 from pipelines.sources import KUEUE_PENDING_WORKLOADS, file_queries, promql_queries
 
 POOLS = PoolsConfig(
