@@ -175,36 +175,8 @@ def compare(
             "(comma-separated, e.g. --policies reactive,static,foresight,oracle)"
         )
     demand, pool = replay.demand, replay.pool
-    step = demand.index[1] - demand.index[0]
-    forecaster: WalkForwardForecaster | PeakReplayForecaster
-    if model == PEAK:
-        if fleet is None:
-            raise ConfigError("--model peak needs the data the forecaster learns from (fleet)")
-        wanted = sorted({pool.quantile, *levels})
-        forecaster = PeakReplayForecaster(fleet, str(demand.name), wanted)
-    else:
-        forecaster = champion_forecaster(
-            settings,
-            step,
-            family=model,
-            retrain_every=retrain_every,
-            prehistory=replay.prehistory,
-            min_history=max(
-                2, min(steps_in(pd.Timedelta(days=1), pd.Timedelta(step)), len(demand))
-            ),
-        )
-    builders: dict[str, Callable[[], Policy]] = {
-        "reactive": lambda: ReactivePolicy("packed"),
-        "reactive-spread": lambda: ReactivePolicy("spread"),
-        "oracle": lambda: OraclePolicy(demand),
-        "foresight": lambda: ForesightPolicy(pool, forecaster),
-        "reference": lambda: reference_policy(
-            pool, "persistence", reference_k, prehistory=replay.prehistory
-        ),
-        "reference-seasonal": lambda: reference_policy(
-            pool, "seasonal_naive", reference_k, prehistory=replay.prehistory
-        ),
-    }
+    forecaster = _forecaster(replay, settings, model, retrain_every, fleet, levels)
+    builders = _builders(replay, forecaster, reference_k)
     runs: dict[str, SimResult] = {}
     needed = [p for p in POLICY_NAMES if p in policies]
     if "static" in needed:
@@ -223,6 +195,62 @@ def compare(
         progress("policies", len(needed), len(needed))
     ordered = {name: runs[name] for name in POLICY_NAMES if name in runs and name in policies}
     return Comparison(replay=replay, runs=ordered, forecaster=forecaster, carry=carry)
+
+
+def _forecaster(
+    replay: Replay,
+    settings: Settings,
+    model: str,
+    retrain_every: timedelta,
+    fleet: pd.DataFrame | None,
+    levels: Sequence[float],
+) -> WalkForwardForecaster | PeakReplayForecaster:
+    """Build the forecaster every Foresight replay of ``replay`` shares (see :func:`compare`).
+
+    Raises:
+        ConfigError: ``peak`` without a fleet.
+    """
+    demand, pool = replay.demand, replay.pool
+    step = demand.index[1] - demand.index[0]
+    forecaster: WalkForwardForecaster | PeakReplayForecaster
+    if model == PEAK:
+        if fleet is None:
+            raise ConfigError("--model peak needs the data the forecaster learns from (fleet)")
+        wanted = sorted({pool.quantile, *levels})
+        forecaster = PeakReplayForecaster(fleet, str(demand.name), wanted)
+    else:
+        forecaster = champion_forecaster(
+            settings,
+            step,
+            family=model,
+            retrain_every=retrain_every,
+            prehistory=replay.prehistory,
+            min_history=max(
+                2, min(steps_in(pd.Timedelta(days=1), pd.Timedelta(step)), len(demand))
+            ),
+        )
+    return forecaster
+
+
+def _builders(
+    replay: Replay,
+    forecaster: WalkForwardForecaster | PeakReplayForecaster,
+    reference_k: float,
+) -> dict[str, Callable[[], Policy]]:
+    """Return a maker of each policy :func:`compare` replays by name (``static`` aside)."""
+    demand, pool = replay.demand, replay.pool
+    return {
+        "reactive": lambda: ReactivePolicy("packed"),
+        "reactive-spread": lambda: ReactivePolicy("spread"),
+        "oracle": lambda: OraclePolicy(demand),
+        "foresight": lambda: ForesightPolicy(pool, forecaster),
+        "reference": lambda: reference_policy(
+            pool, "persistence", reference_k, prehistory=replay.prehistory
+        ),
+        "reference-seasonal": lambda: reference_policy(
+            pool, "seasonal_naive", reference_k, prehistory=replay.prehistory
+        ),
+    }
 
 
 def _static(

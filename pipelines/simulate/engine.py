@@ -35,7 +35,7 @@ from __future__ import annotations
 import operator
 from collections import deque
 from datetime import timedelta
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -251,6 +251,29 @@ def simulate(
     index, series_step = demand_index(demand, step)
     sim = SimPool.of(pool, series_step)
     values: FloatArray = demand.to_numpy(dtype=np.float64)
+    steps, fleet, work = _replay(sim, index, values, policy, initial_nodes, carry)
+    return _account(sim, index, values, steps, fleet, work, carry)
+
+
+class _Steps(NamedTuple):
+    """What the replay recorded at each step, for the accounting."""
+
+    desired: IntArray
+    ready: IntArray
+    pending: IntArray
+    served: FloatArray
+    backlog: FloatArray
+
+
+def _replay(
+    sim: SimPool,
+    index: pd.DatetimeIndex,
+    values: FloatArray,
+    policy: Policy,
+    initial_nodes: int | None,
+    carry: bool,
+) -> tuple[_Steps, NodeFleet, WorkQueue]:
+    """Run steps 1-5 of the model (the module docstring) at every step, recording each."""
     n, gpn = len(values), sim.gpus_per_node
 
     desired: IntArray = np.zeros(n, dtype=np.int64)
@@ -275,7 +298,21 @@ def simulate(
         backlog[t] = work.size
         if not carry:
             work.drop(t)
+    return _Steps(desired, ready, pending, served, backlog), fleet, work
 
+
+def _account(
+    sim: SimPool,
+    index: pd.DatetimeIndex,
+    values: FloatArray,
+    steps: _Steps,
+    fleet: NodeFleet,
+    work: WorkQueue,
+    carry: bool,
+) -> SimResult:
+    """Account for every GPU-hour of a finished replay: the per-step frame and the totals."""
+    n, gpn = len(values), sim.gpus_per_node
+    desired, ready, pending, served, backlog = steps
     unserved, _ = work.close(n)
     hours = sim.step_hours
     capacity = ready * float(gpn)
