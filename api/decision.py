@@ -5,7 +5,7 @@ live calibration, live error, the call-chain adjustment, the stabilisation state
 drops those another clock dated, bounds the forecast's health by the settings'
 thresholds scaled to the series step, and asks the policy
 (:func:`policy.decide`). A pool that cannot be decided gets an
-:class:`~api.unavailable.Unavailable` instead.
+:class:`~forecaster.unavailable.Unavailable` instead.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from api.forecasts import ForecastCache, PoolForecast
 from api.live import LiveIndex
 from api.services import Services
 from api.settings import ServiceSettings
-from api.unavailable import Unavailable
 from forecaster.exceptions import DataValidationError
+from forecaster.unavailable import Unavailable
 from pipelines.config.pools import PoolConfig
 from policy import (
     DemandForecast,

@@ -20,8 +20,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.callchain.jsonload import json_problem
-from api.unavailable import Unavailable
 from forecaster.exceptions import ConfigError, DataValidationError, ForesightError, TrackingError
+from forecaster.unavailable import Unavailable
 from pipelines.errors import PublishError, StoreError
 
 logger = logging.getLogger(__name__)

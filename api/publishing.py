@@ -56,7 +56,7 @@ from api.publish_results import PROBLEMS, ObjectResult, object_results
 from api.service import RecommendationService
 from api.services import Services
 from api.settings import AppSettings
-from api.unavailable import details
+from forecaster.unavailable import details
 from pipelines.config.pools import PoolConfig
 from pipelines.config.pools_file import load_pools
 from pipelines.store import Store

@@ -33,9 +33,9 @@ from api.pool_states import PoolLocks, update_states
 from api.sample_checks import TimeWindow
 from api.services import Services
 from api.store_probe import StoreWriteProbe
-from api.unavailable import Unavailable
 from forecaster.registry import LoadedModel
 from forecaster.types import DS, UID
+from forecaster.unavailable import Unavailable
 from pipelines.config.pools import PoolConfig
 from policy import Recommendation, StabilisationState
 

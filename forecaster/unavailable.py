@@ -3,24 +3,47 @@
 A job that carries on past a failed part (one series of a fleet, the peak forecast of
 a run) keeps the part's :class:`Unavailable` beside the parts it made, so callers
 branch on ``isinstance(x, Unavailable)`` and its :data:`Cause`, never on the words.
-The fields are those of ``api.unavailable.Unavailable`` (``cause``, ``detail``), so
-the two can become one.
+The service does the same per pool: a pool that cannot be decided (no live samples
+yet, invalid samples) or has no forecast to show is a normal state of the service, not
+an error; it travels as an ``Unavailable`` beside the answers of the other pools, and
+becomes a 503 (``api.errors.PoolUnavailableError``) only when a request asked for that
+pool alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from forecaster.exceptions import DataValidationError, InsufficientHistoryError
 
-Cause = Literal["insufficient_history", "invalid_data", "failed"]
-"""Too little history; data that breaks the contract; anything else that went wrong."""
+Cause = Literal[
+    "insufficient_history",
+    "invalid_data",
+    "failed",
+    "invalid_samples",
+    "no_live_samples",
+    "no_forecast",
+    "forecast_other_clock",
+]
+"""The known causes. Of a part a job could not make: ``insufficient_history`` (too
+little history), ``invalid_data`` (data that breaks the contract), ``failed`` (anything
+else that went wrong). Of a pool the service cannot answer for: ``invalid_samples``
+(stored samples fail validation), ``no_live_samples`` (a signal has none yet),
+``no_forecast`` (no model, too little history, no stored run), ``forecast_other_clock``
+(the stored forecast was dated by another clock, see 'One clock' in docs/api.md)."""
 
 
 @dataclass(frozen=True)
 class Unavailable:
-    """A part that could not be made, and why; ``str()`` is the ``detail``."""
+    """Something that could not be made now (a part of a job, a pool's answer), and why.
+
+    Attributes:
+        cause: the kind of problem, for code that branches on it.
+        detail: the sentence people see (the ``reason`` of the HTTP answers); ``str()``
+            is the detail.
+    """
 
     cause: Cause
     detail: str
@@ -39,3 +62,8 @@ class Unavailable:
 
     def __str__(self) -> str:
         return self.detail
+
+
+def details(missing: Mapping[str, Unavailable]) -> dict[str, str]:
+    """Return each pool's sentence, as the wire and the reports carry it."""
+    return {pool: why.detail for pool, why in missing.items()}

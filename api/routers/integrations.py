@@ -44,8 +44,8 @@ from api.consumers.priority_live import (
 )
 from api.deps import ServiceDep
 from api.service import RecommendationService
-from api.unavailable import Unavailable, details
 from forecaster.exceptions import ConfigError
+from forecaster.unavailable import Unavailable, details
 from policy import Recommendation
 
 router = APIRouter(prefix="/integrations", tags=["integrations"])

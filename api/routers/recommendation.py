@@ -16,7 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from api.deps import PoolFilter, PoolName, ServiceDep
 from api.routers.encoded import pool_json, set_json
 from api.schemas import PoolRecommendation, RecommendationSet, UnavailablePool
-from api.unavailable import Unavailable
+from forecaster.unavailable import Unavailable
 
 router = APIRouter(tags=["recommendations"])
 
