@@ -30,11 +30,12 @@ from api.service import RecommendationService
 from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, Y
 from pipelines.config.pools import PoolConfig
+from pipelines.config.signals import NODES
 from pipelines.store.recommendations import DesiredNodes
 from policy import DemandForecast
 
-NODES: Final = "nodes"
 SIGNALS: Final = (DEMAND, NODES)
+"""The signals the dashboard charts (history, pool view): what was demanded and what was there."""
 MAX_EVENTS: Final = 200
 """Events beyond this many (the newest kept) would only blot the chart."""
 

@@ -22,13 +22,11 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 
 from api.dashboard.page import ASSETS, asset_text, render_page
-from api.dashboard.pool_view import pool_view
-from api.dashboard.schemas import HistoryOut, HistoryPoint, PoolViewOut, StatusOut
+from api.dashboard.pool_view import pool_view, samples
+from api.dashboard.schemas import HistoryOut, PoolViewOut, StatusOut
 from api.dashboard.status import deployment_status
 from api.deps import MlflowUiDep, PoolName, ServiceDep
 from api.service import RecommendationService
-from forecaster.loaders import DEMAND
-from forecaster.types import DS, UID, Y
 
 router = APIRouter(tags=["dashboard"])
 """The dashboard's data route (guarded by the read token when one is configured)."""
@@ -36,11 +34,14 @@ router = APIRouter(tags=["dashboard"])
 page_router = APIRouter(tags=["dashboard"])
 """The page shell and its assets (open: a browser cannot send a bearer token on navigation)."""
 
-NODES: Final = "nodes"
-HISTORY_SIGNALS: Final = (DEMAND, NODES)
-"""The signals the history route returns: what was demanded and what was there."""
-
 MAX_HISTORY_HOURS: Final = 24 * 14
+
+_POOL_ERRORS: Final[dict[int | str, dict[str, str]]] = {
+    404: {"description": "an unknown pool"},
+    503: {"description": "store down"},
+}
+"""The errors of the routes of one pool."""
+
 BOTTLENECK_PATHS: Final = ("/signals/chain", "/callchain/bottlenecks", "/bottlenecks")
 """Routes of the call chain the page draws when the app has one of them (the first wins)."""
 
@@ -96,14 +97,7 @@ def pool_history(service: RecommendationService, pool: str, hours: float) -> His
     config = service.pool(pool)
     until = service.now()
     since = until - timedelta(hours=hours)
-    ids = {config.series_id(signal): signal for signal in HISTORY_SIGNALS}
-    # The end bound is exclusive; the sample at "now" belongs in the chart.
-    frame = service.services.store.samples.read(
-        list(ids), start=since, end=until + timedelta(microseconds=1)
-    )
-    series: dict[str, list[HistoryPoint]] = {signal: [] for signal in HISTORY_SIGNALS}
-    for uid, ds, y in zip(frame[UID], frame[DS], frame[Y], strict=True):
-        series[ids[uid]].append(HistoryPoint(ds=ds.to_pydatetime(), y=float(y)))
+    series = samples(service, config, since, until)
     return HistoryOut(
         pool=pool, since=since, until=until, gpus_per_node=config.gpus_per_node, series=series
     )
@@ -112,7 +106,7 @@ def pool_history(service: RecommendationService, pool: str, hours: float) -> His
 @router.get(
     "/dashboard/history/{pool}",
     response_model=HistoryOut,
-    responses={404: {"description": "an unknown pool"}, 503: {"description": "store down"}},
+    responses=_POOL_ERRORS,
     summary="Recent demand and node samples of one pool (for the dashboard's charts)",
 )
 def get_history(service: ServiceDep, pool: PoolName, hours: HistoryHours = 24.0) -> HistoryOut:
@@ -123,7 +117,7 @@ def get_history(service: ServiceDep, pool: PoolName, hours: HistoryHours = 24.0)
 @router.get(
     "/dashboard/pool/{pool}",
     response_model=PoolViewOut,
-    responses={404: {"description": "an unknown pool"}, 503: {"description": "store down"}},
+    responses=_POOL_ERRORS,
     summary="One pool as the dashboard draws it: nodes vs recommended, band, freshness, why",
 )
 def get_pool_view(service: ServiceDep, pool: PoolName, hours: HistoryHours = 6.0) -> PoolViewOut:
