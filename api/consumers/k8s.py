@@ -27,13 +27,44 @@ Manifest = dict[str, Any]
 MANAGED_BY: Final[Mapping[str, str]] = {"app.kubernetes.io/managed-by": "foresight"}
 """The label every object Foresight writes carries, so it can find (and prune) them."""
 
-_DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS_SUBDOMAIN: Final = re.compile(
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-)
 _LABEL_NAME: Final = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _DNS_LABEL_MAX: Final = 63
-_DNS_SUBDOMAIN_MAX: Final = 253
+
+
+@dataclass(frozen=True)
+class _NameRule:
+    """One of the API server's rules for a name: its pattern, its length, its words."""
+
+    pattern: re.Pattern[str]
+    max_length: int
+    rule: str
+    """What the value is not, and how to write it, for the message."""
+
+    def require(self, value: str, what: str) -> str:
+        """Return ``value`` if the rule allows it (PublishError naming ``what`` if not)."""
+        if len(value) > self.max_length or not self.pattern.fullmatch(value):
+            raise PublishError(f"{what} {value!r} is not {self.rule}")
+        return value
+
+
+_DNS_LABEL: Final = _NameRule(
+    re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"),
+    _DNS_LABEL_MAX,
+    "a DNS-1123 label: use at most 63 lowercase letters, digits and '-', starting and "
+    "ending with a letter or digit",
+)
+_DNS_SUBDOMAIN: Final = _NameRule(
+    re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"),
+    253,
+    "a DNS-1123 subdomain: use at most 253 lowercase letters, digits, '-' and '.', "
+    "starting and ending with a letter or digit",
+)
+_LABEL_VALUE: Final = _NameRule(
+    _LABEL_NAME,
+    _DNS_LABEL_MAX,
+    "a valid label value: use at most 63 letters, digits, '-', '_' or '.', starting and "
+    "ending with a letter or digit",
+)
 
 
 def require_dns_label(value: str, what: str) -> str:
@@ -42,12 +73,7 @@ def require_dns_label(value: str, what: str) -> str:
     Raises:
         PublishError: it is not; the message names ``what`` and the rule.
     """
-    if len(value) > _DNS_LABEL_MAX or not _DNS_LABEL.fullmatch(value):
-        raise PublishError(
-            f"{what} {value!r} is not a DNS-1123 label: use at most 63 lowercase letters, "
-            "digits and '-', starting and ending with a letter or digit"
-        )
-    return value
+    return _DNS_LABEL.require(value, what)
 
 
 def require_dns_subdomain(value: str, what: str) -> str:
@@ -56,12 +82,7 @@ def require_dns_subdomain(value: str, what: str) -> str:
     Raises:
         PublishError: it is not; the message names ``what`` and the rule.
     """
-    if len(value) > _DNS_SUBDOMAIN_MAX or not _DNS_SUBDOMAIN.fullmatch(value):
-        raise PublishError(
-            f"{what} {value!r} is not a DNS-1123 subdomain: use at most 253 lowercase "
-            "letters, digits, '-' and '.', starting and ending with a letter or digit"
-        )
-    return value
+    return _DNS_SUBDOMAIN.require(value, what)
 
 
 def require_label_key(key: str) -> str:
@@ -90,12 +111,7 @@ def require_label_value(value: str, what: str) -> str:
     Raises:
         PublishError: it is not.
     """
-    if value and (len(value) > _DNS_LABEL_MAX or not _LABEL_NAME.fullmatch(value)):
-        raise PublishError(
-            f"{what} {value!r} is not a valid label value: use at most 63 letters, digits, "
-            "'-', '_' or '.', starting and ending with a letter or digit"
-        )
-    return value
+    return _LABEL_VALUE.require(value, what) if value else value
 
 
 @dataclass(frozen=True)
