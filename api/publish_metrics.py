@@ -14,42 +14,32 @@ a split ``foresight scheduler``, or ``foresight publish`` run by hand through a 
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
 from api.publish_results import counts
 from api.service import RecommendationService
-from forecaster.exceptions import ForesightError
-
-logger = logging.getLogger(__name__)
+from api.store_metrics import StoreCollector
+from pipelines.store.job_runs import JobRun
 
 JOB = "publish"
 
 
-class PublishCollector(Collector):
+class PublishCollector(StoreCollector[JobRun | None]):
     """Reads the latest publish run from the app's store at each scrape.
 
     Args:
         service: returns the app's service, None while it is not started.
     """
 
-    def __init__(self, service: Callable[[], RecommendationService | None]) -> None:
-        self._service = service
+    what = "publish runs"
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        """Yield the gauges; nothing before the first publish run or while stopped."""
-        service = self._service()
-        if service is None:
-            return
-        try:
-            run = service.services.store.job_runs.latest().get(JOB)
-        except ForesightError as exc:
-            # A scrape must still answer when the store is down; the gauges are absent then.
-            logger.warning("metrics: publish runs unavailable: %s", exc)
-            return
+    def _read(self, service: RecommendationService) -> JobRun | None:
+        return service.services.store.job_runs.latest().get(JOB)
+
+    def _gauges(self, run: JobRun | None) -> Iterator[GaugeMetricFamily]:
+        """Yield the gauges; nothing before the first publish run finished."""
         if run is None or run.finished_at is None:
             return
         objects = run.details.get("objects")

@@ -13,25 +13,21 @@ week of samples per pool, so a scrape reuses the last result for ``max_age_secon
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
 from api.scorecard import scorecards
 from api.service import RecommendationService
-from forecaster.exceptions import ForesightError
+from api.store_metrics import StoreCollector
 from pipelines.scorecard import PoolScorecard, Window
-
-logger = logging.getLogger(__name__)
 
 SIDES = ("actual", "plan")
 
 
-class ScorecardCollector(Collector):
+class ScorecardCollector(StoreCollector[list[PoolScorecard]]):
     """Scores every pool at a scrape, at most once per ``max_age_seconds``.
 
     Args:
@@ -40,6 +36,8 @@ class ScorecardCollector(Collector):
         monotonic: the timer of that age (a parameter so tests need not sleep).
     """
 
+    what = "scorecard"
+
     def __init__(
         self,
         service: Callable[[], RecommendationService | None],
@@ -47,26 +45,17 @@ class ScorecardCollector(Collector):
         max_age_seconds: float = 60.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._service = service
+        super().__init__(service)
         self._max_age = max_age_seconds
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self._cached: tuple[float, list[PoolScorecard]] | None = None
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        """Yield the scorecard gauges; nothing while the service is not started."""
-        service = self._service()
-        if service is None:
-            return
-        try:
-            cards = self._cards(service)
-        except ForesightError as exc:
-            # A scrape must still answer when the store is down; the gauges are absent then.
-            logger.warning("metrics: scorecard unavailable: %s", exc)
-            return
+    def _gauges(self, cards: list[PoolScorecard]) -> Iterator[GaugeMetricFamily]:
+        """Yield the scorecard gauges."""
         yield from scorecard_gauges(cards)
 
-    def _cards(self, service: RecommendationService) -> list[PoolScorecard]:
+    def _read(self, service: RecommendationService) -> list[PoolScorecard]:
         with self._lock:
             now = self._monotonic()
             if self._cached is not None and now - self._cached[0] < self._max_age:
