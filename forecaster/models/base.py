@@ -205,6 +205,26 @@ class Forecaster(Hyperparameters, ABC):
         return frame
 
 
+class OnePassForecaster(Forecaster):
+    """A family whose fit and calibration are one pass: ``_fit_and_calibrate`` is its hook.
+
+    The held-out fold (or the prefix the parameters are estimated on) that calibrates
+    the intervals is also what the fit learns from, so the state and the residuals come
+    from one call; ``_fit_series`` (the default calibration's refits) and
+    ``_calibration_residuals`` each take their half of it.
+    """
+
+    @abstractmethod
+    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
+        """Return the learned state and the calibration residuals of one series."""
+
+    def _fit_series(self, y: FloatArray, ds: pd.DatetimeIndex) -> Any:
+        return self._fit_and_calibrate(y, ds)[0]
+
+    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
+        return np.asarray(self._fit_and_calibrate(y, ds)[1], dtype=np.float64)
+
+
 def infer_step(ds: pd.DatetimeIndex, uid: str) -> pd.Timedelta:
     """Return the regular step of a validated series' timestamps."""
     if len(ds) < 2:
@@ -279,6 +299,17 @@ def refit_residuals(
         pred = np.asarray(model._predict_series(state, horizon), dtype=np.float64)
         residuals[w] = y[end : end + horizon] - pred
     return residuals
+
+
+def residuals_at(
+    y: FloatArray, origins: range | npt.NDArray[np.integer[Any]], forecasts: FloatArray
+) -> FloatArray:
+    """Return ``actual - forecast`` for each origin's next ``horizon`` values."""
+    horizon = forecasts.shape[1]
+    idx = np.asarray(origins)[:, None] + np.arange(1, horizon + 1)[None, :]
+    ok = idx < len(y)
+    actual = np.where(ok, y[np.minimum(idx, len(y) - 1)], np.nan)
+    return np.asarray(actual - forecasts, dtype=np.float64)
 
 
 def lagged_residuals(y: FloatArray, horizon: int, period: int, window: int) -> FloatArray:

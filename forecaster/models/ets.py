@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import warnings
+from abc import abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -20,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.exceptions import ModelError
-from forecaster.models.base import FloatArray, Forecaster
+from forecaster.models.base import FloatArray, OnePassForecaster, residuals_at
 
 
 @dataclass(frozen=True)
@@ -242,16 +244,41 @@ def mean_abs(residuals: FloatArray) -> float:
     return float(finite.mean()) if finite.size else float("inf")
 
 
-def residuals_at(y: FloatArray, origins: range, forecasts: FloatArray) -> FloatArray:
-    """Return ``actual - forecast`` for each origin's next ``horizon`` values."""
-    horizon = forecasts.shape[1]
-    idx = np.asarray(origins)[:, None] + np.arange(1, horizon + 1)[None, :]
-    ok = idx < len(y)
-    actual = np.where(ok, y[np.minimum(idx, len(y) - 1)], np.nan)
-    return np.asarray(actual - forecasts, dtype=np.float64)
+class SmoothingFamily(OnePassForecaster):
+    """Candidates estimated on a prefix, the one with the least calibration error kept.
+
+    The history (its last ``max_history`` values) is split by :func:`calibration_split`;
+    each candidate of :meth:`_candidates` is estimated on the prefix and forecasts from
+    the calibration origins after it, and the first with the least mean absolute
+    residual is the fit. Subclasses store ``max_history`` and ``calibration_window``.
+    """
+
+    max_history: int
+    calibration_window: int
+
+    def min_history(self) -> int:
+        """Return the horizon plus a few points: one calibration window and a prefix."""
+        return self.horizon + 8
+
+    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
+        y = y[-self.max_history :]
+        prefix, origins = calibration_split(len(y), self.horizon, self.calibration_window)
+        best: tuple[float, Any, FloatArray] | None = None
+        for state, residuals in self._candidates(y, prefix, origins):
+            score = mean_abs(residuals)
+            if best is None or score < best[0]:
+                best = (score, state, residuals)
+        assert best is not None  # every family yields at least one candidate
+        return best[1], best[2]
+
+    @abstractmethod
+    def _candidates(
+        self, y: FloatArray, prefix: int, origins: range
+    ) -> Iterator[tuple[Any, FloatArray]]:
+        """Yield each candidate's state and calibration residuals, preferred first."""
 
 
-class ExponentialSmoothing(Forecaster):
+class ExponentialSmoothing(SmoothingFamily):
     """Additive Holt-Winters: level, optional damped trend, optional daily season.
 
     Args:
@@ -291,34 +318,18 @@ class ExponentialSmoothing(Forecaster):
         self.calibration_window = calibration_window
         self.select = select
 
-    def min_history(self) -> int:
-        """Return the horizon plus a few points: one calibration window and a prefix."""
-        return self.horizon + 8
-
-    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
-        y = y[-self.max_history :]
-        prefix, origins = calibration_split(len(y), self.horizon, self.calibration_window)
+    def _candidates(
+        self, y: FloatArray, prefix: int, origins: range
+    ) -> Iterator[tuple[SmoothingState, FloatArray]]:
         m = self.season_length if 0 < 2 * self.season_length <= prefix else 0
         trend = self.trend and prefix >= 10
         specs = [(trend, m)]
         if self.select:
             specs += [(t, s) for t in {trend, False} for s in {m, 0} if (t, s) != (trend, m)]
-        best: tuple[float, SmoothingState, FloatArray] | None = None
         for use_trend, season in specs:
             params = estimate_params(y[:prefix], use_trend, self.damped_trend, season)
             state, forecasts = smoothing_filter(y, params, origins, self.horizon)
-            residuals = residuals_at(y, origins, forecasts)
-            score = mean_abs(residuals)
-            if best is None or score < best[0]:
-                best = (score, state, residuals)
-        assert best is not None  # specs is never empty
-        return best[1], best[2]
-
-    def _fit_series(self, y: FloatArray, ds: pd.DatetimeIndex) -> Any:
-        return self._fit_and_calibrate(y, ds)[0]
-
-    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
-        return np.asarray(self._fit_and_calibrate(y, ds)[1], dtype=np.float64)
+            yield state, residuals_at(y, origins, forecasts)
 
     def _predict_series(self, state: Any, h: int) -> FloatArray:
         if not isinstance(state, SmoothingState):

@@ -10,21 +10,18 @@ they are scored on, and the final forecast is the same model advanced to the end
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from forecaster.exceptions import ModelError
-from forecaster.models.base import FloatArray, Forecaster
+from forecaster.models.base import FloatArray, residuals_at
 from forecaster.models.ets import (
+    SmoothingFamily,
     SmoothingState,
-    calibration_split,
     estimate_params,
-    mean_abs,
-    residuals_at,
     smoothing_filter,
     smoothing_forecast,
 )
@@ -76,7 +73,7 @@ def decompose(y: FloatArray, periods: Sequence[int]) -> tuple[FloatArray, tuple[
     return seasonal.sum(axis=1), cycles
 
 
-class MSTL(Forecaster):
+class MSTL(SmoothingFamily):
     """Multiple seasonal decomposition plus damped-trend smoothing of the remainder.
 
     Args:
@@ -111,13 +108,9 @@ class MSTL(Forecaster):
         self.calibration_window = calibration_window
         self.select = select
 
-    def min_history(self) -> int:
-        """Return the horizon plus a few points: one calibration window and a prefix."""
-        return self.horizon + 8
-
-    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
-        y = y[-self.max_history :]
-        prefix, origins = calibration_split(len(y), self.horizon, self.calibration_window)
+    def _candidates(
+        self, y: FloatArray, prefix: int, origins: range
+    ) -> Iterator[tuple[MSTLState, FloatArray]]:
         periods = sorted(p for p in set(self.periods) if p > 1 and 2 * p <= prefix)
         # Nested candidates (all periods, then dropping the longest, ...): a weak or
         # non-repeating season adds its own noise to every forecast, so it must earn
@@ -125,14 +118,8 @@ class MSTL(Forecaster):
         candidates = [periods[:i] for i in range(len(periods), -1, -1)]
         if not self.select:
             candidates = candidates[:1]
-        best: tuple[float, MSTLState, FloatArray] | None = None
         for subset in candidates:
-            state, residuals = self._fit_periods(y, prefix, origins, subset)
-            score = mean_abs(residuals)
-            if best is None or score < best[0]:
-                best = (score, state, residuals)
-        assert best is not None  # candidates is never empty
-        return best[1], best[2]
+            yield self._fit_periods(y, prefix, origins, subset)
 
     def _fit_periods(
         self, y: FloatArray, prefix: int, origins: range, periods: list[int]
@@ -149,12 +136,6 @@ class MSTL(Forecaster):
         forecasts = forecasts + ahead[targets]
         state = MSTLState(smoothing=smoothing, cycles=cycles, prefix=prefix, n=n)
         return state, residuals_at(y, origins, forecasts)
-
-    def _fit_series(self, y: FloatArray, ds: pd.DatetimeIndex) -> Any:
-        return self._fit_and_calibrate(y, ds)[0]
-
-    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
-        return np.asarray(self._fit_and_calibrate(y, ds)[1], dtype=np.float64)
 
     def _predict_series(self, state: Any, h: int) -> FloatArray:
         if not isinstance(state, MSTLState):
