@@ -24,16 +24,18 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-# Imported at module level on purpose: threadpool_limits only caps OpenMP runtimes that
-# are already loaded, so scikit-learn must be imported before a fit enters the limit.
-from sklearn.ensemble import HistGradientBoostingRegressor
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
-from forecaster.models.base import FloatArray, Forecaster
+from forecaster.models.base import FloatArray, residuals_at
+from forecaster.models.boosting import (
+    SHRINK_GRID,
+    AnchoredBoosting,
+    interpolate_changes,
+    shift,
+    shrink_weight,
+)
 
 DEFAULT_ANCHORS: tuple[int, ...] = (1, 3, 12, 36, 72, 144, 288)
-SHRINK_GRID: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 @dataclass(frozen=True)
@@ -47,29 +49,7 @@ class GBMState:
     """Shrinkage toward persistence chosen per anchor on the held-out tail."""
 
 
-def _shift(y: FloatArray, lag: int) -> FloatArray:
-    """``out[t] = y[t - lag]`` (NaN where that is before the start); lag may be <= 0."""
-    out = np.full(len(y), np.nan)
-    if abs(lag) >= len(y):
-        return out  # the whole series is shorter than the lag (a week lag on days)
-    if lag >= 0:
-        out[lag:] = y[: len(y) - lag] if lag else y
-    else:
-        out[:lag] = y[-lag:]
-    return out
-
-
-def interpolate_changes(anchors: tuple[int, ...], changes: FloatArray, h: int) -> FloatArray:
-    """Linear interpolation of anchor changes over steps ``1..h`` (held past the last)."""
-    steps = np.arange(1, h + 1, dtype=np.float64)
-    # Step 0 has change 0 by definition, so steps before the first anchor ramp from it.
-    xs = np.asarray([0, *anchors], dtype=np.float64)
-    if changes.ndim == 1:
-        return np.asarray(np.interp(steps, xs, np.r_[0.0, changes]), dtype=np.float64)
-    return np.stack([np.interp(steps, xs, np.r_[0.0, row]) for row in changes])
-
-
-class GradientBoosting(Forecaster):
+class GradientBoosting(AnchoredBoosting):
     """Direct multi-horizon gradient boosting on changes, shrunk toward persistence.
 
     Args:
@@ -138,20 +118,12 @@ class GradientBoosting(Forecaster):
         self.random_state = random_state
         self.n_threads = n_threads
 
-    def min_history(self) -> int:
-        """Return enough rows to train on and to hold out a tail of 2 horizons."""
-        return max(100, 6 * self.horizon)
-
     # -- features ---------------------------------------------------------------
-
-    def _anchor_steps(self) -> tuple[int, ...]:
-        steps = {k for k in self.anchors if 1 <= k <= self.horizon} | {self.horizon}
-        return tuple(sorted(steps))
 
     def _base_features(self, y: FloatArray, ds: pd.DatetimeIndex) -> list[FloatArray]:
         """Features of an origin that do not depend on the step ahead."""
         feats: list[FloatArray] = [y.copy()]
-        feats += [_shift(y, i) - y for i in range(1, self.n_lags + 1)]
+        feats += [shift(y, i) - y for i in range(1, self.n_lags + 1)]
         series = pd.Series(y)
         for w in self.windows:
             roll = series.rolling(w, min_periods=max(2, w // 2))
@@ -168,27 +140,14 @@ class GradientBoosting(Forecaster):
             if period < 1:
                 continue
             back = period * int(np.ceil(k / period))
-            same_time = _shift(y, back - k)  # y[t + k - back]
+            same_time = shift(y, back - k)  # y[t + k - back]
             feats.append(same_time - y)
             # What the series did over the same k steps one period earlier.
-            feats.append(same_time - _shift(y, back))
+            feats.append(same_time - shift(y, back))
         target = ds + step * k
         feats.append(np.asarray(target.hour + target.minute / 60.0, dtype=np.float64))
         feats.append(np.asarray(target.dayofweek, dtype=np.float64))
         return feats
-
-    def _regressor(self) -> Any:
-        return HistGradientBoostingRegressor(
-            # Absolute error: the benchmark scores MAE and changes are heavy-tailed.
-            loss="absolute_error",
-            max_iter=self.max_iter,
-            learning_rate=self.learning_rate,
-            max_leaf_nodes=self.max_leaf_nodes,
-            max_bins=self.max_bins,
-            min_samples_leaf=self.min_samples_leaf,
-            early_stopping=False,
-            random_state=self.random_state,
-        )
 
     # -- fit ----------------------------------------------------------------------
 
@@ -201,10 +160,9 @@ class GradientBoosting(Forecaster):
     def _fit_anchors(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
         n = len(y)
         step = ds[1] - ds[0]
-        anchors = self._anchor_steps()
+        anchors = self.anchor_steps()
         base = self._base_features(y, ds)
-        n_fold = max(2 * self.horizon, int(self.validation_fraction * n))
-        fold_start = n - n_fold
+        fold_start = self._fold_start(n)
         fold_origins = np.arange(fold_start, n - 1)
         origins = np.arange(n)
         fold_changes = np.zeros((len(fold_origins), len(anchors)))
@@ -212,7 +170,7 @@ class GradientBoosting(Forecaster):
         weights = np.zeros(len(anchors))
         for j, k in enumerate(anchors):
             x = np.column_stack([*base, *self._step_features(y, ds, step, k)])
-            target = _shift(y, -k) - y  # y[t + k] - y[t]
+            target = shift(y, -k) - y  # y[t + k] - y[t]
             train = origins[origins + k < fold_start]
             scored = fold_origins[fold_origins + k < n]
             if len(train) < 2 * self.min_samples_leaf or len(scored) == 0:
@@ -229,15 +187,7 @@ class GradientBoosting(Forecaster):
 
         state = GBMState(last=float(y[-1]), anchors=anchors, changes=final_changes, weights=weights)
         paths = y[fold_origins, None] + interpolate_changes(anchors, fold_changes, self.horizon)
-        idx = fold_origins[:, None] + np.arange(1, self.horizon + 1)[None, :]
-        actual = np.where(idx < n, y[np.minimum(idx, n - 1)], np.nan)
-        return state, np.asarray(actual - paths, dtype=np.float64)
-
-    def _fit_series(self, y: FloatArray, ds: pd.DatetimeIndex) -> Any:
-        return self._fit_and_calibrate(y, ds)[0]
-
-    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
-        return np.asarray(self._fit_and_calibrate(y, ds)[1], dtype=np.float64)
+        return state, residuals_at(y, fold_origins, paths)
 
     def _predict_series(self, state: Any, h: int) -> FloatArray:
         if not isinstance(state, GBMState):
@@ -248,12 +198,7 @@ class GradientBoosting(Forecaster):
 def best_weight(pred: FloatArray, actual: FloatArray, min_improvement: float) -> float:
     """Shrinkage weight with the least held-out MAE of the change forecast.
 
-    Weight 0 is persistence; any other weight must beat persistence's MAE by the
-    relative margin ``min_improvement``, so noise-level gains on a random walk (or a
-    level that simply persists) keep persistence.
+    Weight 0 is persistence; see :func:`~forecaster.models.boosting.shrink_weight`.
     """
     maes = np.array([np.mean(np.abs(actual - w * pred)) for w in SHRINK_GRID])
-    best = int(np.argmin(maes))
-    if maes[best] > (1.0 - min_improvement) * maes[0]:
-        return 0.0
-    return SHRINK_GRID[best]
+    return shrink_weight(maes, min_improvement)

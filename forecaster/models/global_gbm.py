@@ -10,8 +10,8 @@ of the frame it is fitted on (its *fleet*) into one direct multi-horizon model:
   size and its absolute loss on scaled changes is the mean MASE it is scored on. The
   scale is stored per series and inverted at predict.
 * Targets are the scaled changes ``(y[t+k] - y[t]) / scale`` at anchor steps ``k``
-  (steps between anchors are interpolated, as :mod:`forecaster.models.gbm` does); one
-  scikit-learn ``HistGradientBoostingRegressor`` (absolute loss) per anchor.
+  (steps between anchors are interpolated, as in :mod:`forecaster.models.boosting`);
+  one scikit-learn ``HistGradientBoostingRegressor`` (absolute loss) per anchor.
 * Features transfer across series: scaled recent changes and rolling statistics, the
   level against the recent maximum, median and minimum, the share of zeros lately,
   the steps since the last zero (how long the burst has lasted) and since the last
@@ -45,15 +45,17 @@ from typing import Any, Final, Self
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-
-# Imported at module level on purpose: threadpool_limits only caps OpenMP runtimes that
-# are already loaded, so scikit-learn must be imported before a fit enters the limit.
-from sklearn.ensemble import HistGradientBoostingRegressor
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from forecaster.exceptions import InsufficientHistoryError
-from forecaster.models.base import FloatArray, Forecaster
-from forecaster.models.gbm import SHRINK_GRID, interpolate_changes
+from forecaster.models.base import FloatArray, residuals_at
+from forecaster.models.boosting import (
+    SHRINK_GRID,
+    AnchoredBoosting,
+    interpolate_changes,
+    shift,
+    shrink_weight,
+)
 from forecaster.types import DS, UID, SeriesFrame, Y
 
 DEFAULT_ANCHORS: Final[tuple[int, ...]] = (1, 3, 6, 12, 24, 36, 72, 144, 288)
@@ -131,18 +133,6 @@ def series_scale(y: FloatArray) -> float:
     return level if level > 0 else 1.0
 
 
-def _shift(y: FloatArray, lag: int) -> FloatArray:
-    """``out[t] = y[t - lag]`` (NaN where that is outside ``y``); lag may be <= 0."""
-    out = np.full(len(y), np.nan)
-    if lag > 0:
-        out[lag:] = y[:-lag]
-    elif lag < 0:
-        out[:lag] = y[-lag:]
-    else:
-        out[:] = y
-    return out
-
-
 def steps_since(flags: npt.NDArray[np.bool_], cap: int) -> FloatArray:
     """Steps since ``flags`` was last true at or before each position, capped at ``cap``."""
     idx = np.arange(len(flags))
@@ -151,7 +141,7 @@ def steps_since(flags: npt.NDArray[np.bool_], cap: int) -> FloatArray:
     return np.minimum(since, cap).astype(np.float64)
 
 
-class GlobalGradientBoosting(Forecaster):
+class GlobalGradientBoosting(AnchoredBoosting):
     """Direct multi-horizon gradient boosting learnt on all series of a fleet.
 
     Args:
@@ -217,15 +207,6 @@ class GlobalGradientBoosting(Forecaster):
         self.random_state = random_state
         self.n_threads = n_threads
         self.fleet = fleet
-
-    def min_history(self) -> int:
-        """Return enough rows to train on and to hold out a tail of 2 horizons."""
-        return max(100, 6 * self.horizon)
-
-    def anchor_steps(self) -> tuple[int, ...]:
-        """Return the anchor steps that get a regressor."""
-        steps = {k for k in self.anchors if 1 <= k <= self.horizon} | {self.horizon}
-        return tuple(sorted(steps))
 
     def with_fleet(self, fleet: FleetModel) -> GlobalGradientBoosting:
         """Return an unfitted copy that uses ``fleet`` instead of learning one."""
@@ -311,7 +292,7 @@ class GlobalGradientBoosting(Forecaster):
                 if fold_model is None or final_model is None:
                     continue  # too little to learn: weight 0 = persistence
                 x = np.column_stack([p.base, self._step_features(p, k, p.origins)])
-                target = (_shift(p.y, -k) - p.y) / p.scale
+                target = (shift(p.y, -k) - p.y) / p.scale
                 pred = np.asarray(fold_model.predict(x[fold_origins]), dtype=np.float64)
                 scored = fold_origins + k < n
                 own = np.zeros(len(grid))
@@ -334,15 +315,7 @@ class GlobalGradientBoosting(Forecaster):
             weights=weights,
         )
         paths = p.y[fold_origins, None] + interpolate_changes(anchors, fold_changes, self.horizon)
-        idx = fold_origins[:, None] + np.arange(1, self.horizon + 1)[None, :]
-        actual = np.where(idx < n, p.y[np.minimum(idx, n - 1)], np.nan)
-        return state, np.asarray(actual - paths, dtype=np.float64)
-
-    def _fit_series(self, y: FloatArray, ds: pd.DatetimeIndex) -> Any:
-        return self._fit_and_calibrate(y, ds)[0]
-
-    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
-        return np.asarray(self._fit_and_calibrate(y, ds)[1], dtype=np.float64)
+        return state, residuals_at(p.y, fold_origins, paths)
 
     def _predict_series(self, state: Any, h: int) -> FloatArray:
         if not isinstance(state, GlobalState):
@@ -355,14 +328,13 @@ class GlobalGradientBoosting(Forecaster):
         y = y[-self.max_history :]
         ds = ds[-self.max_history :]
         scale = series_scale(y)
-        n_fold = max(2 * self.horizon, int(self.validation_fraction * len(y)))
         return _Prepared(
             y=y,
             ds=ds,
             scale=scale,
             origins=np.arange(len(y)),
             base=self._base_features(y, scale),
-            fold_start=len(y) - n_fold,
+            fold_start=self._fold_start(len(y)),
         )
 
     def _base_features(self, y: FloatArray, scale: float) -> FloatArray:
@@ -370,7 +342,7 @@ class GlobalGradientBoosting(Forecaster):
         day = max(2, self.season_length)
         series = pd.Series(y)
         feats: list[FloatArray] = [y / scale]
-        feats += [(y - _shift(y, lag)) / scale for lag in CHANGE_LAGS]
+        feats += [(y - shift(y, lag)) / scale for lag in CHANGE_LAGS]
         for w in ROLLING:
             roll = series.rolling(w, min_periods=max(2, w // 2))
             feats.append((roll.mean().to_numpy(dtype=np.float64) - y) / scale)
@@ -437,17 +409,7 @@ class GlobalGradientBoosting(Forecaster):
     def _train(self, x: FloatArray, target: FloatArray) -> Any:
         if len(target) < 2 * self.min_samples_leaf:
             return None
-        return HistGradientBoostingRegressor(
-            # Absolute error on scaled changes: the fleet's mean MASE, robust to bursts.
-            loss="absolute_error",
-            max_iter=self.max_iter,
-            learning_rate=self.learning_rate,
-            max_leaf_nodes=self.max_leaf_nodes,
-            max_bins=self.max_bins,
-            min_samples_leaf=self.min_samples_leaf,
-            early_stopping=False,
-            random_state=self.random_state,
-        ).fit(x, target)
+        return self._regressor().fit(x, target)
 
 
 def _stack(
@@ -473,7 +435,4 @@ def _best_weight(own: FloatArray, fleet: FloatArray, min_improvement: float) -> 
     score = own + np.where(np.isfinite(fleet), fleet, 0.0)
     if not np.all(np.isfinite(score)):
         return 0.0
-    best = int(np.argmin(score))
-    if score[best] > (1.0 - min_improvement) * score[0]:
-        return 0.0
-    return float(SHRINK_GRID[best])
+    return shrink_weight(score, min_improvement)

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from sklearn.ensemble import HistGradientBoostingRegressor
 
-from forecaster.models.gbm import DEFAULT_ANCHORS, GBMState, GradientBoosting, _shift
+from forecaster.models.boosting import shift
+from forecaster.models.gbm import DEFAULT_ANCHORS, GBMState, GradientBoosting
 
 DAY = 48  # steps per day at the 30-min step of the conftest frames
 
@@ -41,7 +42,7 @@ def test_defaults_are_the_small_models() -> None:
     [(36, (1, 3, 12, 36)), (18, (1, 3, 12, 18)), (2, (1, 2)), (1, (1,))],
 )
 def test_default_anchor_steps(horizon: int, expected: tuple[int, ...]) -> None:
-    assert GradientBoosting(horizon=horizon)._anchor_steps() == expected
+    assert GradientBoosting(horizon=horizon).anchor_steps() == expected
 
 
 def test_final_forecast_uses_the_fold_models(
@@ -85,6 +86,6 @@ def test_a_history_shorter_than_a_week_still_fits() -> None:
 
 def test_shift_by_more_than_the_series_is_all_missing() -> None:
     y = np.arange(5, dtype=np.float64)
-    assert np.isnan(_shift(y, 7)).all()
-    assert np.isnan(_shift(y, -5)).all()
-    np.testing.assert_array_equal(_shift(y, 2), [np.nan, np.nan, 0.0, 1.0, 2.0])
+    assert np.isnan(shift(y, 7)).all()
+    assert np.isnan(shift(y, -5)).all()
+    np.testing.assert_array_equal(shift(y, 2), [np.nan, np.nan, 0.0, 1.0, 2.0])
