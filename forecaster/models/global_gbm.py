@@ -12,11 +12,12 @@ of the frame it is fitted on (its *fleet*) into one direct multi-horizon model:
 * Targets are the scaled changes ``(y[t+k] - y[t]) / scale`` at anchor steps ``k``
   (steps between anchors are interpolated, as in :mod:`forecaster.models.boosting`);
   one scikit-learn ``HistGradientBoostingRegressor`` (absolute loss) per anchor.
-* Features transfer across series: scaled recent changes and rolling statistics, the
-  level against the recent maximum, median and minimum, the share of zeros lately,
-  the steps since the last zero (how long the burst has lasted) and since the last
-  change, the same time a day earlier, the target's hour and weekday, and two series
-  features (share of zeros and relative volatility over the window).
+* Features transfer across series (:mod:`forecaster.models.global_features`): scaled
+  recent changes and rolling statistics, the level against the recent maximum, median
+  and minimum, the share of zeros lately, the steps since the last zero (how long the
+  burst has lasted) and since the last change, the same time a day earlier, the
+  target's hour and weekday, and two series features (share of zeros and relative
+  volatility over the window).
 * Shrinkage toward persistence as the per-series family: the last
   ``validation_fraction`` of every series is held out, a fold model learnt on the rows
   before it forecasts it, and each series takes the weight in ``[0, 1]`` on the
@@ -39,11 +40,10 @@ of one series is a fleet of one.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
@@ -56,12 +56,18 @@ from forecaster.models.boosting import (
     shift,
     shrink_weight,
 )
+from forecaster.models.global_features import (
+    Prepared,
+    base_features,
+    rows,
+    sample,
+    series_scale,
+    stack,
+    step_features,
+)
 from forecaster.types import DS, UID, SeriesFrame, Y
 
 DEFAULT_ANCHORS: Final[tuple[int, ...]] = (1, 3, 6, 12, 24, 36, 72, 144, 288)
-IntArray = npt.NDArray[np.intp]
-CHANGE_LAGS: Final[tuple[int, ...]] = (1, 2, 3, 6, 12, 36)
-ROLLING: Final[tuple[int, ...]] = (6, 36)
 
 
 @dataclass(frozen=True, eq=False)  # regressors have no useful ``==``; identity is enough
@@ -103,42 +109,6 @@ class GlobalState:
     anchors: tuple[int, ...]
     changes: FloatArray
     weights: FloatArray
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    """One series cut to its history, scaled, with its origin features."""
-
-    y: FloatArray
-    ds: pd.DatetimeIndex
-    scale: float
-    origins: IntArray
-    """The origins the rows of ``base`` belong to (all, or a sample of them)."""
-    base: FloatArray
-    fold_start: int
-
-
-def series_scale(y: FloatArray) -> float:
-    """Return the mean absolute 1-step change of ``y``, or a fallback when it is 0.
-
-    A constant series has no change to scale by: its mean absolute level is used, and
-    1 when that is 0 too, so scaled values stay finite.
-    """
-    finite = y[np.isfinite(y)]
-    if finite.size >= 2:
-        change = float(np.mean(np.abs(np.diff(finite))))
-        if change > 0:
-            return change
-    level = float(np.mean(np.abs(finite))) if finite.size else 0.0
-    return level if level > 0 else 1.0
-
-
-def steps_since(flags: npt.NDArray[np.bool_], cap: int) -> FloatArray:
-    """Steps since ``flags`` was last true at or before each position, capped at ``cap``."""
-    idx = np.arange(len(flags))
-    last = np.maximum.accumulate(np.where(flags, idx, -1))
-    since = np.where(last >= 0, idx - last, cap)
-    return np.minimum(since, cap).astype(np.float64)
 
 
 class GlobalGradientBoosting(AnchoredBoosting):
@@ -242,7 +212,7 @@ class GlobalGradientBoosting(AnchoredBoosting):
         stride = max(1, int(np.ceil(total / self.max_rows)))
         # Each series is sampled as soon as it is prepared: memory follows max_rows.
         sampled = [
-            _sample(self._prepare(g[Y].to_numpy(dtype=np.float64), pd.DatetimeIndex(g[DS])), stride)
+            sample(self._prepare(g[Y].to_numpy(dtype=np.float64), pd.DatetimeIndex(g[DS])), stride)
             for _, g in groups
         ]
         names = [uid for uid, _ in groups]
@@ -253,17 +223,17 @@ class GlobalGradientBoosting(AnchoredBoosting):
         grid = np.asarray(SHRINK_GRID)[:, None]
         with threadpool_limits(limits=self.n_threads, user_api="openmp"):
             for j, k in enumerate(anchors):
-                parts = [self._rows(p, k) for p in sampled]
-                fold_model = self._train(*_stack(parts, "fold"))
+                parts = [rows(p, k, self.season_length) for p in sampled]
+                fold_model = self._train(*stack(parts, "fold"))
                 if fold_model is not None:
-                    scored_x, scored_t = _stack(parts, "scored")
+                    scored_x, scored_t = stack(parts, "scored")
                     if len(scored_t):
                         pred = np.asarray(fold_model.predict(scored_x), dtype=np.float64)
                         errors[:, j] = np.mean(
                             np.abs(scored_t[None, :] - grid * pred[None, :]), axis=1
                         )
                 fold_models.append(fold_model)
-                final_models.append(self._train(*_stack(parts, "all")))
+                final_models.append(self._train(*stack(parts, "all")))
         return FleetModel(
             anchors=anchors,
             fold_models=tuple(fold_models),
@@ -291,7 +261,7 @@ class GlobalGradientBoosting(AnchoredBoosting):
                 fold_model, final_model = fleet.fold_models[j], fleet.final_models[j]
                 if fold_model is None or final_model is None:
                     continue  # too little to learn: weight 0 = persistence
-                x = np.column_stack([p.base, self._step_features(p, k, p.origins)])
+                x = np.column_stack([p.base, step_features(p, k, p.origins, self.season_length)])
                 target = (shift(p.y, -k) - p.y) / p.scale
                 pred = np.asarray(fold_model.predict(x[fold_origins]), dtype=np.float64)
                 scored = fold_origins + k < n
@@ -322,108 +292,25 @@ class GlobalGradientBoosting(AnchoredBoosting):
             raise TypeError(f"expected a GlobalState, got {type(state).__name__}")
         return state.last + interpolate_changes(state.anchors, state.changes, h)
 
-    # -- features -----------------------------------------------------------------
+    # -- series and regressors ----------------------------------------------------
 
-    def _prepare(self, y: FloatArray, ds: pd.DatetimeIndex) -> _Prepared:
+    def _prepare(self, y: FloatArray, ds: pd.DatetimeIndex) -> Prepared:
         y = y[-self.max_history :]
         ds = ds[-self.max_history :]
         scale = series_scale(y)
-        return _Prepared(
+        return Prepared(
             y=y,
             ds=ds,
             scale=scale,
             origins=np.arange(len(y)),
-            base=self._base_features(y, scale),
+            base=base_features(y, scale, self.season_length),
             fold_start=self._fold_start(len(y)),
         )
-
-    def _base_features(self, y: FloatArray, scale: float) -> FloatArray:
-        """Features of an origin that do not depend on the step ahead, shape ``(n, F)``."""
-        day = max(2, self.season_length)
-        series = pd.Series(y)
-        feats: list[FloatArray] = [y / scale]
-        feats += [(y - shift(y, lag)) / scale for lag in CHANGE_LAGS]
-        for w in ROLLING:
-            roll = series.rolling(w, min_periods=max(2, w // 2))
-            feats.append((roll.mean().to_numpy(dtype=np.float64) - y) / scale)
-            feats.append(roll.std().to_numpy(dtype=np.float64) / scale)
-        daily = series.rolling(day, min_periods=max(2, day // 4))
-        high = daily.max().to_numpy(dtype=np.float64)
-        low = daily.min().to_numpy(dtype=np.float64)
-        feats.append((high - y) / scale)
-        feats.append((y - low) / scale)
-        feats.append((daily.median().to_numpy(dtype=np.float64) - y) / scale)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            span = high - low
-            feats.append(np.where(span > 0, (y - low) / span, np.nan))
-        zero = (y == 0).astype(np.float64)
-        zeros = pd.Series(zero)
-        feats.append(zeros.rolling(36, min_periods=1).mean().to_numpy(dtype=np.float64))
-        feats.append(zeros.rolling(day, min_periods=1).mean().to_numpy(dtype=np.float64))
-        cap = 2 * day
-        feats.append(steps_since(y == 0, cap))
-        moved = np.r_[True, np.diff(y) != 0]
-        feats.append(steps_since(moved, cap))
-        n = len(y)
-        feats.append(np.full(n, float(zero.mean())))
-        feats.append(np.full(n, scale / (scale + float(np.mean(np.abs(y))))))
-        return np.column_stack(feats)
-
-    def _step_features(self, p: _Prepared, k: int, origins: IntArray) -> FloatArray:
-        """Features of the target times ``t + k`` of ``origins``: a day earlier, hour, weekday."""
-        day = max(1, self.season_length)
-        back = day * int(np.ceil(k / day))
-        y = p.y[origins]
-        before = origins + k - back  # y[t + k - back], and y[t - back]: NaN before the start
-        same_time = np.where(before >= 0, p.y[np.clip(before, 0, None)], np.nan)
-        earlier = origins - back
-        then = np.where(earlier >= 0, p.y[np.clip(earlier, 0, None)], np.nan)
-        step = p.ds[1] - p.ds[0]
-        target = p.ds[origins] + step * k
-        return np.column_stack(
-            [
-                (same_time - y) / p.scale,
-                (same_time - then) / p.scale,
-                np.asarray(target.hour + target.minute / 60.0, dtype=np.float64),
-                np.asarray(target.dayofweek, dtype=np.float64),
-            ]
-        )
-
-    def _rows(self, p: _Prepared, k: int) -> dict[str, tuple[FloatArray, FloatArray]]:
-        """One series' sampled rows at anchor ``k``: ``fold``, ``scored`` and ``all``."""
-        n = len(p.y)
-        t = p.origins
-        x = np.column_stack([p.base, self._step_features(p, k, t)])
-        ahead = t + k
-        target = np.where(ahead < n, p.y[np.minimum(ahead, n - 1)], np.nan) - p.y[t]
-        target = target / p.scale
-        fold = ahead < p.fold_start
-        scored = (t >= p.fold_start) & (ahead < n)
-        usable = ahead < n
-        return {
-            "fold": (x[fold], target[fold]),
-            "scored": (x[scored], target[scored]),
-            "all": (x[usable], target[usable]),
-        }
 
     def _train(self, x: FloatArray, target: FloatArray) -> Any:
         if len(target) < 2 * self.min_samples_leaf:
             return None
         return self._regressor().fit(x, target)
-
-
-def _stack(
-    parts: list[dict[str, tuple[FloatArray, FloatArray]]], key: str
-) -> tuple[FloatArray, FloatArray]:
-    return np.concatenate([p[key][0] for p in parts]), np.concatenate([p[key][1] for p in parts])
-
-
-def _sample(p: _Prepared, stride: int) -> _Prepared:
-    """Keep every ``stride``-th origin (counted back from the last) of a prepared series."""
-    if stride == 1:
-        return p
-    origins = np.arange(len(p.y) - 1, -1, -stride)[::-1]
-    return replace(p, origins=origins, base=p.base[origins])
 
 
 def _best_weight(own: FloatArray, fleet: FloatArray, min_improvement: float) -> float:

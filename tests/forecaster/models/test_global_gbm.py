@@ -13,7 +13,8 @@ import pytest
 from forecaster.champion import ChampionForecaster
 from forecaster.fleet import fleet_backtest, has_joint, with_fleet
 from forecaster.models.combination import MedianCombination, with_median
-from forecaster.models.global_gbm import GlobalGradientBoosting, GlobalState, series_scale
+from forecaster.models.global_features import series_scale
+from forecaster.models.global_gbm import GlobalGradientBoosting, GlobalState
 from forecaster.models.naive import Persistence
 from forecaster.types import DS, MEAN, STEP, UID, Y
 
