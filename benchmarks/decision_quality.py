@@ -68,8 +68,8 @@ from benchmarks.decision_report import (  # noqa: E402
     score,
 )
 from benchmarks.inputs import add_input_options, data_dir, keep_series, load_files  # noqa: E402
-from forecaster.backtest import Estimator  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
+from forecaster.estimator import Estimator  # noqa: E402
 from forecaster.loaders import load_trace  # noqa: E402
 from forecaster.loaders.traces import DEMAND  # noqa: E402
 from forecaster.peak.calibration import MIN_EXPECTED_MISSES  # noqa: E402

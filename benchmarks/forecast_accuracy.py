@@ -47,9 +47,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.inputs import add_input_options, data_dir, keep_series, load_files  # noqa: E402
 from benchmarks.peers import PeerAutoETS, PeerMSTL  # noqa: E402
-from forecaster.backtest import Estimator  # noqa: E402
 from forecaster.champion import FAMILY  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
+from forecaster.estimator import Estimator  # noqa: E402
 from forecaster.fleet import fleet_backtest  # noqa: E402
 from forecaster.loaders import load_trace  # noqa: E402
 from forecaster.metrics import HORIZON, horizon_steps, score_backtest  # noqa: E402

@@ -62,7 +62,8 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from forecaster.backtest import Estimator, backtest  # noqa: E402
+from forecaster.backtest import backtest  # noqa: E402
+from forecaster.estimator import Estimator  # noqa: E402
 from forecaster.models.catalog import default_models  # noqa: E402
 from forecaster.tracking import TrackingConfig  # noqa: E402
 from forecaster.training import TrainingPlan, train  # noqa: E402

@@ -19,7 +19,7 @@ from typing import Any, Final, Self
 
 import pandas as pd
 
-from forecaster.backtest import Estimator, clone
+from forecaster.estimator import Estimator, clone
 from forecaster.exceptions import ModelError, NotFittedError
 from forecaster.fanout import fan_out
 from forecaster.fleet import share_fleets, with_fleet

@@ -33,13 +33,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forecaster.backtest import (
-    BacktestResult,
-    Estimator,
-    WindowRoles,
-    backtest,
-    nested_cutoffs,
-)
+from forecaster.backtest import BacktestResult, backtest
+from forecaster.cutoffs import WindowRoles, nested_cutoffs
+from forecaster.estimator import Estimator
 from forecaster.exceptions import InsufficientHistoryError
 from forecaster.models.global_gbm import FleetModel
 from forecaster.plan import recent_history
@@ -216,7 +212,7 @@ def nested_fleet_backtest(
 
     Without a joint family this is :func:`forecaster.backtest.backtest` with the same
     arguments. With one, every series' windows of ``roles`` (the positions
-    :func:`forecaster.backtest.nested_cutoffs` gives it) are run through
+    :func:`forecaster.cutoffs.nested_cutoffs` gives it) are run through
     :func:`fleet_backtest` at their timestamps and ``heldout_from`` is set as the plain
     backtest sets it, so :func:`forecaster.backtest.split_heldout` splits the result.
 

@@ -7,7 +7,7 @@ rule (``plan.champion == "median"``) every series gets the median of the familie
 nothing is backtested (under ``guarded`` likewise, the guarded choice); under ``select``
 the candidates (their median and guarded choice among them) are backtested on the
 selection windows of ``df`` (the same nested windows as training,
-see :func:`forecaster.backtest.nested_cutoffs`) and the best on the plan's selection
+see :func:`forecaster.cutoffs.nested_cutoffs`) and the best on the plan's selection
 horizon is picked; ``predict`` forecasts with that champion. No MLflow, no
 registry: training adds the held-out scores, the gate and the registration around the
 same steps. Every training is taken as promoted here (the gate is not replayed).
@@ -28,8 +28,10 @@ from typing import Self
 
 import pandas as pd
 
-from forecaster.backtest import BacktestResult, Estimator, backtest, rolling_origin_cutoffs
+from forecaster.backtest import BacktestResult, backtest
 from forecaster.champion import FAMILY, ChampionForecaster
+from forecaster.cutoffs import rolling_origin_cutoffs
+from forecaster.estimator import Estimator
 from forecaster.exceptions import InsufficientHistoryError, NotFittedError
 from forecaster.fleet import fleet_backtest
 from forecaster.metrics import score_backtest

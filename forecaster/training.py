@@ -8,7 +8,7 @@ is nothing to select). ``select`` picks one family (or the median) per series on
 selection windows instead.
 
 Scores are nested: the backtest has earlier *selection* windows and later *held-out*
-windows (:func:`forecaster.backtest.nested_cutoffs`). Selection sees only the
+windows (:func:`forecaster.cutoffs.nested_cutoffs`). Selection sees only the
 selection windows; the champion's reported scores and the promotion gate use only the
 held-out ones, which selection never saw (neither as training data nor as actuals).
 MLflow gets both, as ``selection/<metric>/<model>/<horizon>`` and
@@ -48,13 +48,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from forecaster.backtest import (
-    BacktestResult,
-    Estimator,
-    same_estimator,
-    split_heldout,
-)
+from forecaster.backtest import BacktestResult, split_heldout
 from forecaster.champion import ChampionForecaster
+from forecaster.estimator import Estimator, same_estimator
 from forecaster.exceptions import TrackingError
 from forecaster.fleet import nested_fleet_backtest
 from forecaster.gate import GateDecision, guard_check, point_check

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import pandas as pd
 from mlflow.models.model import ModelInfo
 
-from forecaster.backtest import BacktestResult, Estimator
+from forecaster.backtest import BacktestResult
 from forecaster.champion import ChampionForecaster
+from forecaster.estimator import Estimator
 from forecaster.gate import GateDecision, gate_metrics, gate_tags
 from forecaster.peak.fitting import PeakFit
 from forecaster.plan import TrainingPlan

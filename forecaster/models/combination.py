@@ -24,7 +24,7 @@ from typing import Final, Self
 
 import pandas as pd
 
-from forecaster.backtest import Estimator, clone
+from forecaster.estimator import Estimator, clone
 from forecaster.exceptions import InsufficientHistoryError, ModelError, NotFittedError
 from forecaster.models.base import Hyperparameters
 from forecaster.types import (

@@ -31,7 +31,7 @@ from typing import Final, Self
 import numpy as np
 import pandas as pd
 
-from forecaster.backtest import Estimator, clone
+from forecaster.estimator import Estimator, clone
 from forecaster.exceptions import NotFittedError
 from forecaster.models.base import FloatArray, Hyperparameters
 from forecaster.models.combination import MedianCombination, with_median

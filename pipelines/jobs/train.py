@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from forecaster.backtest import Estimator
+from forecaster.estimator import Estimator
 from forecaster.exceptions import ForesightError
 from forecaster.gate import check_lines, relative_line, verdict
 from forecaster.training import TrainingOutcome, train

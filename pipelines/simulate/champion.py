@@ -18,7 +18,7 @@ from typing import Any, Self
 
 import pandas as pd
 
-from forecaster.backtest import Estimator, clone
+from forecaster.estimator import Estimator, clone
 from forecaster.exceptions import ConfigError
 from forecaster.models.catalog import steps_in
 from forecaster.procedure import TrainedChampion

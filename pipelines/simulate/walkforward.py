@@ -37,7 +37,7 @@ from datetime import timedelta
 import numpy as np
 import pandas as pd
 
-from forecaster.backtest import Estimator
+from forecaster.estimator import Estimator
 from forecaster.exceptions import DataValidationError, ForesightError
 from forecaster.types import DS, MEAN, UID, Y
 from pipelines.simulate.replay_forecast import PointForecast

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from forecaster.backtest import backtest, rolling_origin_cutoffs
+from forecaster.backtest import backtest
+from forecaster.cutoffs import rolling_origin_cutoffs
 from forecaster.exceptions import InsufficientHistoryError, ModelError
 from forecaster.models.base import FloatArray, Forecaster
 from forecaster.models.naive import Persistence, SeasonalNaive

@@ -15,8 +15,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from forecaster.backtest import clone, same_estimator
 from forecaster.champion import ChampionForecaster
+from forecaster.estimator import clone, same_estimator
 from forecaster.exceptions import NotFittedError
 from forecaster.models.combination import MedianCombination
 from forecaster.models.guarded import Calibrated, GuardedChoice

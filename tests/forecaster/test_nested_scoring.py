@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.backtest import backtest, nested_cutoffs, split_heldout
+from forecaster.backtest import backtest, split_heldout
+from forecaster.cutoffs import nested_cutoffs
 from forecaster.exceptions import InsufficientHistoryError
 from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.plan import TrainingPlan

@@ -223,7 +223,7 @@ def test_an_incumbent_of_the_same_families_is_scored_from_this_trainings_rows(
 
 
 def test_same_estimator_compares_types_and_hyperparameters_nested() -> None:
-    from forecaster.backtest import same_estimator
+    from forecaster.estimator import same_estimator
     from forecaster.models.combination import MedianCombination
 
     assert same_estimator(Persistence(horizon=6), Persistence(horizon=6))
