@@ -39,12 +39,6 @@ from forecaster.types import quantile_column
 
 CheckName = Literal["point", "point_guard", "peak_vs_buffer", "peak_vs_incumbent"]
 CheckStatus = Literal["passed", "failed", "skipped"]
-CHECKS: Final[tuple[CheckName, ...]] = (
-    "point",
-    "point_guard",
-    "peak_vs_buffer",
-    "peak_vs_incumbent",
-)
 GUARD_LIMIT: Final = 1.10
 """Most a cell's held-out MASE may be, relative to persistence's (issue #12's guard)."""
 CHALLENGER: Final = "challenger"
@@ -77,7 +71,7 @@ class GateDecision:
 
     Attributes:
         point: the point forecasts' comparison with the champion's.
-        checks: the result of each check, in :data:`CHECKS` order.
+        checks: the result of each check, in the order of :data:`CheckName`.
         relative: the champion's held-out MASE relative to persistence's; None when
             persistence was not scored.
         peak_losses: held-out pinball of the peak models and the buffer

@@ -1,4 +1,4 @@
-"""Forecast accuracy metrics: pure functions over arrays and over backtest frames.
+"""Forecast accuracy metrics: pure functions over backtest frames.
 
 MASE follows ``ANCHORS.md``: the mean absolute error over forecast steps ``1..h`` of a
 window divided by the in-sample MAE of the 1-step naive forecast on that window's
@@ -10,9 +10,6 @@ Constant training windows: their naive scale is 0 and MASE would be infinite (or
 metrics still count them); a series whose every window is constant has MASE NaN.
 An epsilon scale was rejected because one idle-then-busy window would then dominate
 every mean it enters.
-
-Pairs where the actual or the forecast is not finite are ignored by the array
-metrics, so a missing actual never turns a whole score into NaN.
 """
 
 from __future__ import annotations
@@ -46,15 +43,6 @@ SCALE: Final = "scale"
 N_WINDOWS: Final = "n_windows"
 
 
-def _pair(actual: ArrayLike, pred: ArrayLike) -> tuple[npt.NDArray[np.float64], ...]:
-    a = np.asarray(actual, dtype=np.float64).ravel()
-    p = np.asarray(pred, dtype=np.float64).ravel()
-    if a.shape != p.shape:
-        raise ValueError(f"actual and forecast differ in length: {a.size} vs {p.size}")
-    ok = np.isfinite(a) & np.isfinite(p)
-    return a[ok], p[ok]
-
-
 def naive_scale(y_train: ArrayLike, period: int = 1) -> float:
     """Return the in-sample MAE of the naive forecast ``period`` steps back.
 
@@ -78,51 +66,6 @@ def naive_scale(y_train: ArrayLike, period: int = 1) -> float:
         return float("nan")
     scale = float(diffs.mean())
     return scale if scale > 0.0 else float("nan")
-
-
-def mae(actual: ArrayLike, pred: ArrayLike) -> float:
-    """Return the mean absolute error (NaN when no finite pair exists)."""
-    a, p = _pair(actual, pred)
-    return float(np.mean(np.abs(a - p))) if a.size else float("nan")
-
-
-def mase(actual: ArrayLike, pred: ArrayLike, scale: float) -> float:
-    """Return the MAE of one window divided by its naive ``scale``.
-
-    A non-positive or non-finite scale gives NaN (see the module docstring).
-    """
-    if not np.isfinite(scale) or scale <= 0.0:
-        return float("nan")
-    return mae(actual, pred) / scale
-
-
-def smape(actual: ArrayLike, pred: ArrayLike) -> float:
-    """Return the symmetric MAPE on the 0-200 scale; a 0/0 term counts as 0."""
-    a, p = _pair(actual, pred)
-    if a.size == 0:
-        return float("nan")
-    num = np.abs(a - p)
-    den = np.abs(a) + np.abs(p)
-    # Both zero means a perfect forecast of an idle signal: no error, not NaN.
-    terms = np.divide(num, den, out=np.zeros_like(num), where=den > 0.0)
-    return float(200.0 * terms.mean())
-
-
-def pinball(actual: ArrayLike, pred_q: ArrayLike, level: float) -> float:
-    """Return the mean pinball (quantile) loss of a ``level`` quantile forecast."""
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"quantile level must be in (0, 1), got {level}")
-    a, q = _pair(actual, pred_q)
-    if a.size == 0:
-        return float("nan")
-    diff = a - q
-    return float(np.mean(np.maximum(level * diff, (level - 1.0) * diff)))
-
-
-def coverage(actual: ArrayLike, upper: ArrayLike) -> float:
-    """Return the share of actuals at or under the forecast ``upper`` bound."""
-    a, u = _pair(actual, upper)
-    return float(np.mean(a <= u)) if a.size else float("nan")
 
 
 def horizon_steps(labels: Mapping[str, str] | list[str], step: pd.Timedelta) -> dict[str, int]:

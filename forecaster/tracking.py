@@ -29,7 +29,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import mlflow
 import pandas as pd
-from matplotlib.figure import Figure
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 from mlflow.exceptions import MlflowException
@@ -202,15 +201,6 @@ class TrainingRun:
             else:
                 frame.to_parquet(path, index=False)
             self._log_file(path, Path(name).parent)
-
-    def log_figure(self, figure: Figure | Path, name: str = "forecast_vs_actual.png") -> None:
-        """Log a matplotlib figure (rendered to PNG) or an existing image file."""
-        if isinstance(figure, Path):
-            with self._errors("log a figure"):
-                self._client.log_artifact(self.run_id, str(figure))
-            return
-        with self._errors("log a figure"):
-            self._client.log_figure(self.run_id, figure, name)
 
     def log_file(self, path: Path, name: str) -> None:
         """Log an existing file as the artifact ``name`` (its own file name is ignored)."""

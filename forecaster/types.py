@@ -81,9 +81,6 @@ DEFAULT_LEVELS: Final[tuple[float, ...]] = (0.5, 0.9, 0.95)
 SeriesFrame = pd.DataFrame
 """Long frame with columns ``unique_id`` (str), ``ds`` (UTC), ``y`` (float)."""
 
-ForecastFrame = pd.DataFrame
-"""Frame ``unique_id, ds, model, mean, q<level>...`` (plus ``step``)."""
-
 Levels = Sequence[float]
 
 Progress = Callable[[str, int, int], None]

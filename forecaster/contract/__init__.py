@@ -31,6 +31,6 @@ instead, so that one bad series does not hide the good ones.
 """
 
 from forecaster.contract.report import CleaningReport, CleaningWarning
-from forecaster.contract.validate import series_step, validate_series
+from forecaster.contract.validate import validate_series
 
-__all__ = ["CleaningReport", "CleaningWarning", "series_step", "validate_series"]
+__all__ = ["CleaningReport", "CleaningWarning", "validate_series"]

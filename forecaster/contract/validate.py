@@ -8,7 +8,7 @@ from typing import Literal
 import pandas as pd
 
 from forecaster.contract.parse import parse_timestamps, parse_values, to_step, unparsed_message
-from forecaster.contract.regularise import SeriesProblem, clean_one_series, mode_step
+from forecaster.contract.regularise import SeriesProblem, clean_one_series
 from forecaster.contract.report import CleaningReport
 from forecaster.exceptions import DataValidationError, InsufficientHistoryError
 from forecaster.types import DS, SERIES_COLUMNS, UID, SeriesFrame, SeriesId, Y
@@ -142,28 +142,6 @@ def _clean_each(
         notes[uid] = tuple(series_notes)
         steps[uid] = series_step_
     return pieces, notes, steps, problems
-
-
-def series_step(df: SeriesFrame, uid: str) -> pd.Timedelta:
-    """Return the step of one series of a frame: its most common timestamp difference.
-
-    Raises:
-        DataValidationError: ``uid`` is not in the frame.
-        InsufficientHistoryError: the series has fewer than two distinct timestamps.
-    """
-    ds = df.loc[df[UID] == uid, DS]
-    if ds.empty:
-        known = sorted(map(str, df[UID].unique()))
-        raise DataValidationError(
-            f"series {uid!r} is not in the frame; it has {len(known)} series, e.g. {known[:5]}."
-        )
-    step = mode_step(ds)
-    if step is None:
-        raise InsufficientHistoryError(
-            f"series {uid!r} has fewer than 2 distinct timestamps, so its step is unknown. "
-            "Provide more history."
-        )
-    return step
 
 
 def _check_columns(df: pd.DataFrame) -> None:

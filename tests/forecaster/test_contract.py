@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.contract import CleaningReport, CleaningWarning, series_step, validate_series
+from forecaster.contract import CleaningReport, CleaningWarning, validate_series
 from forecaster.exceptions import DataValidationError, InsufficientHistoryError
 
 T0 = pd.Timestamp("2024-05-01 00:00", tz="UTC")
@@ -287,7 +287,6 @@ def test_series_may_have_different_steps() -> None:
     out, report = validate_series(df)
     assert report.steps == {"fast": pd.Timedelta("5min"), "slow": pd.Timedelta("1h")}
     assert len(out) == 5
-    assert series_step(out, "fast") == pd.Timedelta("5min")
 
 
 def test_absurd_step_is_rejected_instead_of_exploding_memory() -> None:
@@ -340,15 +339,6 @@ def test_empty_report_is_false_and_does_not_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         report.warn()
-
-
-def test_series_step_errors_name_the_series() -> None:
-    out, _ = validate_series(series("a", [0, 10], [1, 2]))
-    with pytest.raises(DataValidationError, match="'zzz' is not in the frame"):
-        series_step(out, "zzz")
-    one = out.iloc[:1]
-    with pytest.raises(InsufficientHistoryError, match="'a'"):
-        series_step(one, "a")
 
 
 def test_readable_lines_group_series_that_got_the_same_change() -> None:

@@ -10,15 +10,10 @@ import pytest
 
 from forecaster.backtest import backtest
 from forecaster.metrics import (
-    coverage,
     horizon_steps,
-    mae,
-    mase,
     naive_scale,
-    pinball,
     relative_mase,
     score_backtest,
-    smape,
 )
 from forecaster.models.naive import Persistence
 
@@ -40,38 +35,6 @@ def test_naive_scale_is_mean_absolute_first_difference() -> None:
 @pytest.mark.parametrize("window", [[5.0, 5.0, 5.0], [0.0, 0.0], [3.0]])
 def test_naive_scale_of_constant_or_too_short_window_is_nan(window: list[float]) -> None:
     assert math.isnan(naive_scale(window))
-
-
-def test_mase_divides_mae_by_scale_and_rejects_zero_scale() -> None:
-    assert mase([6, 7], [8, 8], scale=2.0) == pytest.approx(0.75)
-    assert math.isnan(mase([6, 7], [8, 8], scale=0.0))
-    assert math.isnan(mase([6, 7], [8, 8], scale=float("nan")))
-
-
-def test_smape_on_0_200_scale_with_zero_over_zero_as_zero() -> None:
-    # |1-3|/(1+3) = 0.5 and 0/0 -> 0: mean 0.25, times 200.
-    assert smape([1.0, 0.0], [3.0, 0.0]) == pytest.approx(50.0)
-    assert smape([0.0], [5.0]) == pytest.approx(200.0)
-    assert smape([0.0, 0.0], [0.0, 0.0]) == 0.0
-
-
-def test_pinball_weights_under_and_over_forecasts_by_level() -> None:
-    # Under-forecast by 2 costs 0.9*2; over-forecast by 1 costs 0.1*1.
-    assert pinball([10.0, 10.0], [8.0, 11.0], level=0.9) == pytest.approx((1.8 + 0.1) / 2)
-    assert pinball([10.0], [10.0], level=0.5) == 0.0
-    with pytest.raises(ValueError, match="quantile level"):
-        pinball([1.0], [1.0], level=1.0)
-
-
-def test_coverage_counts_actuals_at_or_under_the_bound() -> None:
-    assert coverage([1.0, 2.0, 3.0, 4.0], [2.0, 2.0, 2.0, 5.0]) == pytest.approx(0.75)
-
-
-def test_array_metrics_ignore_non_finite_pairs_and_check_lengths() -> None:
-    assert mae([1.0, np.nan, 3.0], [2.0, 0.0, 3.0]) == pytest.approx(0.5)
-    assert math.isnan(mae([np.nan], [1.0]))
-    with pytest.raises(ValueError, match="differ in length"):
-        mae([1.0, 2.0], [1.0])
 
 
 def test_horizon_steps_maps_labels_to_step_counts() -> None:

@@ -9,7 +9,6 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.figure import Figure
 from mlflow import MlflowClient
 
 from forecaster.champion import ChampionForecaster
@@ -93,14 +92,11 @@ def test_summary_metrics_skip_non_finite_values() -> None:
 def test_training_run_logs_params_metrics_artifacts_and_tags(store: TrackingConfig) -> None:
     champions = {"a100/queue_gpus": "gbm", "h100/queue_gpus": "persistence"}
     backtest = pd.DataFrame({"unique_id": ["a100/queue_gpus"], "ds": ["2024"], "mean": [1.0]})
-    fig = Figure()
-    fig.subplots().plot([0, 1], [1, 0])
     with start_training_run(store, run_name="train-1", tags={"foresight.trigger": "test"}) as run:
         run.log_params({"horizon": 36, "levels": LEVELS})
         run.log_metrics(summary_metrics(_scores(), champions))
         run.log_frame("scores.csv", _scores())
         run.log_frame("backtest.parquet", backtest)
-        run.log_figure(fig)
         run.log_champions(champions)
         run_id = run.run_id
 
@@ -117,7 +113,7 @@ def test_training_run_logs_params_metrics_artifacts_and_tags(store: TrackingConf
     assert tags["foresight.pools"] == "a100,h100"
     assert json.loads(tags["foresight.champion_wins"]) == {"gbm": 1, "persistence": 1}
     names = {a.path for a in client.list_artifacts(run_id)}
-    assert {"scores.csv", "backtest.parquet", "forecast_vs_actual.png", "champions.json"} <= names
+    assert {"scores.csv", "backtest.parquet", "champions.json"} <= names
     # Artifacts live under the experiment's configured location, next to the db.
     assert logged.info.artifact_uri.startswith(
         Path(store.artifact_location or "").resolve().as_uri()
