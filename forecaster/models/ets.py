@@ -53,10 +53,6 @@ class SmoothingState:
 
 def smoothing_forecast(state: SmoothingState, h: int) -> FloatArray:
     """Return the ``h``-step point forecast of a smoothing state."""
-    return _forecast(state, h)
-
-
-def _forecast(state: SmoothingState, h: int) -> FloatArray:
     damp = np.cumsum(state.phi ** np.arange(1, h + 1))
     out = state.level + damp * state.trend
     m = len(state.season)
