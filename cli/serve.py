@@ -33,6 +33,8 @@ from pipelines.scheduler.dispatch import JobContext, JobRunner, execute
 from pipelines.store import open_store
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from api.clock import ClockMode
 
 LEAD_WAIT_SECONDS = 30.0
@@ -113,11 +115,7 @@ def serve_command(
             )
         # The app's libraries load only once the options are known to be good: a busy
         # port or a weak token is said at once.
-        import uvicorn
-
         from api.main import create_app
-        from api.publish_runner import serving_job_runner, store_clock
-        from api.server import server_config
 
         mode: ClockMode = "replay" if clock == "replay" else "system"
         ui_address = local_ui_address(settings, mlflow_ui_host, mlflow_ui_port)
@@ -137,18 +135,7 @@ def serve_command(
                 else None
             )
             if scheduler:
-                # The publish job publishes what this app serves (call-chain included),
-                # and forecast and evaluate run on the app's clock (read from the store
-                # until the app has started), so their times are the decisions' times.
-                runner = serving_job_runner(
-                    lambda: getattr(application.state, "service", None),
-                    before=store_clock(settings, mode),
-                    replay=mode == "replay",
-                    mode=publish_mode(settings),
-                )
-                # The API serves only stored forecasts: make them before the first request.
-                _forecast_before_serving(settings, runner)
-                stack.enter_context(_scheduler(settings, runner, train_now=train_now))
+                stack.enter_context(_serving_jobs(settings, application, mode, train_now))
             _print_addresses(
                 host,
                 port,
@@ -157,26 +144,54 @@ def serve_command(
                 settings.publish.grpc_expander_address,
                 training=scheduler and train_now,
             )
-            # Hundreds of thousands of long-lived objects (modules, classes) come with
-            # the imports; freezing them keeps full collections from stalling requests
-            # for a few hundred milliseconds (benchmarks/api_load.py measured ~240 ms).
-            gc.collect()
-            gc.freeze()
-            server_settings = settings.service
-            server = uvicorn.Server(
-                server_config(application, server_settings, host=host, port=port)
-            )
-            # uvicorn re-raises the signal it shut down on once it has stopped. Ctrl-C
-            # (SIGINT) comes back as KeyboardInterrupt; SIGTERM's default action would
-            # end the process at once, before the MLflow UI and the scheduler are
-            # stopped (the UI was left running), so it is turned into an exception too.
-            # Either is a clean stop (as uvicorn.run treats it), exit code 0.
-            previous = signal.signal(signal.SIGTERM, _terminated)
-            try:
-                with contextlib.suppress(KeyboardInterrupt, _TerminatedError):
-                    server.run()
-            finally:
-                signal.signal(signal.SIGTERM, previous)
+            _serve_until_stopped(application, settings, host, port)
+
+
+@contextmanager
+def _serving_jobs(
+    settings: AppSettings, application: FastAPI, mode: ClockMode, train_now: bool
+) -> Iterator[None]:
+    """Run the scheduled jobs beside ``application`` until the block ends."""
+    from api.publish_runner import serving_job_runner, store_clock
+
+    # The publish job publishes what this app serves (call-chain included), and
+    # forecast and evaluate run on the app's clock (read from the store until the app
+    # has started), so their times are the decisions' times.
+    runner = serving_job_runner(
+        lambda: getattr(application.state, "service", None),
+        before=store_clock(settings, mode),
+        replay=mode == "replay",
+        mode=publish_mode(settings),
+    )
+    # The API serves only stored forecasts: make them before the first request.
+    _forecast_before_serving(settings, runner)
+    with _scheduler(settings, runner, train_now=train_now):
+        yield
+
+
+def _serve_until_stopped(application: FastAPI, settings: AppSettings, host: str, port: int) -> None:
+    """Serve ``application`` with uvicorn until Ctrl-C or SIGTERM (a clean stop)."""
+    import uvicorn
+
+    from api.server import server_config
+
+    # Hundreds of thousands of long-lived objects (modules, classes) come with the
+    # imports; freezing them keeps full collections from stalling requests for a few
+    # hundred milliseconds (benchmarks/api_load.py measured ~240 ms).
+    gc.collect()
+    gc.freeze()
+    server = uvicorn.Server(server_config(application, settings.service, host=host, port=port))
+    # uvicorn re-raises the signal it shut down on once it has stopped. Ctrl-C (SIGINT)
+    # comes back as KeyboardInterrupt; SIGTERM's default action would end the process
+    # at once, before the MLflow UI and the scheduler are stopped (the UI was left
+    # running), so it is turned into an exception too. Either is a clean stop (as
+    # uvicorn.run treats it), exit code 0.
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        with contextlib.suppress(KeyboardInterrupt, _TerminatedError):
+            server.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class _TerminatedError(Exception):
