@@ -56,7 +56,11 @@ def fan_out(
         }
     except BrokenExecutor:
         raise  # a worker died: an error, not a stop
-    except RuntimeError as exc:  # "cannot schedule new futures after shutdown"
+    except RuntimeError as exc:
+        # Only the standard executors' refusal after shutdown is a stop; any other
+        # failure to submit (a Dask cluster whose workers are gone) stays an error.
+        if "after shutdown" not in str(exc) and "interpreter shutdown" not in str(exc):
+            raise
         raise WorkCancelled(f"the executor was shut down: {exc}") from exc
     done = 0
     pending = set(futures)

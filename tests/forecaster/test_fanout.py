@@ -107,3 +107,13 @@ def test_fanning_out_to_a_shut_down_executor_is_a_cancellation() -> None:
     pool.shutdown()
     with pytest.raises(WorkCancelled, match="shut down"):
         fan_out(pool, fails_on, [(1,)], shared=(0,))
+
+
+class _Refusing(ThreadPoolExecutor):
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        raise RuntimeError("the workers are gone")
+
+
+def test_another_failure_to_submit_stays_an_error() -> None:
+    with _Refusing(1) as pool, pytest.raises(RuntimeError, match="workers are gone"):
+        fan_out(pool, fails_on, [(1,)], shared=(0,))
