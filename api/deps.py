@@ -46,12 +46,6 @@ def detach(app: FastAPI) -> None:
     app.state.span_feed = None
 
 
-def running_service(app: FastAPI) -> RecommendationService | None:
-    """Return the app's recommendation service; None before start-up or after shutdown."""
-    service: RecommendationService | None = getattr(app.state, "service", None)
-    return service
-
-
 def _from_state(request: Request, name: str) -> Any:
     """Return ``app.state.<name>``; a 503 while the app is starting or stopping."""
     value = getattr(request.app.state, name, None)

@@ -22,7 +22,6 @@ from pipelines.config.signals import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS
 from pipelines.sample_cluster import Capacity, InferenceWorkload, TrainingWorkload
 
 FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 _BULK_DELETE: Final = 10
 

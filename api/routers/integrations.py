@@ -126,10 +126,6 @@ class CapacityBuffersOut(_Out):
     unavailable: dict[str, str] = Field(description="pools without a recommendation, and why")
 
 
-def _yaml_response(text: str) -> Response:
-    return Response(text, media_type=YAML)
-
-
 LIVE_HEADER: Final = "X-Foresight-Live-ConfigMap"
 """How the served ConfigMap relates to the live one (:data:`LiveBasis`)."""
 
@@ -261,7 +257,7 @@ async def get_capacity_buffers(
     settings = BufferSettings(namespace=service.services.settings.publish.buffers_namespace)
     manifests = capacity_buffers(recs, settings)
     if wants(fmt, request.headers.get("accept")) == "yaml":
-        return _yaml_response(manifests.yaml_text(shape or _default_shape(service)))
+        return Response(manifests.yaml_text(shape or _default_shape(service)), media_type=YAML)
     body = CapacityBuffersOut(
         pools=[
             BufferPoolOut(pool=b.pool, replicas=b.replicas, gpus_per_pod=b.gpus_per_pod)

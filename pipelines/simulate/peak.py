@@ -146,7 +146,6 @@ class PeakReplayForecaster:
             origin=origin,
             timestamps=tuple(origin + self._step * j for j in range(1, horizon + 1)),
             quantiles={float(q): np.full(horizon, values[float(q)]) for q in levels},
-            fitted_at=self._cutoff(now) if self.fit_log else None,
             peak_lead=lead,
             last=observed,
         )

@@ -110,7 +110,6 @@ class ReferenceForecaster:
             origin=origin,
             timestamps=tuple(origin + pool.step * j for j in range(1, horizon + 1)),
             quantiles={float(level): values for level in levels},
-            fitted_at=None,
         )
 
     def _recent(self, history: History, count: int) -> FloatArray:

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-import pandas as pd
-
 from pipelines.simulate.types import FloatArray, History
 
 
@@ -37,8 +35,6 @@ class PointForecast:
         origin: the timestamp of the step the forecast was made at.
         timestamps: the ``horizon`` target times after ``origin``.
         quantiles: level -> values aligned with ``timestamps`` (clipped at 0).
-        fitted_at: the timestamp of the model fit the forecast came from, None when
-            no fit was involved (or before the first one).
         peak_lead: set when the quantiles are of the demand peak over this many steps
             (a flat path of the peak forecaster): the policy then provisions at it as
             it does a served peak forecast, without a utilisation margin.
@@ -48,7 +44,6 @@ class PointForecast:
     origin: datetime
     timestamps: tuple[datetime, ...]
     quantiles: dict[float, FloatArray]
-    fitted_at: pd.Timestamp | None
     peak_lead: int | None = None
     last: float | None = None
 

@@ -129,14 +129,12 @@ class WalkForwardForecaster:
         quantiles = {
             float(level): np.maximum(point + offsets[i], 0.0) for i, level in enumerate(levels)
         }
-        fit = self._fit_for(g)
         origin = now.to_pydatetime()
         step = history.pool.step
         return PointForecast(
             origin=origin,
             timestamps=tuple(origin + step * k for k in range(1, horizon + 1)),
             quantiles=quantiles,
-            fitted_at=None if fit is None else self._stamps[fit.at],
         )
 
     # -- state -------------------------------------------------------------------

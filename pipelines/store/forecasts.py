@@ -32,9 +32,6 @@ from pipelines.store.schema import ForecastRow, ForecastRunRow, as_utc
 
 MODEL_VERSION: Final = "model_version"
 GENERATED_AT: Final = "generated_at"
-BASE_COLUMNS: Final = (UID, DS, STEP, MODEL, MEAN)
-"""Leading columns of a frame read back; quantile columns ``q<level>`` follow, then
-:data:`MODEL_VERSION` and :data:`GENERATED_AT`."""
 
 
 class ForecastRepository:
@@ -149,8 +146,9 @@ class ForecastRepository:
             generated_since: only forecasts generated at or after this time.
 
         Returns:
-            A frame sorted by series, generation time and step (columns as
-            :data:`BASE_COLUMNS`, quantiles, ``model_version``, ``generated_at``).
+            A frame sorted by series, generation time and step (columns
+            ``unique_id, ds, step, model, mean``, quantiles, ``model_version``,
+            ``generated_at``).
         """
         statement = select(ForecastRow).order_by(
             ForecastRow.series_id, ForecastRow.generated_at, ForecastRow.step

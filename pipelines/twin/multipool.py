@@ -115,13 +115,11 @@ class GroupStep:
     Attributes:
         ts: the step's time.
         desired: desired nodes per pool.
-        headroom: placeholder pods per pool.
         preferred: the node group the served ConfigMap prefers among all groups.
     """
 
     ts: pd.Timestamp
     desired: dict[str, int]
-    headroom: dict[str, int]
     preferred: str | None
 
 
@@ -168,7 +166,6 @@ def run_groups(
             GroupStep(
                 stamp,
                 {n: s.desired_nodes for n, s in served.items()},
-                {n: s.headroom_pods for n, s in served.items()},
                 choose(priorities, ids),
             )
         )

@@ -52,30 +52,17 @@ class Served:
         desired_nodes: the recommended node count.
         headroom_pods: placeholder pods (the capacity buffer's replicas).
         generated_at: when the decision was made (the service's clock).
-        forecast_at: the time of the forecast the decision used, None without one.
         mode: ``predictive`` or ``reactive``.
         term: the term of the chain that set the number.
         stages: the node count after each stage of the chain.
-        body: the whole answer, as JSON.
     """
 
     desired_nodes: int
     headroom_pods: int
     generated_at: datetime
-    forecast_at: datetime | None
     mode: str
     term: str
     stages: Mapping[str, int]
-    body: Mapping[str, Any]
-
-
-def _forecast_at(body: Mapping[str, Any]) -> datetime | None:
-    """The forecast's time from the explanation's inputs (``forecast`` reading)."""
-    inputs = body.get("explanation", {}).get("inputs", {})
-    reading = inputs.get("forecast")
-    if not isinstance(reading, Mapping) or reading.get("at") is None:
-        return None
-    return datetime.fromisoformat(str(reading["at"]))
 
 
 class ServiceClient:
@@ -123,13 +110,11 @@ class ServiceClient:
             desired_nodes=int(body["desired_nodes"]),
             headroom_pods=int(body["headroom_pods"]),
             generated_at=datetime.fromisoformat(body["generated_at"]),
-            forecast_at=_forecast_at(body),
             mode=str(body["mode"]),
             term=str(body["explanation"]["term"]),
             stages={
                 k: int(v) for k, v in body["explanation"]["stages"].items() if isinstance(v, int)
             },
-            body=body,
         )
 
     def forecast(self, pool: str) -> tuple[datetime, str | None] | None:
@@ -188,7 +173,6 @@ class ServeProcess:
         self.config, self.workdir, self.env = config, workdir, dict(env)
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.starts = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
@@ -209,7 +193,6 @@ class ServeProcess:
         self._process = subprocess.Popen(
             command, cwd=self.workdir, env=self.env, stdout=self._log, stderr=subprocess.STDOUT
         )
-        self.starts += 1
         deadline = time.monotonic() + timeout
         while not client.healthy():
             if self._process.poll() is not None:

@@ -44,7 +44,7 @@ class _FakeService:
         latest = {sid: v for sid, ts, v in self.pushed if ts == now}
         demand = latest["p/allocated_gpus"] + latest["p/queue_gpus"]
         desired = math.ceil(demand / 8) + 1
-        return Served(desired, 1, now, now, "predictive", "forecast", {"final": desired}, {})
+        return Served(desired, 1, now, "predictive", "forecast", {"final": desired})
 
 
 class _Forecaster:
