@@ -89,11 +89,6 @@ class SpanFeed:
         self._thread: threading.Thread | None = None
         self._decoder: ThreadPoolExecutor | None = None
 
-    @property
-    def queued_spans(self) -> int:
-        """Spans submitted and not yet added."""
-        return self._queued
-
     def start(self) -> None:
         """Start the ingestion thread (once)."""
         with self._lock:

@@ -111,11 +111,6 @@ class SimResult:
         """Node-hours times the pool's price per node-hour."""
         return self.node_hours * self.pool.cost_per_node_hour
 
-    @property
-    def demand_gpu_hours(self) -> float:
-        """Work that arrived during the series, in GPU-hours."""
-        return float(self.frame["demand_gpus"].sum()) * self.pool.step_hours
-
     def wait_quantile(self, q: float) -> timedelta:
         """Return the ``q`` quantile of the wait over units of work (see the module doc)."""
         steps = np.arange(len(self.wait_gpu_steps), dtype=np.float64)
@@ -140,16 +135,6 @@ class SimResult:
         steps = np.arange(len(self.wait_gpu_steps), dtype=np.float64)
         mean_steps = float(steps @ self.wait_gpu_steps) / total
         return mean_steps * self.pool.step / timedelta(minutes=1)
-
-    def wait_distribution(self) -> pd.DataFrame:
-        """Return the waits that occurred: ``wait_minutes`` and ``gpu_hours`` of work."""
-        steps = np.flatnonzero(self.wait_gpu_steps > 0)
-        return pd.DataFrame(
-            {
-                "wait_minutes": steps * (self.pool.step / timedelta(minutes=1)),
-                "gpu_hours": self.wait_gpu_steps[steps] * self.pool.step_hours,
-            }
-        )
 
     def summary(self) -> dict[str, float | int]:
         """Return the headline figures as plain numbers (JSON-ready)."""

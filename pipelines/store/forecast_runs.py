@@ -74,9 +74,9 @@ class ForecastRunRepository:
         """Store a run's forecasts and peak forecasts and record the run, atomically.
 
         Args:
-            forecasts: the per-horizon frame (see ``ForecastRepository.save``); None
+            forecasts: the per-horizon frame (see :func:`forecast_rows`); None
                 when no series was forecast.
-            peaks: the peak frame (see ``PeakForecastRepository.save``); None when the
+            peaks: the peak frame (see :func:`peak_rows`); None when the
                 version has no peak model or its forecast failed.
             model_version: the model version that made both.
             generated_at: the run's generation time (tz-aware); a retry with the same

@@ -27,7 +27,6 @@ from forecaster.types import (
     quantile_levels,
 )
 from pipelines.store.engine import Database
-from pipelines.store.run_writes import commit_run
 from pipelines.store.schema import ForecastRow, ForecastRunRow, as_utc
 
 MODEL_VERSION: Final = "model_version"
@@ -37,10 +36,11 @@ GENERATED_AT: Final = "generated_at"
 class ForecastRepository:
     """Forecast frames keyed by ``(series_id, generated_at, step)``.
 
-    Saving the same forecast again (same generation time) overwrites it, so a retried
-    forecast job stores each step once. A save is a forecast run of its own (see
-    :mod:`pipelines.store.forecast_runs`); :meth:`latest` and :meth:`newest` read only
-    rows of recorded runs, so they never see a run half written.
+    Rows are written with the run they belong to (:meth:`ForecastRunRepository.commit
+    <pipelines.store.forecast_runs.ForecastRunRepository.commit>`); the same generation
+    time again overwrites them, so a retried forecast job stores each step once.
+    :meth:`latest` and :meth:`newest` read only rows of recorded runs, so they never see
+    a run half written.
 
     Args:
         database: the store's database.
@@ -48,28 +48,6 @@ class ForecastRepository:
 
     def __init__(self, database: Database) -> None:
         self._db = database
-
-    def save(self, frame: pd.DataFrame, model_version: str, generated_at: datetime) -> int:
-        """Store a forecast frame ``unique_id, ds, [step], [model], mean, q<level>...``.
-
-        Args:
-            frame: a forecast frame as ``Forecaster.predict`` returns it; without a
-                ``step`` column steps are numbered 1.. per series in ``ds`` order.
-            model_version: the registered model version (or another label) that made it.
-            generated_at: when it was made (tz-aware); forecasts are grouped by it.
-
-        Returns:
-            The number of rows stored.
-
-        Raises:
-            DataValidationError: a column is missing or a mean is not finite.
-            StoreError: the database failed; nothing was stored.
-        """
-        rows = forecast_rows(frame, model_version, as_utc(generated_at))
-        commit_run(
-            self._db, rows, [], model_version=model_version, generated_at=as_utc(generated_at)
-        )
-        return len(rows)
 
     def latest(
         self,
@@ -188,7 +166,10 @@ def _quantile_columns(frame: pd.DataFrame) -> list[str]:
 def forecast_rows(
     frame: pd.DataFrame, model_version: str, generated_at: datetime
 ) -> list[dict[str, Any]]:
-    """The store rows of a forecast frame (see :meth:`ForecastRepository.save`).
+    """The store rows of a forecast frame ``unique_id, ds, [step], [model], mean, q<level>...``.
+
+    ``frame`` is as ``Forecaster.predict`` returns it; without a ``step`` column steps
+    are numbered 1.. per series in ``ds`` order.
 
     Raises:
         DataValidationError: a column is missing or a mean is not finite.

@@ -13,14 +13,11 @@ from typing import Final
 
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy import func, select
 
 from pipelines.errors import StoreError
 from pipelines.store.engine import Database
-from pipelines.store.schema import VERSION_TABLE
 
 MIGRATIONS_DIR: Final = Path(__file__).resolve().parent / "migrations"
 MIGRATION_LOCK_KEY: Final = 0x466F_7265_0001
@@ -39,21 +36,6 @@ def alembic_config() -> Config:
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("path_separator", "os")
     return config
-
-
-def head_revision() -> str:
-    """Return the newest migration revision shipped with this code."""
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    if head is None:  # pragma: no cover - the package always ships migrations
-        raise StoreError(f"no migrations found in {MIGRATIONS_DIR}")
-    return head
-
-
-def current_revision(database: Database) -> str | None:
-    """Return the revision the database is at, or None before the first migration."""
-    with database.errors("read the schema version"), database.engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-        return context.get_current_revision()
 
 
 def upgrade(database: Database, revision: str = "head") -> None:

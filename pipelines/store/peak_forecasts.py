@@ -29,9 +29,7 @@ from forecaster.peak.online import RAW_PREFIX, RETURN_LEVEL
 from forecaster.peak.types import SCALE
 from forecaster.types import DS, UID, quantile_column, quantile_level, quantile_levels
 from pipelines.store.engine import Database
-from pipelines.store.run_writes import PEAK_UPDATE
 from pipelines.store.schema import PeakForecastRow, as_utc
-from pipelines.store.upsert import upsert
 
 ORIGIN: Final = "origin"
 LEAD: Final = "lead"
@@ -47,11 +45,10 @@ GENERATED_AT: Final = "generated_at"
 class PeakForecastRepository:
     """Peak forecasts keyed by ``(series_id, generated_at, lead)``.
 
-    Saving again with the same generation time overwrites, so a retried forecast job
-    stores each lead once. The forecast job writes peak rows together with the
-    per-horizon rows of the same run (:meth:`ForecastRunRepository.commit
-    <pipelines.store.forecast_runs.ForecastRunRepository.commit>`); :meth:`save` alone
-    records no run.
+    The forecast job writes peak rows together with the per-horizon rows of the same
+    run (:meth:`ForecastRunRepository.commit
+    <pipelines.store.forecast_runs.ForecastRunRepository.commit>`); the same generation
+    time again overwrites them, so a retried forecast job stores each lead once.
 
     Args:
         database: the store's database.
@@ -59,44 +56,6 @@ class PeakForecastRepository:
 
     def __init__(self, database: Database) -> None:
         self._db = database
-
-    def save(
-        self,
-        frame: pd.DataFrame,
-        *,
-        model_version: str,
-        generated_at: datetime,
-        step: timedelta,
-    ) -> int:
-        """Store a peak frame as ``PeakQuantileForecaster.predict_peak`` returns it.
-
-        Args:
-            frame: ``unique_id, ds, lead, last, q<level>...`` with ``ds`` the origin,
-                and optionally ``raw_q<level>...``, ``scale`` and ``return_level``.
-            model_version: the registered model version whose peak model made it.
-            generated_at: when it was made (tz-aware).
-            step: the series step (``ds`` of a row is ``origin + lead * step``).
-
-        Returns:
-            The number of rows stored.
-
-        Raises:
-            DataValidationError: a column is missing, or ``last`` or a quantile is not
-                finite.
-            StoreError: the database failed; nothing was stored.
-        """
-        rows = peak_rows(frame, model_version, as_utc(generated_at), step)
-        if rows:
-            with self._db.transaction("write peak forecasts") as session:
-                upsert(
-                    session,
-                    self._db.dialect,
-                    PeakForecastRow,
-                    rows,
-                    keys=("series_id", "generated_at", "lead"),
-                    update=PEAK_UPDATE,
-                )
-        return len(rows)
 
     def latest(self, series_id: str, model_version: str | None = None) -> pd.DataFrame:
         """Return the newest peak forecast of a series (of ``model_version`` if given).
@@ -154,7 +113,11 @@ class PeakForecastRepository:
 def peak_rows(
     frame: pd.DataFrame, model_version: str, generated_at: datetime, step: timedelta
 ) -> list[dict[str, Any]]:
-    """The store rows of a peak frame (see :meth:`PeakForecastRepository.save`).
+    """The store rows of a peak frame as ``PeakQuantileForecaster.predict_peak`` returns it.
+
+    ``frame`` is ``unique_id, ds, lead, last, q<level>...`` with ``ds`` the origin, and
+    optionally ``raw_q<level>...``, ``scale`` and ``return_level``; ``step`` is the series
+    step (``ds`` of a row is ``origin + lead * step``).
 
     Raises:
         DataValidationError: a column is missing, or ``last`` or a quantile is not finite.

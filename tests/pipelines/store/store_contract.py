@@ -135,6 +135,16 @@ def fail_writes_of(store: Store, series_id: str) -> Iterator[None]:
         event.remove(store.engine, "before_cursor_execute", fail)
 
 
+def save_forecast(
+    store: Store, frame: pd.DataFrame, model_version: str, generated_at: datetime
+) -> int:
+    """Store a forecast frame as a run of its own (no peaks); return the rows stored."""
+    stored = store.forecast_runs.commit(
+        frame, None, model_version=model_version, generated_at=generated_at, step=STEP
+    )
+    return stored.rows
+
+
 def forecast_frame(uid: str, start: datetime, h: int, level: float = 10.0) -> pd.DataFrame:
     """A forecast frame as Forecaster.predict returns it."""
     mean = level + np.arange(h, dtype=np.float64)
@@ -357,7 +367,7 @@ class SamplesContract:
 class ForecastsContract:
     def test_save_and_latest_round_trip(self, store: Store) -> None:
         frame = forecast_frame("a/demand_gpus", T0, 6)
-        assert store.forecasts.save(frame, "3", generated_at=T0) == 6
+        assert save_forecast(store, frame, "3", T0) == 6
         got = store.forecasts.latest("a/demand_gpus")
         assert list(got.columns) == [
             "unique_id", "ds", "step", "model", "mean", "q0.5", "q0.9",
@@ -368,10 +378,10 @@ class ForecastsContract:
         assert set(got["generated_at"]) == {pd.Timestamp(T0)}
 
     def test_latest_is_the_newest_generation(self, store: Store) -> None:
-        store.forecasts.save(forecast_frame("a/q", T0, 3, level=1.0), "1", generated_at=T0)
+        save_forecast(store, forecast_frame("a/q", T0, 3, level=1.0), "1", T0)
         later = T0 + timedelta(minutes=5)
-        store.forecasts.save(forecast_frame("a/q", later, 3, level=2.0), "2", generated_at=later)
-        store.forecasts.save(forecast_frame("b/q", T0, 3, level=9.0), "2", generated_at=later)
+        save_forecast(store, forecast_frame("a/q", later, 3, level=2.0), "2", later)
+        save_forecast(store, forecast_frame("b/q", T0, 3, level=9.0), "2", later)
         got = store.forecasts.latest("a/q")
         assert got["mean"].tolist() == [2.0, 3.0, 4.0]
         assert set(got["model_version"]) == {"2"}
@@ -379,17 +389,17 @@ class ForecastsContract:
 
     def test_saving_the_same_forecast_again_overwrites_it(self, store: Store) -> None:
         frame = forecast_frame("a/q", T0, 4)
-        store.forecasts.save(frame, "1", generated_at=T0)
+        save_forecast(store, frame, "1", T0)
         frame["mean"] += 1.0
-        store.forecasts.save(frame, "1", generated_at=T0)
+        save_forecast(store, frame, "1", T0)
         got = store.forecasts.read()
         assert len(got) == 4
         assert got["mean"].tolist() == frame["mean"].tolist()
 
     def test_read_filters_target_times_and_generation(self, store: Store) -> None:
-        store.forecasts.save(forecast_frame("a/q", T0, 6), "1", generated_at=T0)
+        save_forecast(store, forecast_frame("a/q", T0, 6), "1", T0)
         later = T0 + timedelta(hours=1)
-        store.forecasts.save(forecast_frame("a/q", later, 6), "1", generated_at=later)
+        save_forecast(store, forecast_frame("a/q", later, 6), "1", later)
         window_rows = store.forecasts.read(["a/q"], start=T0 + STEP, end=T0 + 3 * STEP)
         assert window_rows["step"].tolist() == [2, 3]
         assert len(store.forecasts.read(generated_since=later)) == 6
@@ -400,7 +410,7 @@ class ForecastsContract:
     ) -> None:
         frame = forecast_frame("a/q", T0, 3).drop(columns=["step", "model"])
         frame.loc[1, "q0.9"] = np.nan
-        store.forecasts.save(frame.iloc[::-1], "1", generated_at=T0)
+        save_forecast(store, frame.iloc[::-1], "1", T0)
         got = store.forecasts.latest("a/q")
         assert got["step"].tolist() == [1, 2, 3]
         assert got["model"].isna().all()
@@ -409,13 +419,13 @@ class ForecastsContract:
 
     def test_a_forecast_without_a_mean_is_rejected(self, store: Store) -> None:
         with pytest.raises(DataValidationError, match="mean"):
-            store.forecasts.save(forecast_frame("a/q", T0, 3).drop(columns="mean"), "1", T0)
+            save_forecast(store, forecast_frame("a/q", T0, 3).drop(columns="mean"), "1", T0)
         frame = forecast_frame("a/q", T0, 3)
         frame.loc[0, "mean"] = np.inf
         with pytest.raises(DataValidationError, match="a/q"):
-            store.forecasts.save(frame, "1", T0)
+            save_forecast(store, frame, "1", T0)
         with pytest.raises(ValueError, match="timezone"):
-            store.forecasts.save(forecast_frame("a/q", T0, 3), "1", datetime(2024, 1, 1))
+            save_forecast(store, forecast_frame("a/q", T0, 3), "1", datetime(2024, 1, 1))
 
     def test_a_run_whose_peak_write_fails_keeps_none_of_its_rows(self, store: Store) -> None:
         peaks = pd.DataFrame(

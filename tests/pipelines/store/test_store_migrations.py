@@ -16,8 +16,9 @@ from sqlalchemy import inspect, text
 from pipelines.errors import StoreError
 from pipelines.store import open_store
 from pipelines.store.engine import Database, make_engine
-from pipelines.store.migrate import alembic_config, current_revision, head_revision, upgrade
+from pipelines.store.migrate import alembic_config, upgrade
 from pipelines.store.schema import VERSION_TABLE, Base
+from tests.pipelines.store.revisions import current_revision, head_revision
 
 TABLES = {
     "samples",

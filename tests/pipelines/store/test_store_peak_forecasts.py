@@ -12,9 +12,18 @@ import pytest
 
 from forecaster.exceptions import DataValidationError
 from pipelines.store import Store, open_store
+from tests.pipelines.store.store_contract import save_forecast
 
 STEP = timedelta(minutes=5)
 ORIGIN = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)
+
+
+def save_peak(store: Store, frame: pd.DataFrame, model_version: str, generated_at: datetime) -> int:
+    """Store a peak frame as a run of its own (no per-horizon rows); return the rows stored."""
+    stored = store.forecast_runs.commit(
+        None, frame, model_version=model_version, generated_at=generated_at, step=STEP
+    )
+    return stored.peak_rows
 
 
 @pytest.fixture
@@ -40,9 +49,7 @@ def peak_frame(origin: datetime = ORIGIN, last: float = 10.0) -> pd.DataFrame:
 
 def test_a_saved_peak_reads_back_with_its_window_end(store: Store) -> None:
     generated = ORIGIN + timedelta(minutes=1)
-    saved = store.peak_forecasts.save(
-        peak_frame(), model_version="3", generated_at=generated, step=STEP
-    )
+    saved = save_peak(store, peak_frame(), "3", generated)
 
     got = store.peak_forecasts.latest("a/demand_gpus")
 
@@ -58,12 +65,8 @@ def test_a_saved_peak_reads_back_with_its_window_end(store: Store) -> None:
 
 def test_latest_is_the_newest_of_the_version_asked_for(store: Store) -> None:
     first, second = ORIGIN, ORIGIN + STEP
-    store.peak_forecasts.save(
-        peak_frame(first, 10.0), model_version="3", generated_at=first, step=STEP
-    )
-    store.peak_forecasts.save(
-        peak_frame(second, 20.0), model_version="4", generated_at=second, step=STEP
-    )
+    save_peak(store, peak_frame(first, 10.0), "3", first)
+    save_peak(store, peak_frame(second, 20.0), "4", second)
 
     assert store.peak_forecasts.latest("a/demand_gpus")["last"].iloc[0] == 20.0
     assert store.peak_forecasts.latest("a/demand_gpus", "3")["last"].iloc[0] == 10.0
@@ -73,9 +76,7 @@ def test_latest_is_the_newest_of_the_version_asked_for(store: Store) -> None:
 
 def test_saving_the_same_generation_again_overwrites(store: Store) -> None:
     for last in (10.0, 12.0):
-        store.peak_forecasts.save(
-            peak_frame(last=last), model_version="3", generated_at=ORIGIN, step=STEP
-        )
+        save_peak(store, peak_frame(last=last), "3", ORIGIN)
 
     rows = store.peak_forecasts.read()
 
@@ -87,11 +88,9 @@ def test_non_finite_values_and_missing_columns_are_refused(store: Store) -> None
     bad = peak_frame()
     bad.loc[0, "q0.9"] = np.nan
     with pytest.raises(DataValidationError, match="non-finite"):
-        store.peak_forecasts.save(bad, model_version="3", generated_at=ORIGIN, step=STEP)
+        save_peak(store, bad, "3", ORIGIN)
     with pytest.raises(DataValidationError, match="lead"):
-        store.peak_forecasts.save(
-            peak_frame().drop(columns="lead"), model_version="3", generated_at=ORIGIN, step=STEP
-        )
+        save_peak(store, peak_frame().drop(columns="lead"), "3", ORIGIN)
     assert store.peak_forecasts.read().empty
 
 
@@ -102,9 +101,9 @@ def _horizon_frame(sid: str, origin: datetime) -> pd.DataFrame:
 
 def test_forecasts_newest_and_latest_are_per_model_version(store: Store) -> None:
     first, second = ORIGIN, ORIGIN + STEP
-    store.forecasts.save(_horizon_frame("a/demand_gpus", first), "3", first)
-    store.forecasts.save(_horizon_frame("a/demand_gpus", second), "4", second)
-    store.forecasts.save(_horizon_frame("b/demand_gpus", first), "3", first)
+    save_forecast(store, _horizon_frame("a/demand_gpus", first), "3", first)
+    save_forecast(store, _horizon_frame("a/demand_gpus", second), "4", second)
+    save_forecast(store, _horizon_frame("b/demand_gpus", first), "3", first)
 
     assert store.forecasts.newest(["a/demand_gpus", "b/demand_gpus", "c/demand_gpus"]) == {
         "a/demand_gpus": second,
@@ -121,10 +120,8 @@ def test_forecasts_newest_and_latest_are_per_model_version(store: Store) -> None
 def test_the_models_raw_quantiles_and_scale_are_kept_beside_the_served(store: Store) -> None:
     served = peak_frame().assign(**{"raw_q0.9": [13.0, 14.0], "raw_q0.95": [15.0, 16.0]})
     served["scale"] = [2.0, 3.0]
-    store.peak_forecasts.save(served, model_version="3", generated_at=ORIGIN, step=STEP)
-    store.peak_forecasts.save(
-        peak_frame(ORIGIN + STEP), model_version="3", generated_at=ORIGIN + STEP, step=STEP
-    )
+    save_peak(store, served, "3", ORIGIN)
+    save_peak(store, peak_frame(ORIGIN + STEP), "3", ORIGIN + STEP)
 
     rows = store.peak_forecasts.read(["a/demand_gpus"], since=ORIGIN)
     first = rows[rows["generated_at"] == pd.Timestamp(ORIGIN)]
@@ -141,10 +138,8 @@ def test_the_models_raw_quantiles_and_scale_are_kept_beside_the_served(store: St
 
 def test_the_level_held_after_an_idle_spell_is_kept_where_there_was_one(store: Store) -> None:
     held = peak_frame().assign(return_level=[30.0, np.nan])
-    store.peak_forecasts.save(held, model_version="3", generated_at=ORIGIN, step=STEP)
-    store.peak_forecasts.save(
-        peak_frame(ORIGIN + STEP), model_version="3", generated_at=ORIGIN + STEP, step=STEP
-    )
+    save_peak(store, held, "3", ORIGIN)
+    save_peak(store, peak_frame(ORIGIN + STEP), "3", ORIGIN + STEP)
 
     rows = store.peak_forecasts.read(["a/demand_gpus"])
     first = rows[rows["generated_at"] == pd.Timestamp(ORIGIN)]
