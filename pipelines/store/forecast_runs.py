@@ -9,8 +9,10 @@ it sees half of (per-horizon rows without their peak rows).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, Final
 
 import pandas as pd
 from sqlalchemy import func, select
@@ -18,8 +20,20 @@ from sqlalchemy import func, select
 from pipelines.store.engine import Database
 from pipelines.store.forecasts import forecast_rows
 from pipelines.store.peak_forecasts import peak_rows
-from pipelines.store.run_writes import commit_run
-from pipelines.store.schema import ForecastRunRow, as_utc
+from pipelines.store.schema import ForecastRow, ForecastRunRow, PeakForecastRow, as_utc
+from pipelines.store.upsert import upsert
+
+_FORECAST_UPDATE: Final = ("ds", "model_version", "model", "mean", "quantiles")
+_PEAK_UPDATE: Final = (
+    "origin",
+    "ds",
+    "model_version",
+    "last",
+    "quantiles",
+    "raw",
+    "scale",
+    "return_level",
+)
 
 
 @dataclass(frozen=True)
@@ -94,7 +108,7 @@ class ForecastRunRepository:
         at = as_utc(generated_at)
         rows = [] if forecasts is None else forecast_rows(forecasts, model_version, at)
         peak = [] if peaks is None else peak_rows(peaks, model_version, at, step)
-        commit_run(
+        _commit_run(
             self._db,
             rows,
             peak,
@@ -131,3 +145,61 @@ class ForecastRunRepository:
         if row is None:
             return None
         return ForecastRun(row.model_version, as_utc(row.generated_at), row.observed_until)
+
+
+def _commit_run(
+    database: Database,
+    forecasts: Sequence[Mapping[str, Any]],
+    peaks: Sequence[Mapping[str, Any]],
+    *,
+    model_version: str,
+    generated_at: datetime,
+    observed_until: datetime | None = None,
+) -> None:
+    """Store a run's per-horizon and peak rows and record the run, in one transaction.
+
+    ``observed_until``: the newest observation the run was made from, if known. A
+    retry with the same ``generated_at`` overwrites the rows and the record. Nothing is
+    written when both row lists are empty.
+
+    Raises:
+        StoreError: the database failed; nothing of the run was kept.
+    """
+    if not forecasts and not peaks:
+        return
+    record = {
+        "model_version": model_version,
+        "generated_at": generated_at,
+        "series": len({str(row["series_id"]) for row in (*forecasts, *peaks)}),
+        "rows": len(forecasts),
+        "peak_rows": len(peaks),
+        "observed_until": observed_until,
+    }
+    dialect = database.dialect
+    with database.transaction("write a forecast run") as session:
+        if forecasts:
+            upsert(
+                session,
+                dialect,
+                ForecastRow,
+                forecasts,
+                keys=("series_id", "generated_at", "step"),
+                update=_FORECAST_UPDATE,
+            )
+        if peaks:
+            upsert(
+                session,
+                dialect,
+                PeakForecastRow,
+                peaks,
+                keys=("series_id", "generated_at", "lead"),
+                update=_PEAK_UPDATE,
+            )
+        upsert(
+            session,
+            dialect,
+            ForecastRunRow,
+            [record],
+            keys=("model_version", "generated_at"),
+            update=("series", "rows", "peak_rows", "observed_until"),
+        )
