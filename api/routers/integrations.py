@@ -30,8 +30,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.consumers import BufferSettings, capacity_buffers
-from api.consumers.capacity_buffers import Shape
+from api.consumers.capacity_buffers import BufferSettings, Shape, capacity_buffers
 from api.consumers.k8s import load_yaml
 from api.consumers.kube_writer import KubeWriter
 from api.consumers.priority_expander import CONFIGMAP_KEY

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from api.consumers import validate_value_text
+from api.consumers.priority_expander import validate_value_text
 
 
 def recommendations(client: TestClient) -> dict[str, dict[str, Any]]:
