@@ -22,6 +22,7 @@ from forecaster.exceptions import DataValidationError, SourceError
 from forecaster.loaders import DEMAND, derive_demand, load_frame
 from forecaster.types import DS, UID, SeriesId
 from pipelines.config.settings import Settings
+from pipelines.config.signals import QUEUE_GPUS
 from pipelines.data_warnings import first_time, warning_key
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SAMPLE_FILE = "metrics.csv.gz"
-QUEUE_SIGNAL = "queue_gpus"
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def load_dataset(
             f"data file {source} does not exist; pass --data with a CSV or Parquet file "
             "(long unique_id, ds, y or wide with a time column)"
         )
-    raw = derive_demand(load_frame(source), pending=QUEUE_SIGNAL)
+    raw = derive_demand(load_frame(source), pending=QUEUE_GPUS)
     raw = derive_demand(raw)
     if series:
         unknown = sorted(set(series) - set(raw[UID].astype(str)))

@@ -36,13 +36,13 @@ import pandas as pd
 
 from forecaster.types import DS, UID, SeriesId, Y
 from pipelines.config.signals import GPU_UTIL
+from pipelines.dataset import SAMPLE_FILE
 from pipelines.sample_cluster import OUTAGE, POOLS, TrainingWorkload
 from pipelines.sample_workloads import Clock, simulate_inference, simulate_training
 
 SAMPLE_SEED: Final = 20250303
 SAMPLE_START: Final = "2025-03-03T00:00:00Z"
 """A Monday, so weekday and weekend effects line up with calendar weeks."""
-METRICS_FILE: Final = "metrics.csv.gz"
 
 
 def generate_sample(
@@ -117,7 +117,7 @@ def write_sample(directory: Path, seed: int = SAMPLE_SEED) -> Path:
     frame[DS] = np.asarray(pd.DatetimeIndex(stamps).strftime("%Y-%m-%dT%H:%M:%SZ"))[codes]
     text = frame.to_csv(index=False, float_format="%.10g", lineterminator="\n")
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / METRICS_FILE
+    path = directory / SAMPLE_FILE
     buffer = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, compresslevel=9, mtime=0) as gz:
         gz.write(text.encode("utf-8"))

@@ -29,6 +29,7 @@ from forecaster.peak.online import RAW_PREFIX, RETURN_LEVEL
 from forecaster.peak.types import SCALE
 from forecaster.types import DS, UID, quantile_column, quantile_level, quantile_levels
 from pipelines.store.engine import Database
+from pipelines.store.forecasts import GENERATED_AT, MODEL_VERSION
 from pipelines.store.schema import PeakForecastRow, as_utc
 
 ORIGIN: Final = "origin"
@@ -38,8 +39,6 @@ RAW: Final = RAW_PREFIX
 """Prefix of the columns of the model's raw quantiles (``raw_q0.9``)."""
 RETURN: Final = RETURN_LEVEL
 """Column of the level the served quantiles were held at after an idle spell."""
-MODEL_VERSION: Final = "model_version"
-GENERATED_AT: Final = "generated_at"
 
 
 class PeakForecastRepository:

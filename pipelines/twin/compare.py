@@ -26,7 +26,7 @@ from pipelines.config.pools import PoolConfig
 from pipelines.simulate.result import SimResult
 from pipelines.simulate.types import History
 from pipelines.store import Store
-from pipelines.store.peak_forecasts import GENERATED_AT
+from pipelines.store.forecasts import GENERATED_AT
 from pipelines.store.stored_peak import stored_peak
 from pipelines.twin.cluster import Published
 from policy import decide

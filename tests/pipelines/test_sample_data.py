@@ -13,7 +13,8 @@ from forecaster.types import DS, UID, Y
 from pipelines.config.pools import PoolsConfig
 from pipelines.config.pools_file import load_pools
 from pipelines.config.signals import SIGNALS
-from pipelines.sample_data import METRICS_FILE, generate_sample, write_sample
+from pipelines.dataset import SAMPLE_FILE
+from pipelines.sample_data import generate_sample, write_sample
 
 SAMPLE_DIR = Path(__file__).resolve().parents[2] / "data" / "sample"
 STEPS_PER_DAY = 288
@@ -45,7 +46,7 @@ def wide(frame: pd.DataFrame, pool: str) -> pd.DataFrame:
 
 
 def test_regenerating_gives_the_committed_bytes(written: Path) -> None:
-    committed = SAMPLE_DIR / METRICS_FILE
+    committed = SAMPLE_DIR / SAMPLE_FILE
     assert committed.is_file(), "run `python -m pipelines.sample_data` and commit the file"
     # Content first, so a failure says whether the generator or only gzip changed.
     assert gzip.decompress(written.read_bytes()) == gzip.decompress(committed.read_bytes())
