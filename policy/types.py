@@ -71,10 +71,6 @@ class Sample:
         # Integers from a push API would otherwise leak into the JSON as a mix of types.
         object.__setattr__(self, "value", float(self.value))
 
-    def age(self, now: datetime) -> timedelta:
-        """Return how old the reading is at ``now`` (negative under clock skew)."""
-        return now - self.at
-
 
 @dataclass(frozen=True)
 class LiveSignals:

@@ -125,11 +125,6 @@ class Window:
     end_ms: int
     step_ms: int
 
-    @property
-    def points(self) -> int:
-        """The number of evaluation timestamps in the window."""
-        return (self.end_ms - self.start_ms) // self.step_ms + 1
-
     def params(self, query: str) -> dict[str, str]:
         """The form parameters of the request."""
         return {

@@ -169,12 +169,6 @@ class SampleRepository:
             result = session.execute(statement).all()
         return _frame(result)
 
-    def series_ids(self) -> list[str]:
-        """Return the ids of every series with at least one sample, sorted."""
-        statement = select(Sample.series_id).distinct().order_by(Sample.series_id)
-        with self._db.transaction("list series") as session:
-            return list(session.scalars(statement))
-
     def read(
         self,
         series_ids: Sequence[str] | None = None,

@@ -222,10 +222,6 @@ class ServeProcess:
                 self._process.wait()
         self._close_log()
 
-    def alive(self) -> bool:
-        """True while the process runs."""
-        return self._process is not None and self._process.poll() is None
-
     def _close_log(self) -> None:
         if self._log is not None:
             self._log.close()

@@ -105,7 +105,7 @@ def test_only_declared_signals_are_stored(client: TestClient, store: Store) -> N
     message = response.json()["message"]
     assert "pool 'alpha' declares no signals ['junk_0001']" in message
     assert "allocated_gpus, demand_gpus, gpu_util, nodes, queue_gpus" in message
-    assert "junk" not in " ".join(store.samples.series_ids())
+    assert "junk" not in " ".join(store.samples.last_timestamps())
     assert store.samples.last_timestamp("alpha/nodes") == pd.Timestamp(NEWEST)
 
 

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 
 from forecaster.exceptions import ConfigError, SourceError
 from forecaster.types import DS, UID, Y
-from pipelines.sources import MAX_POINTS, PrometheusConfig, PrometheusSource, plan_windows
+from pipelines.sources import MAX_POINTS, PrometheusConfig, PrometheusSource, Window, plan_windows
 
 URL = "http://prom.test:9090"
 T0 = pd.Timestamp("2024-05-01T00:00:00Z")
@@ -98,11 +98,16 @@ def refuse(request: httpx.Request) -> httpx.Response:
 # --- windows -------------------------------------------------------------------------
 
 
+def points(window: Window) -> int:
+    """The evaluation timestamps of a ``query_range`` window, ends included."""
+    return (window.end_ms - window.start_ms) // window.step_ms + 1
+
+
 def test_exactly_max_points_is_one_request_and_one_more_is_two() -> None:
     end = T0 + (MAX_POINTS - 1) * MINUTE
-    assert [w.points for w in plan_windows(T0, end, MINUTE)] == [MAX_POINTS]
+    assert [points(w) for w in plan_windows(T0, end, MINUTE)] == [MAX_POINTS]
     windows = plan_windows(T0, end + MINUTE, MINUTE)
-    assert [w.points for w in windows] == [MAX_POINTS, 1]
+    assert [points(w) for w in windows] == [MAX_POINTS, 1]
     assert windows[1].start_ms == windows[0].end_ms + 60_000
 
 
@@ -159,7 +164,7 @@ def test_windows_cover_every_aligned_instant_once(
     first = -(-start_ms // step_ms) * step_ms
     expected = list(range(first, end_ms + 1, step_ms))
     assert instants == expected
-    assert all(1 <= w.points <= max_points for w in windows)
+    assert all(1 <= points(w) <= max_points for w in windows)
 
 
 # --- fetching ------------------------------------------------------------------------

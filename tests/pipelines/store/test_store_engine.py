@@ -66,7 +66,7 @@ def test_an_in_memory_store_is_shared_across_sessions() -> None:
             {"unique_id": "a/q", "ds": [pd.Timestamp("2024-01-01", tz="UTC")], "y": [1.0]}
         )
         store.samples.upsert(frame)
-        assert store.samples.series_ids() == ["a/q"]
+        assert list(store.samples.last_timestamps()) == ["a/q"]
 
 
 def _write_then_fail(database: Database) -> None:
