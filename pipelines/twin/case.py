@@ -25,10 +25,11 @@ import yaml
 
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import load_trace
-from forecaster.types import DS, UID, Y
+from forecaster.types import DS, UID, SeriesId, Y
 from pipelines.config.pools import PoolConfig
 from pipelines.config.pools_file import load_pools
 from pipelines.config.settings import Settings, load_settings
+from pipelines.dataset import SAMPLE_FILE
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.train import run_train
 from pipelines.store import Store, open_store
@@ -85,6 +86,17 @@ def long_signals(pool: str, wide: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+def sample_signals(sample_dir: Path, pool: str) -> pd.DataFrame:
+    """The committed sample's signals of ``pool``, one column each, on a regular UTC grid."""
+    raw = pd.read_csv(sample_dir / SAMPLE_FILE)
+    raw = raw[raw[UID].str.startswith(f"{pool}/")]
+    wide = raw.pivot(index=DS, columns=UID, values=Y)
+    wide.index = pd.DatetimeIndex(wide.index).tz_convert("UTC")
+    wide.columns = [SeriesId.parse(str(c)).signal for c in wide.columns]
+    wide = wide.asfreq(pd.infer_freq(wide.index[:10]) or "5min")
+    return wide.ffill()  # the sample's scrape outage: the last reading holds
+
+
 def sample_case(sample_dir: Path, pool: str, history: timedelta, steps: int) -> TwinCase:
     """A pool of the committed sample: its signals before the window, its demand after.
 
@@ -96,13 +108,7 @@ def sample_case(sample_dir: Path, pool: str, history: timedelta, steps: int) -> 
         raise DataValidationError(
             f"the sample has no pool {pool!r}; pass one of {', '.join(pools)} (--pool)"
         )
-    raw = pd.read_csv(sample_dir / "metrics.csv.gz")
-    raw = raw[raw[UID].str.startswith(f"{pool}/")]
-    wide = raw.pivot(index=DS, columns=UID, values=Y)
-    wide.index = pd.DatetimeIndex(wide.index).tz_convert("UTC")
-    wide.columns = [str(c).split("/", 1)[1] for c in wide.columns]
-    wide = wide.asfreq(pd.infer_freq(wide.index[:10]) or "5min")
-    wide = wide.ffill()  # the sample's scrape outage: the last reading holds
+    wide = sample_signals(sample_dir, pool)
     window = _window(pd.DatetimeIndex(wide.index), history, steps)
     demand = (wide["allocated_gpus"] + wide["queue_gpus"]).loc[window]
     before = wide[wide.index < window[0]]
@@ -139,7 +145,7 @@ def trace_case(
         "helios_earth_total", data_dir=shared, signals={"allocated_gpus", "pending_gpus"}
     )
     wide = frame.pivot(index=DS, columns=UID, values=Y)
-    wide.columns = [str(c).split("/", 1)[1] for c in wide.columns]
+    wide.columns = [SeriesId.parse(str(c)).signal for c in wide.columns]
     wide = wide.rename(columns={"pending_gpus": "queue_gpus"}).clip(lower=0.0)
     demand_all = wide["allocated_gpus"] + wide["queue_gpus"]
     wide["nodes"] = np.ceil(demand_all / gpus_per_node)

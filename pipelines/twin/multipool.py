@@ -22,12 +22,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from forecaster.types import DS, UID, Y
 from pipelines.config.pools import PoolConfig
 from pipelines.config.pools_file import load_pools
 from pipelines.simulate.types import SimPool
 from pipelines.store import open_store
-from pipelines.twin.case import JobForecaster, _window, deploy, long_signals
+from pipelines.twin.case import JobForecaster, _window, deploy, long_signals, sample_signals
 from pipelines.twin.cluster import Published, Semantics
 from pipelines.twin.expander import Priorities, choose
 from pipelines.twin.groups import Group, GroupCluster, GroupResult
@@ -88,12 +87,7 @@ def sample_group_case(sample_dir: Path, history: timedelta, steps: int) -> Group
             "cost_per_node_hour": round(base.cost_per_node_hour * SPOT_PRICE_SHARE, 2),
         }
     )
-    raw = pd.read_csv(sample_dir / "metrics.csv.gz")
-    raw = raw[raw[UID].str.startswith("a100-train/")]
-    wide = raw.pivot(index=DS, columns=UID, values=Y)
-    wide.index = pd.DatetimeIndex(wide.index).tz_convert("UTC")
-    wide.columns = [str(c).split("/", 1)[1] for c in wide.columns]
-    wide = wide.asfreq(pd.infer_freq(wide.index[:10]) or "5min").ffill()
+    wide = sample_signals(sample_dir, "a100-train")
     window = _window(pd.DatetimeIndex(wide.index), history, steps)
     before = wide[wide.index < window[0]]
     idle = before[["allocated_gpus", "queue_gpus", "nodes"]] * 0.0
