@@ -4,8 +4,8 @@ The trace routes have :class:`SpanFeed` decode a request on its decoding thread,
 request at a time, and hand it the spans, which it adds to the span window from one
 ingestion thread, in arrival order. One decoding thread rather than the framework's
 pool: a decode works for tens of milliseconds (paced, see :mod:`api.pacing`), and with
-several at once the event loop waited for the GIL behind each in turn, read stalls of
-20-40 ms that carried the read tail under span ingest (issue #37).
+several at once the event loop waited for the GIL behind each in turn: the stalls that
+carried the read tail under span ingest (issue #37; figures in README, api_load.py).
 
 The route awaits its batch's result, so the answer still says what was stored, while
 the event loop goes on serving other requests: no request handler ever waits for the
