@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from api.schemas import PoolRecommendation
-from pipelines.store import Store
-from policy import Recommendation
+from pipelines.store.store import Store
+from policy.recommendation import Recommendation
 
 _AUDIT_KEYS: Final = ("desired_nodes", "current_nodes", "action", "mode", "model_version")
 

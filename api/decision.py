@@ -21,14 +21,10 @@ from api.settings import ServiceSettings
 from forecaster.exceptions import DataValidationError
 from forecaster.unavailable import Unavailable
 from pipelines.config.pools import PoolConfig
-from policy import (
-    DemandForecast,
-    ForecastHealth,
-    LiveSignals,
-    Recommendation,
-    StabilisationState,
-    decide,
-)
+from policy.decide import decide
+from policy.recommendation import Recommendation
+from policy.state import StabilisationState
+from policy.types import DemandForecast, ForecastHealth, LiveSignals
 
 Warned = set[tuple[str, str, datetime]]
 """Inputs dated by another clock already logged: (pool, input, its time)."""

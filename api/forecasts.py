@@ -38,11 +38,11 @@ from forecaster.loaders import DEMAND
 from forecaster.registry import LoadedModel
 from forecaster.types import DS, STEP
 from pipelines.config.pools import PoolConfig
-from pipelines.store import Store
 from pipelines.store.forecasts import GENERATED_AT
 from pipelines.store.peak_forecasts import LEAD, ORIGIN
+from pipelines.store.store import Store
 from pipelines.store.stored_peak import stored_peak
-from policy import DemandForecast
+from policy.types import DemandForecast
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import pandas as pd
 from api.sample_checks import TimeWindow, check_samples
 from forecaster.types import DS, UID, Y
 from pipelines.config.pools import PoolsConfig
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 
 @dataclass(frozen=True)

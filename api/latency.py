@@ -20,21 +20,18 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import NamedTuple
 
-from api.callchain import (
-    BaselineState,
-    BottleneckSettings,
-    LatencyAnalysis,
-    ServiceStats,
-    analyse,
-)
+from api.callchain.baseline import BaselineState
+from api.callchain.bottleneck import analyse
+from api.callchain.bottleneck_settings import BottleneckSettings
 from api.callchain.incremental import ChainWindow
+from api.callchain.report import LatencyAnalysis
+from api.callchain.types import ServiceStats
 from api.clock import Clock, system_clock
 from api.live import LiveIndex
 from api.settings import AppSettings
 from pipelines.config.pools import PoolConfig, ServiceConfig
 from pipelines.config.signals import GPU_UTIL, NODES
-from policy import NO_LATENCY, LatencyAdjustment
-from policy.types import iso_utc
+from policy.types import NO_LATENCY, LatencyAdjustment, iso_utc
 
 
 def bottleneck_settings(settings: AppSettings) -> BottleneckSettings:

@@ -22,8 +22,8 @@ from forecaster.loaders import DEMAND
 from forecaster.types import DS, UID, SeriesId, Y
 from pipelines.config.pools import PoolConfig
 from pipelines.config.signals import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS
-from pipelines.store import Store
-from policy import LiveSignals, Sample
+from pipelines.store.store import Store
+from policy.types import LiveSignals, Sample
 
 LIVE_SIGNALS: Final = (DEMAND, ALLOCATED_GPUS, QUEUE_GPUS, NODES, GPU_UTIL)
 """The signals a decision reads; demand is derived from allocated + queued when missing."""

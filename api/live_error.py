@@ -36,8 +36,8 @@ from pipelines.config.pools import PoolConfig
 from pipelines.errors import StoreError
 from pipelines.jobs.evaluate import CALIBRATION, EVALUATED_AT, LIVE_MASE, MODEL_VERSION_KEY
 from pipelines.jobs.evaluate import JOB as EVALUATE_JOB
-from pipelines.store import Store
-from policy import Calibration
+from pipelines.store.store import Store
+from policy.types import Calibration
 
 logger = logging.getLogger(__name__)
 

@@ -58,7 +58,7 @@ from api.wiring import Serving, serving
 from forecaster.exceptions import ForesightError, SourceError
 from pipelines.config.pools_file import load_pools
 from pipelines.dataset import seed_from_sample as seed_store
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from api.schemas import PoolRecommendation
-from policy import Recommendation
+from policy.recommendation import Recommendation
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from datetime import datetime
 from typing import Final, TypeVar
 
 from forecaster.exceptions import DataValidationError
-from pipelines.store import PoolStateRepository, StoredState
-from policy import StabilisationState
+from pipelines.store.state import PoolStateRepository, StoredState
+from policy.state import StabilisationState
 
 logger = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from pipelines.config.pools_file import load_pools
 from pipelines.jobs.publish import Publisher, publishing_runner
 from pipelines.scheduler.clocked import ClockedJob, clocked_runner
 from pipelines.scheduler.dispatch import JobRunner, default_runner
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 
 ServiceLookup = Callable[[], RecommendationService | None]
 """Returns the running API's service, or None while the app has not started (or stopped)."""

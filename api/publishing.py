@@ -59,7 +59,7 @@ from api.settings import AppSettings
 from forecaster.unavailable import details
 from pipelines.config.pools import PoolConfig
 from pipelines.config.pools_file import load_pools
-from pipelines.store import Store
+from pipelines.store.store import Store
 from policy.recommendation import Recommendation
 
 logger = logging.getLogger(__name__)

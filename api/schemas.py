@@ -24,8 +24,10 @@ from pydantic import (
 )
 
 from forecaster.types import DEFAULT_LEVELS, quantile_column
-from policy import Action, HealthReason, Mode, Recommendation, StabilisationLimit, Term
 from policy.explain import Explanation
+from policy.recommendation import Recommendation
+from policy.stabilise import StabilisationLimit
+from policy.types import Action, HealthReason, Mode, Term
 
 MAX_SAMPLES_PER_PUSH: Final = 10_000
 SERIES_ID_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z][a-z0-9_]*$"

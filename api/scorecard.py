@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.schemas import Utc
 from api.service import RecommendationService
 from pipelines.config.pools import PoolConfig
-from pipelines.scorecard import PoolScorecard, Sides, Window, WindowScore
 from pipelines.scorecard.load import pool_scorecard
+from pipelines.scorecard.types import PoolScorecard, Sides, Window, WindowScore
 
 DEFINITION: Final = (
     "plan nodes at t = max(nodes that existed at t, the recommendation in force at "

@@ -22,7 +22,7 @@ from prometheus_client.core import GaugeMetricFamily
 from api.scorecard import scorecards
 from api.service import RecommendationService
 from api.store_metrics import StoreCollector
-from pipelines.scorecard import PoolScorecard, Window
+from pipelines.scorecard.types import PoolScorecard, Window
 
 SIDES = ("actual", "plan")
 

@@ -37,7 +37,8 @@ from forecaster.registry import LoadedModel
 from forecaster.types import DS, UID
 from forecaster.unavailable import Unavailable
 from pipelines.config.pools import PoolConfig
-from policy import Recommendation, StabilisationState
+from policy.recommendation import Recommendation
+from policy.state import StabilisationState
 
 logger = logging.getLogger(__name__)
 

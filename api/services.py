@@ -17,8 +17,8 @@ from api.clock import Clock, system_clock
 from api.settings import AppSettings
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolConfig, PoolsConfig
-from pipelines.store import Store
-from policy import NO_LATENCY, Calibration, LatencyAdjustment
+from pipelines.store.store import Store
+from policy.types import NO_LATENCY, Calibration, LatencyAdjustment
 
 if TYPE_CHECKING:
     from api.champion import ChampionSource, RegistryView

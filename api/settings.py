@@ -15,8 +15,12 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 
-from api.callchain.bottleneck_settings import DEFAULT_BASELINE_FACTOR, DEFAULT_GPU_IDLE_BELOW
-from api.callchain.incremental import DEFAULT_MAX_SERVICES, DEFAULT_SETTLE
+from api.callchain.bottleneck_settings import (
+    DEFAULT_BASELINE_FACTOR,
+    DEFAULT_GPU_IDLE_BELOW,
+    DEFAULT_MAX_SERVICES,
+    DEFAULT_SETTLE,
+)
 from api.callchain.window import DEFAULT_MAX_AGE
 from pipelines.config.sections import Section
 from pipelines.config.settings import Settings, load_settings

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Final
 
 from pipelines.errors import StoreError
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 PROBE_KEY: Final = "__readyz_write_probe__"
 """The state key the probe writes; never a pool name."""

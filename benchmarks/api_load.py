@@ -88,7 +88,7 @@ from forecaster.champion import ChampionForecaster  # noqa: E402
 from forecaster.models.naive import Persistence, SeasonalNaive  # noqa: E402
 from forecaster.registry import LoadedModel  # noqa: E402
 from pipelines.config.pools_file import load_pools  # noqa: E402
-from pipelines.store import open_store  # noqa: E402
+from pipelines.store.store import open_store  # noqa: E402
 from policy.types import iso_utc  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "api_load.json"

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import api_load  # noqa: E402
-from pipelines.store import open_store  # noqa: E402
+from pipelines.store.store import open_store  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "api_mixed.json"
 WRITERS = 4

@@ -30,8 +30,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from api.callchain import BaselineState, Span, analyse
+from api.callchain.baseline import BaselineState
+from api.callchain.bottleneck import analyse
 from api.callchain.incremental import ChainWindow
+from api.callchain.types import Span
 from pipelines.config.pools import PoolConfig, ServiceConfig
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "callchain_flag.json"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -37,7 +38,9 @@ CASES: dict[str, list[str]] = {
     "foresight train --workers 0 (option error)": ["train", "--workers", "0"],
     "foresight simulate --lead 10 (option error)": ["simulate", "--pool", "x", "--lead", "10"],
     "foresight jobs --help": ["jobs", "--help"],
+    "foresight serve on a busy port (refused)": ["serve", "--port", "{busy_port}"],
 }
+"""Each case's arguments; ``{busy_port}`` is a port this process holds while timing."""
 
 
 def time_case(executable: Path, args: list[str], runs: int) -> dict[str, float]:
@@ -67,11 +70,19 @@ def main() -> None:
 
     results: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     labels = results.setdefault("labels", {})
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        cases = {
+            name: time_case(executable, [a.replace("{busy_port}", port) for a in case], args.runs)
+            for name, case in CASES.items()
+        }
     labels[args.label] = {
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "load_average_1m": os.getloadavg()[0],
         "cpus": os.cpu_count(),
-        "cases": {name: time_case(executable, case, args.runs) for name, case in CASES.items()},
+        "cases": cases,
     }
     results["target_help_s"] = TARGET_S
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

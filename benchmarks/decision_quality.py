@@ -78,21 +78,22 @@ from forecaster.procedure import TrainedChampion  # noqa: E402
 from forecaster.types import DS, UID, Y  # noqa: E402
 from pipelines.config.pools import PoolConfig  # noqa: E402
 from pipelines.config.settings import Settings, load_settings  # noqa: E402
-from pipelines.simulate import (  # noqa: E402
-    OraclePolicy,
-    ReactivePolicy,
-    SimResult,
-    simulate,
-    smallest_static_meeting,
-)
 from pipelines.simulate.champion import champion_forecaster  # noqa: E402
 from pipelines.simulate.compare import REFERENCES  # noqa: E402
+from pipelines.simulate.engine import simulate  # noqa: E402
 from pipelines.simulate.foresight import ForesightPolicy  # noqa: E402
 from pipelines.simulate.frontier import cost_ratio, gap_closed, plot_frontier  # noqa: E402
+from pipelines.simulate.oracle import OraclePolicy  # noqa: E402
 from pipelines.simulate.peak import PEAK, ModelCache, PeakReplayForecaster  # noqa: E402
+from pipelines.simulate.reactive import ReactivePolicy  # noqa: E402
 from pipelines.simulate.reference import reference_policy  # noqa: E402
 from pipelines.simulate.replay_forecast import ReplayForecaster  # noqa: E402
-from pipelines.simulate.result import accounting, accounting_line  # noqa: E402
+from pipelines.simulate.result import (  # noqa: E402
+    SimResult,
+    accounting,
+    accounting_line,
+)
+from pipelines.simulate.static import smallest_static_meeting  # noqa: E402
 from policy.config import ScaleDownConfig  # noqa: E402
 
 LEADS_MIN = (5, 10, 20)

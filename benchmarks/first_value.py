@@ -116,7 +116,7 @@ def predictive(url: str) -> tuple[bool, str | None]:
 
 def train_job(root: Path) -> tuple[str, str] | None:
     """The background training's outcome and summary, once it finished."""
-    from pipelines.store import open_store
+    from pipelines.store.store import open_store
 
     with open_store(f"sqlite:///{root / 'data' / 'foresight.db'}", migrate=False) as store:
         runs = [run for run in store.job_runs.history("train") if run.finished_at is not None]

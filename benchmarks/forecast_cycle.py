@@ -49,7 +49,7 @@ from pipelines.config.pools import PoolConfig  # noqa: E402
 from pipelines.config.settings import Settings, load_settings  # noqa: E402
 from pipelines.jobs.forecast import run_forecast  # noqa: E402
 from pipelines.jobs.train import run_train  # noqa: E402
-from pipelines.store import open_store  # noqa: E402
+from pipelines.store.store import open_store  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "forecast_cycle.json"
 STEP = pd.Timedelta(minutes=5)

@@ -51,7 +51,7 @@ from api.service import RecommendationService  # noqa: E402
 from api.services import Services  # noqa: E402
 from api.settings import load_app_settings  # noqa: E402
 from pipelines.config.pools import PoolsConfig  # noqa: E402
-from pipelines.store import open_store  # noqa: E402
+from pipelines.store.store import open_store  # noqa: E402
 from tests.integration.tls_certs import make_tls  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "grpc_expander.json"

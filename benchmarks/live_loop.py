@@ -56,7 +56,7 @@ from benchmarks.decision_fleets import on_step as fleet_on_step  # noqa: E402
 from benchmarks.decision_quality import LORA_PEAK_GPUS, VCS  # noqa: E402
 from forecaster.exceptions import SourceError  # noqa: E402
 from forecaster.loaders import shared_data_dir  # noqa: E402
-from pipelines.simulate import simulate  # noqa: E402
+from pipelines.simulate.engine import simulate  # noqa: E402
 from pipelines.simulate.foresight import ForesightPolicy  # noqa: E402
 from pipelines.simulate.peak import PeakReplayForecaster  # noqa: E402
 from pipelines.twin.case import TwinCase, sample_case, trace_case  # noqa: E402

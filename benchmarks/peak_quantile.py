@@ -56,21 +56,19 @@ sys.path.insert(0, str(ROOT))
 
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.loaders import load_trace, shared_data_dir  # noqa: E402
-from forecaster.peak import (  # noqa: E402
-    LAST,
-    LEAD,
-    SCALE,
-    PeakQuantileForecaster,
-    calibrate,
-    combine_bounds,
-    lead_peak,
-    recent_scale,
-)
 from forecaster.peak.calibration import WINDOW as ACI_WINDOW  # noqa: E402
-from forecaster.peak.calibration import calibrates  # noqa: E402
-from forecaster.peak.combine import TUNED_SNAP, snap_to_demand  # noqa: E402
+from forecaster.peak.calibration import calibrate, calibrates  # noqa: E402
+from forecaster.peak.combine import (  # noqa: E402
+    TUNED_SNAP,
+    combine_bounds,
+    snap_to_demand,
+)
+from forecaster.peak.model import PeakQuantileForecaster  # noqa: E402
 from forecaster.peak.recovery import MIN_LEVEL, ReturnRule, held_levels  # noqa: E402
 from forecaster.peak.reference import seasonal_reference  # noqa: E402
+from forecaster.peak.scale import recent_scale  # noqa: E402
+from forecaster.peak.target import lead_peak  # noqa: E402
+from forecaster.peak.types import LAST, LEAD, SCALE  # noqa: E402
 from forecaster.types import DS, UID, Y, quantile_column  # noqa: E402
 
 QUANTILES = (0.9, 0.95)

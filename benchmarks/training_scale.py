@@ -70,7 +70,7 @@ from forecaster.training import TrainingPlan, train  # noqa: E402
 from pipelines.config.settings import Settings  # noqa: E402
 from pipelines.executors import make_executor  # noqa: E402
 from pipelines.jobs.history import training_plan  # noqa: E402
-from pipelines.sources import PrometheusConfig, PrometheusSource  # noqa: E402
+from pipelines.sources.prometheus import PrometheusConfig, PrometheusSource  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "training_scale.json"
 STEP = pd.Timedelta(minutes=5)

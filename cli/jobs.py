@@ -7,17 +7,16 @@ printing its report; a configuration error exits 2 (as every command does).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import pandas as pd
 import typer
 from rich.table import Table
 
 from cli.support import ConfigOption, cli_errors, cli_settings, console
 from forecaster.exceptions import ConfigError
-from pipelines.jobs.ingest import backfill, run_ingest
-from pipelines.jobs.report import JobReport
-from pipelines.reporting import progress_bar
+
+if TYPE_CHECKING:
+    from pipelines.jobs.report import JobReport
 
 _STYLES = {"ok": "green", "partial": "yellow", "failed": "bold red", "skipped": "dim"}
 
@@ -31,6 +30,9 @@ ToOption = Annotated[
 
 def ingest_command(config: ConfigOption = None) -> None:
     """Fetch what is new of every pool signal since the last stored sample, once."""
+    from pipelines.jobs.ingest import run_ingest
+    from pipelines.reporting import progress_bar
+
     with cli_errors():
         settings = cli_settings(config)
         with progress_bar(console) as report:
@@ -44,6 +46,9 @@ def backfill_command(
     config: ConfigOption = None,
 ) -> None:
     """Fetch and store every pool signal over a past window (re-fetching is harmless)."""
+    from pipelines.jobs.ingest import backfill
+    from pipelines.reporting import progress_bar
+
     with cli_errors():
         first, last = parse_instant(start, "--from"), parse_instant(end, "--to")
         if first >= last:
@@ -63,6 +68,8 @@ def parse_instant(text: str, option: str) -> datetime:
     Raises:
         ConfigError: ``text`` is not a date; the message names the option.
     """
+    import pandas as pd
+
     try:
         stamp = pd.Timestamp(text)
     except (ValueError, TypeError) as exc:

@@ -26,7 +26,7 @@ from cli.support import ConfigOption, cli_errors, cli_settings, console
 from forecaster.exceptions import ConfigError
 from pipelines.config.pools_file import load_pools
 from pipelines.dataset import seed_from_sample
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 
 ApplyOption = Annotated[
     bool, typer.Option("--apply", help="Write to the cluster and send webhooks (default: dry run).")

@@ -133,7 +133,7 @@ def _message(answer: httpx.Response) -> str:
 
 def _from_store(settings: AppSettings, pool: str | None) -> list[dict[str, Any]]:
     from pipelines.config.pools_file import load_pools
-    from pipelines.store import open_store
+    from pipelines.store.store import open_store
 
     names = [entry.name for entry in load_pools(settings.pools_file).pools]
     if pool is not None and pool not in names:

@@ -16,18 +16,15 @@ from rich.text import Text
 
 from cli.support import ConfigOption, cli_errors, cli_settings, console, publish_mode
 from forecaster.exceptions import ConfigError
-from pipelines.jobs.publish import Publisher, PublishMode, publishing_runner
-from pipelines.scheduler import default_plan, job_statuses, start_scheduler
-from pipelines.scheduler.clocked import clocked_runner
-from pipelines.scheduler.dispatch import default_runner
-from pipelines.scheduler.status import JobStatus
-from pipelines.store import Store, open_store
-from pipelines.store.leader import Leader
-from pipelines.store.outbox import Status
 
 if TYPE_CHECKING:
     from api.clock import ClockMode
     from api.settings import AppSettings
+    from pipelines.jobs.publish import Publisher, PublishMode
+    from pipelines.scheduler.status import JobStatus
+    from pipelines.store.leader import Leader
+    from pipelines.store.outbox import Status
+    from pipelines.store.store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +52,11 @@ def scheduler_command(
 ) -> None:
     """Run the scheduled jobs in the foreground (one leader among replicas); Ctrl-C stops."""
     from api.publish_runner import store_clock
+    from pipelines.jobs.publish import publishing_runner
+    from pipelines.scheduler.clocked import clocked_runner
+    from pipelines.scheduler.dispatch import default_runner
+    from pipelines.scheduler.service import start_scheduler
+    from pipelines.store.store import open_store
 
     with cli_errors():
         if clock not in ("system", "replay"):
@@ -110,6 +112,10 @@ def _publisher(settings: AppSettings, clock: ClockMode) -> Publisher:
 
 def jobs_command(config: ConfigOption = None) -> None:
     """Show the scheduler's leader and each job: trigger, last run, where, outcome, next."""
+    from pipelines.scheduler.plan import default_plan
+    from pipelines.scheduler.status import job_statuses
+    from pipelines.store.store import open_store
+
     with cli_errors():
         settings = cli_settings(config)
         with open_store(settings.store_url) as store:

@@ -18,12 +18,12 @@ from rich.text import Text
 
 from cli.support import ConfigOption, cli_errors, cli_settings, console
 from forecaster.exceptions import ConfigError, DataValidationError
-from pipelines.scorecard import Window
+from pipelines.scorecard.types import Window
 
 if TYPE_CHECKING:
     from api.scorecard import ScorecardOut
     from pipelines.config.pools import PoolsConfig
-    from pipelines.store import Store
+    from pipelines.store.store import Store
 
 
 class ClockMode(StrEnum):
@@ -58,7 +58,7 @@ def scorecard_command(
     from api.scorecard import DEFINITION, PoolScorecardOut, ScorecardOut, windows_of
     from pipelines.config.pools_file import load_pools
     from pipelines.scorecard.load import pool_scorecard
-    from pipelines.store import open_store
+    from pipelines.store.store import open_store
 
     with cli_errors():
         settings = cli_settings(config)

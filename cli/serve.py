@@ -21,21 +21,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from api.settings import AppSettings
 from cli.support import ConfigOption, cli_errors, cli_settings, console, publish_mode
 from forecaster.exceptions import ConfigError, ForesightError, TrackingError
-from pipelines.config.pools_file import load_pools
-from pipelines.executors import cancel_local_work
-from pipelines.mlflow_ui import mlflow_ui
 from pipelines.ports import ensure_free
-from pipelines.scheduler import start_scheduler
-from pipelines.scheduler.dispatch import JobContext, JobRunner, execute
-from pipelines.store import open_store
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from api.clock import ClockMode
+    from api.settings import AppSettings
+    from pipelines.scheduler.dispatch import JobRunner
 
 LEAD_WAIT_SECONDS = 30.0
 """How long ``--train-now`` waits for this process to lead the scheduler."""
@@ -116,6 +111,7 @@ def serve_command(
         # The app's libraries load only once the options are known to be good: a busy
         # port or a weak token is said at once.
         from api.main import create_app
+        from pipelines.mlflow_ui import mlflow_ui
 
         mode: ClockMode = "replay" if clock == "replay" else "system"
         ui_address = local_ui_address(settings, mlflow_ui_host, mlflow_ui_port)
@@ -278,7 +274,10 @@ def _forecast_before_serving(settings: AppSettings, runner: JobRunner) -> None:
     scheduled one (``foresight jobs``); a failure (no champion yet) is reported and
     serving goes on, reactively, saying why.
     """
+    from pipelines.config.pools_file import load_pools
     from pipelines.dataset import seed_from_sample
+    from pipelines.scheduler.dispatch import JobContext, execute
+    from pipelines.store.store import open_store
 
     store = open_store(settings.store_url)
     try:
@@ -297,6 +296,10 @@ def _forecast_before_serving(settings: AppSettings, runner: JobRunner) -> None:
 def _scheduler(
     settings: AppSettings, runner: JobRunner, *, train_now: bool = False
 ) -> Iterator[None]:
+    from pipelines.executors import cancel_local_work
+    from pipelines.scheduler.service import start_scheduler
+    from pipelines.store.store import open_store
+
     store = open_store(settings.store_url)
     try:
         running = start_scheduler(settings, store, runner=runner)

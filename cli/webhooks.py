@@ -16,7 +16,7 @@ from rich.text import Text
 
 from cli.support import ConfigOption, cli_errors, cli_settings, console
 from forecaster.exceptions import ConfigError
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 
 app = typer.Typer(
     help="The webhook outbox: list dead letters and retry them.", no_args_is_help=True

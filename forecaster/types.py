@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Final, NamedTuple
-
-import pandas as pd
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
 
 from forecaster.exceptions import DataValidationError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 UID: Final = "unique_id"
 DS: Final = "ds"
@@ -64,6 +65,8 @@ class SeriesId(NamedTuple):
     @staticmethod
     def split(ids: pd.Series) -> tuple[pd.Series, pd.Series]:
         """Return the pools and the signals of a column of ids, as :meth:`of` splits them."""
+        import pandas as pd
+
         if ids.empty:
             # rpartition of no strings has no columns at all.
             return pd.Series([], dtype=object), pd.Series([], dtype=object)
@@ -78,7 +81,7 @@ class SeriesId(NamedTuple):
 DEFAULT_LEVELS: Final[tuple[float, ...]] = (0.5, 0.9, 0.95)
 """Quantile levels every model predicts unless told otherwise."""
 
-SeriesFrame = pd.DataFrame
+SeriesFrame: TypeAlias = "pd.DataFrame"
 """Long frame with columns ``unique_id`` (str), ``ds`` (UTC), ``y`` (float)."""
 
 Levels = Sequence[float]

@@ -27,7 +27,7 @@ from pipelines.data_warnings import first_time, warning_key
 
 if TYPE_CHECKING:
     from pipelines.config.pools import PoolsConfig
-    from pipelines.store import Store
+    from pipelines.store.store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -71,7 +71,8 @@ from api.callchain.report import (
 )
 from api.callchain.types import ServiceStats, finite_or_none
 from pipelines.config.pools import PoolConfig, ServiceConfig
-from policy import LatencyAdjustment, ceil_nodes
+from policy.need import ceil_nodes
+from policy.types import LatencyAdjustment
 
 _RECENT_CALLS: Final = 5
 """The recent window judges own work only with this many times ``min_calls`` calls in

@@ -1,4 +1,4 @@
-"""The knobs of the call-chain analysis (:func:`api.callchain.analyse`), with their defaults.
+"""The knobs of the call-chain analysis (:func:`~api.callchain.bottleneck.analyse`), defaults.
 
 The deployment's ``callchain`` settings (:class:`api.settings.CallChainSettings`) take
 their defaults from here, so each default has one source.
@@ -15,6 +15,13 @@ DEFAULT_BASELINE_FACTOR: Final = 2.0
 
 DEFAULT_GPU_IDLE_BELOW: Final = 40.0
 """GPU utilisation (0-100) under which a pool gets no nodes for latency."""
+
+DEFAULT_SETTLE: Final = timedelta(seconds=5)
+"""How long after arrival a span is folded in (its relatives have arrived by then)."""
+
+DEFAULT_MAX_SERVICES: Final = 100
+"""Distinct service names per window by default (call chains feeding GPU pools have
+tens; a name per request id or pod is a sender's bug)."""
 
 
 @dataclass(frozen=True)

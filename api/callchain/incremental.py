@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Final
 
+from api.callchain.bottleneck_settings import DEFAULT_MAX_SERVICES, DEFAULT_SETTLE
 from api.callchain.buckets import Bucket, merge
 from api.callchain.report import OVERFLOW_SERVICE
 from api.callchain.stats import union_ns
@@ -43,15 +44,8 @@ from api.callchain.window import DEFAULT_MAX_AGE, DEFAULT_MAX_SPANS, AddResult
 from api.pacing import Pacer
 from policy.types import require_aware
 
-DEFAULT_SETTLE: Final = timedelta(seconds=5)
-"""How long after arrival a span is folded in (its relatives have arrived by then)."""
-
 DEFAULT_BUCKET: Final = timedelta(seconds=10)
 """The width of a time bucket of sketches; the window moves in these steps."""
-
-DEFAULT_MAX_SERVICES: Final = 100
-"""Distinct service names per window by default (call chains feeding GPU pools have
-tens; a name per request id or pod is a sender's bug)."""
 
 MIN_RETAIN: Final = timedelta(seconds=10)
 """Spans are held for lookups and duplicate checks at least this long after arrival."""

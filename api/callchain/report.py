@@ -15,7 +15,7 @@ from typing import Final, Literal
 
 from api.callchain.baseline import BaselineState
 from api.callchain.types import finite_or_none
-from policy import LatencyAdjustment
+from policy.types import LatencyAdjustment
 
 OVERFLOW_SERVICE: Final = "other"
 """Where spans of services past the window's cap on distinct names are counted."""

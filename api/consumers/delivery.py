@@ -40,7 +40,7 @@ from api.consumers.webhooks import (
 )
 from api.settings import AppSettings
 from forecaster.exceptions import ConfigError
-from pipelines.store import Backoff, OutboxItem, OutboxRepository
+from pipelines.store.outbox import Backoff, OutboxItem, OutboxRepository
 
 logger = logging.getLogger(__name__)
 

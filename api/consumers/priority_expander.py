@@ -43,8 +43,8 @@ from api.consumers.k8s import (
 )
 from pipelines.config.pools import PoolConfig
 from pipelines.errors import PublishError
-from policy import Mode
 from policy.recommendation import Recommendation
+from policy.types import Mode
 
 CONFIGMAP_NAME: Final = "cluster-autoscaler-priority-expander"
 """The name cluster-autoscaler looks for (``PriorityConfigMapName`` in its source)."""

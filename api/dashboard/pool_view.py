@@ -32,7 +32,7 @@ from forecaster.types import DS, UID, Y
 from pipelines.config.pools import PoolConfig
 from pipelines.config.signals import NODES
 from pipelines.store.recommendations import DesiredNodes
-from policy import DemandForecast
+from policy.types import DemandForecast
 
 SIGNALS: Final = (DEMAND, NODES)
 """The signals the dashboard charts (history, pool view): what was demanded and what was there."""

@@ -18,8 +18,9 @@ from api.dashboard.pool_view import age
 from api.dashboard.schemas import JobOut, ModelOut, SchedulerOut, StatusOut
 from api.service import RecommendationService
 from api.settings import AppSettings
-from pipelines.scheduler import default_plan, job_statuses
-from pipelines.store import Store
+from pipelines.scheduler.plan import default_plan
+from pipelines.scheduler.status import job_statuses
+from pipelines.store.store import Store
 
 TRAIN_JOB: Final = "train"
 _TRAIN_RUNS_READ: Final = 50

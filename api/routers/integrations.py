@@ -45,7 +45,7 @@ from api.deps import ServiceDep
 from api.service import RecommendationService
 from forecaster.exceptions import ConfigError
 from forecaster.unavailable import Unavailable, details
-from policy import Recommendation
+from policy.recommendation import Recommendation
 
 router = APIRouter(prefix="/integrations", tags=["integrations"])
 

@@ -19,7 +19,7 @@ from api.scorecard import (
     scorecards,
     windows_of,
 )
-from pipelines.scorecard import Window
+from pipelines.scorecard.types import Window
 
 router = APIRouter(tags=["scorecard"])
 

@@ -33,21 +33,17 @@ from fastapi import APIRouter, Request, Response, status
 from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped, unused-ignore]
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.callchain import (
-    JSON,
-    PROTOBUF,
+from api.callchain.feed import SpanFeed
+from api.callchain.otlp.export import decode_export, export_response
+from api.callchain.otlp.media import JSON, PROTOBUF, media_type
+from api.callchain.spanlist import SpanIn, decode_span_list_batch
+from api.callchain.types import (
     Decoded,
     PayloadTooLargeError,
     Span,
-    SpanIn,
+    SpanQueueFullError,
     UnsupportedMediaTypeError,
-    decode_export,
-    decode_span_list_batch,
-    export_response,
 )
-from api.callchain.feed import SpanFeed
-from api.callchain.otlp import media_type
-from api.callchain.types import SpanQueueFullError
 from api.deps import ServiceDep, SpanFeedDep
 from api.errors import error_body
 from api.limits import BodyTooLargeError, body_limit, read_body

@@ -1,6 +1,6 @@
 """Quantiles of the demand peak over the lead time: the quantity the scale decision needs.
 
-``PeakQuantileForecaster(lead_steps=(1, 2), quantiles=(0.9, 0.95)).fit(frame)``
+``model.PeakQuantileForecaster(lead_steps=(1, 2), quantiles=(0.9, 0.95)).fit(frame)``
 trains one global gradient-boosted quantile model per lead and quantile on every
 ``<pool>/demand_gpus`` series (each in its own volatility scale, with the pool's
 queue depth, arrivals and utilisation as covariates); ``predict_peak(frame)`` returns
@@ -9,27 +9,3 @@ calibrates each series' quantiles online from realised peaks; :func:`combine_bou
 mixes them online with the reference bounds (trailing day, and time of day:
 :func:`seasonal_reference`) and the raw quantiles by realised pinball loss.
 """
-
-from forecaster.peak.calibration import AdaptiveConformal, aci_offsets, calibrate
-from forecaster.peak.combine import combine_bounds, expert_weights
-from forecaster.peak.model import PeakQuantileForecaster
-from forecaster.peak.reference import seasonal_reference
-from forecaster.peak.scale import recent_scale
-from forecaster.peak.target import lead_headroom, lead_peak
-from forecaster.peak.types import LAST, LEAD, SCALE
-
-__all__ = [
-    "LAST",
-    "LEAD",
-    "SCALE",
-    "AdaptiveConformal",
-    "PeakQuantileForecaster",
-    "aci_offsets",
-    "calibrate",
-    "combine_bounds",
-    "expert_weights",
-    "lead_headroom",
-    "lead_peak",
-    "recent_scale",
-    "seasonal_reference",
-]

@@ -35,8 +35,8 @@ from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, utc_now
 from pipelines.jobs.scoring import live_frame, live_scales, live_scores
 from pipelines.jobs.tracking import backtest_mase, log_evaluation
-from pipelines.store import Store
 from pipelines.store.forecasts import GENERATED_AT, MODEL_VERSION
+from pipelines.store.store import Store
 
 JOB = "evaluate"
 RETRAIN: Final = "retrain"

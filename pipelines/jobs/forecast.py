@@ -51,8 +51,8 @@ from pipelines.jobs.history import newest_sample, read_history, training_plan
 from pipelines.jobs.phases import Phases
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, no_progress, outcome_of, utc_now
-from pipelines.store import Store
 from pipelines.store.peak_forecasts import LEAD, ORIGIN, RAW
+from pipelines.store.store import Store
 
 JOB = "forecast"
 SAMPLE_AT_NOW = timedelta(microseconds=1)

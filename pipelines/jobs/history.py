@@ -28,7 +28,7 @@ from forecaster.training import TrainingPlan
 from forecaster.types import DS, UID, Levels
 from pipelines.config.pools_file import load_pools
 from pipelines.config.settings import Settings
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from pipelines.jobs.fetching import Fetcher, SourceDownError, Window, step_after
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, no_progress, outcome_of, utc_now
 from pipelines.jobs.sources import SourcePlan, source_plan
-from pipelines.sources import MetricSource
-from pipelines.store import Store
+from pipelines.sources.protocol import MetricSource
+from pipelines.store.store import Store
 
 JOB = "ingest"
 BACKFILL_JOB = "backfill"

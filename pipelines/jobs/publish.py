@@ -27,7 +27,7 @@ from forecaster.exceptions import ForesightError
 from pipelines.config.settings import Settings
 from pipelines.jobs.report import JobReport, Outcome
 from pipelines.jobs.runtime import borrowed_store, finish, utc_now
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 if TYPE_CHECKING:
     from pipelines.scheduler.dispatch import JobRunner

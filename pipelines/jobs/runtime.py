@@ -15,7 +15,7 @@ from typing import Any
 
 from pipelines.config.settings import Settings
 from pipelines.jobs.report import JobReport, Outcome
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 
 logger = logging.getLogger(__name__)
 

@@ -17,14 +17,10 @@ from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolsConfig
 from pipelines.config.settings import Settings
 from pipelines.dataset import default_data_path
-from pipelines.sources import (
-    FileSource,
-    MetricSource,
-    PrometheusConfig,
-    PrometheusSource,
-    file_queries,
-    promql_queries,
-)
+from pipelines.sources.files import FileSource
+from pipelines.sources.prometheus import PrometheusConfig, PrometheusSource
+from pipelines.sources.protocol import MetricSource
+from pipelines.sources.queries import file_queries, promql_queries
 
 
 @dataclass(frozen=True)

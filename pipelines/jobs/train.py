@@ -23,7 +23,7 @@ from pipelines.executors import make_executor
 from pipelines.jobs.history import candidate_models, read_history, training_plan
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, utc_now
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 JOB = "train"
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from forecaster.exceptions import WorkCancelled
 from pipelines.config.settings import Settings
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 if TYPE_CHECKING:
     # Imported late at run time: ``pipelines.jobs`` loads every job's dependencies

@@ -23,7 +23,8 @@ from sqlalchemy import URL, Connection, Engine, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from pipelines.store import Store, display_url
+from pipelines.store.engine import display_url
+from pipelines.store.store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from pipelines.scheduler.dispatch import DISPATCH_REF, JobContext, JobRunner
 from pipelines.scheduler.election import LeaderElector
 from pipelines.scheduler.leader import LeaderLock, lock_for
 from pipelines.scheduler.plan import JOB_ID_PREFIX, ScheduledJob, check_plan, default_plan, job_id
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from sqlalchemy import Column, Float, LargeBinary, MetaData, Table, Unicode, ins
 
 from pipelines.scheduler.plan import JOB_ID_PREFIX, ScheduledJob, describe_trigger
 from pipelines.scheduler.service import JOBS_TABLE
-from pipelines.store import Store
 from pipelines.store.job_runs import JobRun
+from pipelines.store.store import Store
 
 # The columns of APScheduler's job table that are read here (APScheduler owns it).
 _JOBS = Table(

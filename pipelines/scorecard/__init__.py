@@ -10,23 +10,3 @@ it downward.
 Only the value types are exported here: they need nothing but the standard library,
 so the CLI can validate ``--window`` before pandas and the store are imported.
 """
-
-from pipelines.scorecard.types import (
-    WINDOW_DURATIONS,
-    PlanChange,
-    PoolScorecard,
-    Sides,
-    TimelinePoint,
-    Window,
-    WindowScore,
-)
-
-__all__ = [
-    "WINDOW_DURATIONS",
-    "PlanChange",
-    "PoolScorecard",
-    "Sides",
-    "TimelinePoint",
-    "Window",
-    "WindowScore",
-]

@@ -20,7 +20,7 @@ from pipelines.config.pools import PoolConfig
 from pipelines.config.signals import NODES
 from pipelines.scorecard import compute
 from pipelines.scorecard.types import PlanChange, PoolScorecard, TimelinePoint, Window
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 TIMELINE_POINTS: Final = 500
 """The most samples a timeline keeps (evenly spaced), enough for a small plot."""

@@ -23,7 +23,7 @@ from typing import Final
 from pipelines.config.pools import PoolConfig
 from pipelines.simulate.replay_forecast import PointForecast, ReplayForecaster
 from pipelines.simulate.types import History
-from policy import decide as policy_decide
+from policy.decide import decide as policy_decide
 from policy.peak import PeakForecast
 from policy.recommendation import Recommendation
 from policy.state import StabilisationState

@@ -46,9 +46,9 @@ import numpy as np
 import pandas as pd
 
 from forecaster.exceptions import DataValidationError, InsufficientHistoryError
-from forecaster.peak import PeakQuantileForecaster
 from forecaster.peak.calibration import MIN_EXPECTED_MISSES
 from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE
+from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.peak.online import WARMUP, OnlinePeak, anchor, issue, steps_per_day
 from forecaster.peak.types import SCALE
 from forecaster.types import DS, UID, SeriesId, Y, quantile_column

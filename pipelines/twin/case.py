@@ -32,7 +32,7 @@ from pipelines.config.settings import Settings, load_settings
 from pipelines.dataset import SAMPLE_FILE
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.train import run_train
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 from pipelines.twin.loop import ForecastRun
 
 SIGNALS: Final = ("allocated_gpus", "queue_gpus", "nodes")

@@ -25,11 +25,11 @@ import pandas as pd
 from pipelines.config.pools import PoolConfig
 from pipelines.simulate.result import SimResult
 from pipelines.simulate.types import History
-from pipelines.store import Store
 from pipelines.store.forecasts import GENERATED_AT
+from pipelines.store.store import Store
 from pipelines.store.stored_peak import stored_peak
 from pipelines.twin.cluster import Published
-from policy import decide
+from policy.decide import decide
 from policy.state import StabilisationState
 from policy.types import NO_LATENCY, DemandForecast, ForecastHealth, LiveSignals, Sample
 

@@ -25,7 +25,7 @@ import pandas as pd
 from pipelines.config.pools import PoolConfig
 from pipelines.config.pools_file import load_pools
 from pipelines.simulate.types import SimPool
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 from pipelines.twin.case import JobForecaster, _window, deploy, long_signals, sample_signals
 from pipelines.twin.cluster import Published, Semantics
 from pipelines.twin.expander import Priorities, choose

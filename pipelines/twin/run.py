@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from pipelines.simulate.result import SimResult
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 from pipelines.twin.case import JobForecaster, TwinCase, copy_deployment, prepare
 from pipelines.twin.cluster import Semantics
 from pipelines.twin.compare import StoredRunPolicy, agreement, compare

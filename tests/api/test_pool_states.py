@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from api.pool_states import ATTEMPTS, PoolLocks, update_states
-from pipelines.store import Store, open_store
-from policy import StabilisationState
+from pipelines.store.store import Store, open_store
+from policy.state import StabilisationState
 
 NOW = datetime(2025, 3, 31, tzinfo=UTC)
 

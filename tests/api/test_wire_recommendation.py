@@ -12,8 +12,10 @@ from typing import Any
 
 from api.consumers.webhooks import payload
 from api.schemas import HeldLatencyOut, PoolRecommendation
-from policy import LatencyAdjustment, Recommendation, decide
+from policy.decide import decide
 from policy.explain import HeldLatency
+from policy.recommendation import Recommendation
+from policy.types import LatencyAdjustment
 from tests.policy.test_decide import EMPTY, HEALTH, MIN, NOW, POOL, forecast, live
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.peak_quantile import calibrated, cell_scores
-from forecaster.peak import LAST
+from forecaster.peak.types import LAST
 
 
 def scores(peak: list[float], bound: list[float]) -> dict[str, float]:

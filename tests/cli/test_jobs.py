@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 from tests.pipelines.jobs.job_fakes import POOLS_YAML, synthetic
 
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from cli.support import console
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2025, 3, 30, 23, 55, tzinfo=UTC)

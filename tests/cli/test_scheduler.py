@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from cli.support import console
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 
 
 @pytest.fixture(autouse=True)

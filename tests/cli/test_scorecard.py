@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from cli.support import console
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 
 END = datetime(2025, 6, 2, tzinfo=UTC)
 STEP = timedelta(minutes=10)

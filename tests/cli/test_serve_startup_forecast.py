@@ -10,7 +10,7 @@ import pytest
 from api.settings import AppSettings, load_app_settings
 from cli.serve import _forecast_before_serving
 from pipelines.jobs.report import JobReport
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 

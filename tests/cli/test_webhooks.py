@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from cli.support import console
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 
 T0 = datetime(2025, 3, 1, 12, tzinfo=UTC)
 

@@ -21,7 +21,7 @@ from forecaster.exceptions import NotFittedError
 from forecaster.models.combination import MedianCombination
 from forecaster.models.guarded import Calibrated, GuardedChoice
 from forecaster.models.naive import Persistence, SeasonalNaive
-from forecaster.peak import PeakQuantileForecaster
+from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.plan import TrainingPlan
 from forecaster.procedure import TrainedChampion
 from tests.forecaster.peak.fleet import make_fleet

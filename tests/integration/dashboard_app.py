@@ -30,7 +30,7 @@ from pipelines.config.pools_file import load_pools
 from pipelines.dataset import seed_from_sample
 from pipelines.jobs.evaluate import EVALUATED_AT, LIVE_MASE, MODEL_VERSION_KEY
 from pipelines.jobs.forecast import run_forecast
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_POOLS = REPO / "data" / "sample" / "pools.yaml"

@@ -33,7 +33,7 @@ from api.services import Services
 from api.settings import load_app_settings
 from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolsConfig
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 from tests.api.app.conftest import FakeClock, history, make_champion
 from tests.integration.grpc_upstream import call_upstream, generate_upstream
 from tests.integration.kube_stub import KubeStub, running_stub, write_kubeconfig

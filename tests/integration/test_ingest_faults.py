@@ -22,8 +22,8 @@ import pytest
 from api.settings import AppSettings, load_app_settings
 from forecaster.types import DS, UID, Y
 from pipelines.jobs.ingest import run_ingest
-from pipelines.sources import PrometheusConfig, PrometheusSource
-from pipelines.store import open_store
+from pipelines.sources.prometheus import PrometheusConfig, PrometheusSource
+from pipelines.store.store import open_store
 from tests.integration.prometheus_server import (
     Binaries,
     PrometheusServer,

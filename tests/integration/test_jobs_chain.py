@@ -23,7 +23,7 @@ from pipelines.jobs.evaluate import RETRAIN, run_evaluate
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.ingest import run_ingest
 from pipelines.jobs.train import run_train
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 from tests.integration.prometheus_server import (
     PrometheusServer,
     Series,

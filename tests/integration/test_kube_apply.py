@@ -35,16 +35,11 @@ from api.service import RecommendationService
 from api.services import Services
 from api.settings import load_app_settings
 from pipelines.config.pools import PoolConfig, PoolsConfig
-from pipelines.store import open_store
-from policy import (
-    NO_LATENCY,
-    ForecastHealth,
-    LiveSignals,
-    Recommendation,
-    Sample,
-    StabilisationState,
-    decide,
-)
+from pipelines.store.store import open_store
+from policy.decide import decide
+from policy.recommendation import Recommendation
+from policy.state import StabilisationState
+from policy.types import NO_LATENCY, ForecastHealth, LiveSignals, Sample
 from tests.integration.kube_stub import Key, KubeStub, running_stub, write_kubeconfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

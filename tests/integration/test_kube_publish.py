@@ -24,7 +24,7 @@ from api.service import RecommendationService
 from api.services import Services
 from api.settings import load_app_settings
 from pipelines.config.pools import PoolConfig, PoolsConfig
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 from tests.integration.kube_stub import Key, KubeStub, running_stub, write_kubeconfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -39,7 +39,7 @@ from forecaster.models.naive import Persistence
 from forecaster.registry import LoadedModel
 from pipelines.config.pools_file import load_pools
 from pipelines.jobs.forecast import run_forecast
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -40,7 +40,7 @@ from forecaster.models.naive import Persistence
 from forecaster.registry import LoadedModel
 from pipelines.config.pools_file import load_pools
 from pipelines.jobs.forecast import run_forecast
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 from tests.integration.test_otel_export import _free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -24,14 +24,8 @@ from forecaster.exceptions import SourceError
 from forecaster.types import DS, UID, Y
 from pipelines.config.pools import PoolConfig
 from pipelines.config.signals import SIGNALS
-from pipelines.sources import (
-    KUEUE_PENDING_WORKLOADS,
-    MAX_POINTS,
-    PrometheusConfig,
-    PrometheusSource,
-    promql_queries,
-)
-from pipelines.sources.prometheus import OnMultiple
+from pipelines.sources.prometheus import MAX_POINTS, OnMultiple, PrometheusConfig, PrometheusSource
+from pipelines.sources.queries import KUEUE_PENDING_WORKLOADS, promql_queries
 from tests.integration.prometheus_server import (
     Binaries,
     PrometheusServer,

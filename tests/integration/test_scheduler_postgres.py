@@ -25,11 +25,13 @@ from sqlalchemy import URL, create_engine, text
 
 from api.settings import AppSettings, load_app_settings
 from pipelines.jobs.report import JobReport
-from pipelines.scheduler import ScheduledJob, every, job_statuses, start_scheduler
 from pipelines.scheduler.dispatch import DISPATCH_REF
 from pipelines.scheduler.election import LeaderElector
 from pipelines.scheduler.leader import PostgresAdvisoryLock, lock_for
-from pipelines.store import Store, open_store
+from pipelines.scheduler.plan import ScheduledJob, every
+from pipelines.scheduler.service import start_scheduler
+from pipelines.scheduler.status import job_statuses
+from pipelines.store.store import Store, open_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

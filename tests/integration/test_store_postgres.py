@@ -29,10 +29,10 @@ from api.service import RecommendationService
 from api.services import Services
 from api.settings import load_app_settings
 from pipelines.config.pools import PoolConfig, PoolsConfig
-from pipelines.store import Store, open_store
 from pipelines.store.engine import Database, make_engine
 from pipelines.store.schema import VERSION_TABLE, Base
-from policy import NO_LATENCY, LatencyAdjustment
+from pipelines.store.store import Store, open_store
+from policy.types import NO_LATENCY, LatencyAdjustment
 from tests.pipelines.store.revisions import current_revision, head_revision
 
 pytestmark = pytest.mark.integration

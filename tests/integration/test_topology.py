@@ -32,7 +32,7 @@ from sqlalchemy import URL, create_engine, text
 
 from forecaster.registry import register
 from forecaster.tracking import TrackingConfig
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 
 from .topology import Process, free_port, require, wait_for, write_sample
 

@@ -33,7 +33,8 @@ from api.consumers.webhooks import (
     idempotency_key,
     verify,
 )
-from pipelines.store import OutboxRepository, Store, open_store
+from pipelines.store.outbox import OutboxRepository
+from pipelines.store.store import Store, open_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -11,19 +11,18 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pipelines.config.pools import PoolConfig
-from policy import (
+from policy.config import ScaleDownConfig
+from policy.decide import decide
+from policy.recommendation import Recommendation
+from policy.state import DesiredSpan, StabilisationState
+from policy.types import (
     NO_LATENCY,
     DemandForecast,
-    DesiredSpan,
     ForecastHealth,
     LatencyAdjustment,
     LiveSignals,
-    Recommendation,
     Sample,
-    StabilisationState,
-    decide,
 )
-from policy.config import ScaleDownConfig
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)
@@ -306,7 +305,7 @@ def test_latency_still_asking_for_less_is_not_called_ended() -> None:
 
 
 def test_calibration_moves_only_the_provisioned_quantile_and_never_below_zero() -> None:
-    from policy import Calibration
+    from policy.types import Calibration
 
     made = forecast().calibrated(Calibration(-30.0, 0.97, 50))
     assert made.quantiles[0.9] == (0.0, 7.0, 70.0)

@@ -9,19 +9,19 @@ import pytest
 
 from forecaster.exceptions import DataValidationError
 from pipelines.config.pools import PoolConfig
-from policy import (
+from policy.config import ScaleDownConfig
+from policy.decide import decide
+from policy.peak import PeakForecast
+from policy.recommendation import Recommendation
+from policy.state import StabilisationState
+from policy.types import (
     NO_LATENCY,
     Calibration,
     DemandForecast,
     ForecastHealth,
     LiveSignals,
-    PeakForecast,
-    Recommendation,
     Sample,
-    StabilisationState,
-    decide,
 )
-from policy.config import ScaleDownConfig
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

@@ -9,19 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.config.pools import PoolConfig
-from policy import (
-    DemandForecast,
-    ForecastHealth,
-    LatencyAdjustment,
-    LiveSignals,
-    Recommendation,
-    Sample,
-    StabilisationState,
-    decide,
-    reactive_floor,
-    record,
-)
 from policy.config import ScaleDownConfig
+from policy.decide import decide
+from policy.floor import reactive_floor
+from policy.recommendation import Recommendation
+from policy.stabilise import record
+from policy.state import StabilisationState
+from policy.types import DemandForecast, ForecastHealth, LatencyAdjustment, LiveSignals, Sample
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

@@ -11,31 +11,16 @@ import pytest
 
 from forecaster.exceptions import DataValidationError
 from forecaster.models.naive import Persistence
-from policy import (
-    DemandForecast,
-    DesiredSpan,
-    ForecastHealth,
-    LatencyAdjustment,
-    LatencyCause,
-    LiveSignals,
-    Sample,
-    StabilisationState,
-    Stages,
-    action_for,
-    add_latency,
-    apply_floor,
-    assess_health,
-    ceil_nodes,
-    clamp,
-    headroom,
-    nodes_for_gpus,
-    peak_demand,
-    reactive_floor,
-    record,
-    stabilise,
-    term_that_set,
-)
+from policy.bounds import clamp
 from policy.config import ScaleDownConfig
+from policy.explain import Stages, term_that_set
+from policy.floor import apply_floor, reactive_floor
+from policy.health import assess_health
+from policy.need import add_latency, ceil_nodes, nodes_for_gpus, peak_demand
+from policy.recommendation import action_for, headroom
+from policy.stabilise import record, stabilise
+from policy.state import DesiredSpan, LatencyCause, StabilisationState
+from policy.types import DemandForecast, ForecastHealth, LatencyAdjustment, LiveSignals, Sample
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

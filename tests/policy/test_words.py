@@ -6,15 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from pipelines.config.pools import PoolConfig
-from policy import (
-    NO_LATENCY,
-    ForecastHealth,
-    LiveSignals,
-    Sample,
-    StabilisationState,
-    decide,
-)
-from policy.types import DemandForecast
+from policy.decide import decide
+from policy.state import StabilisationState
+from policy.types import NO_LATENCY, DemandForecast, ForecastHealth, LiveSignals, Sample
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

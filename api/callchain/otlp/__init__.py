@@ -21,29 +21,3 @@ types and content encodings of the body), :mod:`~api.callchain.otlp.export` (the
 :mod:`~api.callchain.otlp.json_mapping` (the two encodings) and
 :mod:`~api.callchain.otlp.span` (the one span builder both end in).
 """
-
-from api.callchain.otlp.export import decode_export, decode_export_request, export_response
-from api.callchain.otlp.json_mapping import decode_json, decode_json_batch
-from api.callchain.otlp.media import (
-    DEFAULT_MAX_DECOMPRESSED_BYTES,
-    JSON,
-    PROTOBUF,
-    decompress,
-    media_type,
-)
-from api.callchain.otlp.protobuf import decode_protobuf, decode_protobuf_batch
-
-__all__ = [
-    "DEFAULT_MAX_DECOMPRESSED_BYTES",
-    "JSON",
-    "PROTOBUF",
-    "decode_export",
-    "decode_export_request",
-    "decode_json",
-    "decode_json_batch",
-    "decode_protobuf",
-    "decode_protobuf_batch",
-    "decompress",
-    "export_response",
-    "media_type",
-]

@@ -15,7 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from api.callchain.incremental import DEFAULT_MAX_SERVICES, ChainWindow
+from api.callchain.bottleneck_settings import DEFAULT_MAX_SERVICES
+from api.callchain.incremental import ChainWindow
 from api.main import create_app
 from api.services import Services
 from tests.api.app.test_app_traces import MS, T0, chain, otlp_request

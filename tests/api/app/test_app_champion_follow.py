@@ -22,7 +22,7 @@ from api.service import RecommendationService
 from api.settings import AppSettings
 from forecaster.exceptions import TrackingError
 from forecaster.registry import LoadedModel
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 from .conftest import END, MakeServices, make_champion, run_forecast_job
 

@@ -29,7 +29,7 @@ from pipelines.config.pools import PoolsConfig
 from pipelines.jobs.forecast import run_forecast
 from pipelines.jobs.report import JobReport
 from pipelines.scheduler.clocked import ClockedJob
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 from tests.api.app.conftest import END, app_of, history
 
 WALL = datetime(2026, 12, 6, 21, 0, tzinfo=UTC)

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from api.clock import REPLAY_AHEAD_STEPS, ReplayClock
 from api.services import Services
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 NEWEST = datetime(2025, 3, 30, 23, 55, tzinfo=UTC)
 """The newest sample of the fixture's history (the replay's now)."""

@@ -28,12 +28,12 @@ from api.forecasts import ForecastCache
 from api.main import create_app
 from api.services import Services
 from api.settings import AppSettings
-from forecaster.peak import PeakQuantileForecaster
+from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolsConfig
 from pipelines.jobs.forecast import run_forecast
-from pipelines.store import Store, open_store
 from pipelines.store.engine import Database
+from pipelines.store.store import Store, open_store
 
 from .conftest import END, history
 

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from api.clock import ReplayClock
 from api.main import create_app
 from api.settings import load_app_settings
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 
 POOLS_YAML = """
 pools:

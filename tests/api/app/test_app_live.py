@@ -8,7 +8,7 @@ import pandas as pd
 
 from api.live import LiveIndex
 from pipelines.config.pools import PoolsConfig
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 
 def _rows(*items: tuple[str, str, float]) -> pd.DataFrame:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from fastapi.testclient import TestClient
 
 from pipelines.jobs.evaluate import JOB, LIVE_MASE, MODEL_VERSION_KEY
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 
 def record_evaluation(store: Store, errors: dict[str, float], version: str = "7") -> None:

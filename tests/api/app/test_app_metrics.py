@@ -122,7 +122,7 @@ def test_live_coverage_and_calibration_offset_are_exposed_when_measured(
     make_app: Callable[[Services], FastAPI],
     clock: Any,
 ) -> None:
-    from policy import Calibration
+    from policy.types import Calibration
 
     def calibration(p: PoolConfig, level: float) -> Calibration | None:
         return Calibration(3.5, 0.82, 40) if (p.name, level) == ("alpha", 0.9) else None

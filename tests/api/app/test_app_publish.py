@@ -21,7 +21,7 @@ from api.publish_runner import serving_job_runner
 from api.settings import load_app_settings
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.jobs.report import JobReport
-from policy import NO_LATENCY, LatencyAdjustment
+from policy.types import NO_LATENCY, LatencyAdjustment
 from tests.api.app.conftest import FakeClock, MakeServices, app_of
 from tests.api.publishing.conftest import FakeCluster
 

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from api.clock import ReplayClock
 from api.services import Services
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 AT = "2025-03-31T00:00:00Z"
 NEWEST = datetime(2025, 3, 30, 23, 55, tzinfo=UTC)

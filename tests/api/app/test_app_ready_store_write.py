@@ -10,7 +10,7 @@ import pandas as pd
 from fastapi.testclient import TestClient
 
 from api.store_probe import PROBE_KEY
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 
 def test_ready_reports_the_write_check(client: TestClient, store: Store) -> None:

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.services import Services
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 
 def gjson(document: Any, path: str) -> Any:

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from api.service import RecommendationService
 from api.services import Services
 from pipelines.config.pools import PoolConfig
-from policy import LatencyAdjustment
+from policy.types import LatencyAdjustment
 
 AT = "2025-03-31T00:00:00Z"
 NEWEST = "2025-03-30T23:55:00Z"

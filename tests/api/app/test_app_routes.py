@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from api.services import Services
 from api.settings import AppSettings
 from forecaster.registry import LoadedModel
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 from .conftest import END, run_forecast_job
 

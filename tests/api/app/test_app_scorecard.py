@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from api.scorecard_metrics import ScorecardCollector
 from api.service import RecommendationService
 from api.services import Services
-from pipelines.store import Store
+from pipelines.store.store import Store
 from tests.api.app.conftest import END, STEP, history
 
 HOURS_PER_SAMPLE = STEP / timedelta(hours=1)

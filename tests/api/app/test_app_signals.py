@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from api.schemas import MAX_SAMPLES_PER_PUSH
 from api.settings import AppSettings
 from forecaster.registry import LoadedModel
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 from .conftest import run_forecast_job
 

@@ -17,8 +17,9 @@ from api.pool_entry import PoolEntry
 from api.service import RecommendationService
 from api.services import Services
 from pipelines.config.pools import PoolConfig
-from pipelines.store import Store
-from policy import NO_LATENCY, LatencyAdjustment, StabilisationState
+from pipelines.store.store import Store
+from policy.state import StabilisationState
+from policy.types import NO_LATENCY, LatencyAdjustment
 
 from .conftest import END, FakeClock
 

@@ -18,9 +18,9 @@ from api.services import Services
 from api.settings import AppSettings
 from forecaster.champion import ChampionForecaster
 from forecaster.models.base import Forecaster
-from forecaster.peak import PeakQuantileForecaster
+from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.registry import LoadedModel
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 from .conftest import FakeClock, run_forecast_job
 

@@ -363,7 +363,7 @@ def test_background_analysis_invalidates_the_recommendation(services: Services) 
 def test_a_latency_source_given_by_the_caller_is_kept(
     make_services: Callable[..., Services], clock: Any
 ) -> None:
-    from policy import LatencyAdjustment
+    from policy.types import LatencyAdjustment
 
     fixed = LatencyAdjustment(extra_nodes=2, reason="given")
     services = make_services(clock=clock, latency=lambda pool, now: fixed)

@@ -18,9 +18,10 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from api.callchain import AddResult, ServiceStats, Span
 from api.callchain.feed import SpanFeed
 from api.callchain.incremental import ChainWindow
+from api.callchain.types import ServiceStats, Span
+from api.callchain.window import AddResult
 from api.deps import get_span_feed
 from api.main import create_app
 from api.services import Services

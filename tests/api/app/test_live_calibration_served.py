@@ -14,8 +14,8 @@ from api.services import Services
 from api.settings import AppSettings
 from forecaster.exceptions import DataValidationError
 from pipelines.config.pools import PoolConfig
-from pipelines.store import Store
-from policy import Calibration
+from pipelines.store.store import Store
+from policy.types import Calibration
 
 DETAILS: dict[str, Any] = {
     "model_version": "7",

@@ -19,9 +19,9 @@ from api.services import Services
 from api.settings import AppSettings
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolsConfig
-from pipelines.scorecard import Window
 from pipelines.scorecard.load import pool_scorecard
-from pipelines.store import open_store
+from pipelines.scorecard.types import Window
+from pipelines.store.store import open_store
 from tests.api.app.conftest import END, STEP, FakeClock, history, run_forecast_job
 
 pytestmark = pytest.mark.slow

@@ -8,21 +8,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from api.callchain import (
-    Baseline,
-    BaselineState,
-    BottleneckSettings,
-    LatencyAnalysis,
-    ServiceStats,
-    Span,
-    analyse,
-    service_pools,
-    update_baselines,
-)
+from api.callchain.baseline import Baseline, BaselineState, update_baselines
+from api.callchain.bottleneck import analyse
+from api.callchain.bottleneck_settings import BottleneckSettings
+from api.callchain.graph import service_pools
 from api.callchain.incremental import ChainWindow
+from api.callchain.report import LatencyAnalysis
+from api.callchain.types import ServiceStats, Span
 from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolConfig, ServiceConfig
-from policy import LatencyAdjustment
+from policy.types import LatencyAdjustment
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

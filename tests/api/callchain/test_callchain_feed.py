@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from api.callchain import AddResult, Span
 from api.callchain.feed import Fed, SpanFeed
-from api.callchain.types import SpanQueueFullError
+from api.callchain.types import Span, SpanQueueFullError
+from api.callchain.window import AddResult
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 WAIT_S = 10  # a safety net against a hang, never a timing assertion

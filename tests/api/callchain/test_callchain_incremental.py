@@ -9,8 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from api.callchain import Span, service_stats
 from api.callchain.incremental import ChainWindow
+from api.callchain.stats import service_stats
+from api.callchain.types import Span
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 T0 = 1_714_564_800_000_000_000

@@ -22,7 +22,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from api.callchain import Span, decode_export_request, export_response, service_stats
+from api.callchain.otlp.export import decode_export_request, export_response
+from api.callchain.stats import service_stats
+from api.callchain.types import Span
 from forecaster.exceptions import DataValidationError
 
 T0 = 1_714_564_800_000_000_000

@@ -18,17 +18,11 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Status
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
-from api.callchain import (
-    JSON,
-    PROTOBUF,
-    PayloadTooLargeError,
-    Span,
-    UnsupportedMediaTypeError,
-    decode_export_request,
-    decode_json,
-    decode_protobuf,
-    export_response,
-)
+from api.callchain.otlp.export import decode_export_request, export_response
+from api.callchain.otlp.json_mapping import decode_json
+from api.callchain.otlp.media import JSON, PROTOBUF
+from api.callchain.otlp.protobuf import decode_protobuf
+from api.callchain.types import PayloadTooLargeError, Span, UnsupportedMediaTypeError
 from forecaster.exceptions import DataValidationError
 
 T0 = 1_714_564_800_000_000_000

@@ -7,15 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from api.callchain import (
-    OVERFLOW_SERVICE,
-    Baseline,
-    BaselineState,
-    LatencyAnalysis,
-    ServiceStats,
-    analyse,
-    update_baselines,
-)
+from api.callchain.baseline import Baseline, BaselineState, update_baselines
+from api.callchain.bottleneck import analyse
+from api.callchain.report import OVERFLOW_SERVICE, LatencyAnalysis
+from api.callchain.types import ServiceStats
 from pipelines.config.pools import PoolConfig, ServiceConfig
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from api.callchain import Span, SpanIn, decode_span_list, spans_from_models
+from api.callchain.spanlist import SpanIn, decode_span_list, spans_from_models
+from api.callchain.types import Span
 from forecaster.exceptions import DataValidationError
 
 T0_NS = 1_714_564_800_000_000_000  # 2024-05-01T12:00:00Z

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from api.callchain import Span, SpanStatus, percentile, service_stats
-from api.callchain.stats import union_ns
+from api.callchain.stats import percentile, service_stats, union_ns
+from api.callchain.types import Span, SpanStatus
 
 T0_NS = 1_714_564_800_000_000_000
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

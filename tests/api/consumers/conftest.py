@@ -9,17 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pipelines.config.pools import PoolConfig
-from policy import (
-    NO_LATENCY,
-    ForecastHealth,
-    LiveSignals,
-    Mode,
-    Recommendation,
-    Sample,
-    StabilisationState,
-    action_for,
-    decide,
-)
+from policy.decide import decide
+from policy.recommendation import Recommendation, action_for
+from policy.state import StabilisationState
+from policy.types import NO_LATENCY, ForecastHealth, LiveSignals, Mode, Sample
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

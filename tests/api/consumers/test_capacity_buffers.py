@@ -22,7 +22,7 @@ from api.consumers.capacity_buffers import (
 from api.consumers.k8s import check_typed
 from pipelines.config.pools import PoolConfig
 from pipelines.errors import PublishError
-from policy import Recommendation
+from policy.recommendation import Recommendation
 
 MakeRecommendation = Callable[..., Recommendation]
 A100 = PoolConfig(name="a100", node_group_id="eks-a100", gpus_per_node=8)

@@ -20,16 +20,10 @@ import pytest
 
 from api.schemas import PoolRecommendation, RecommendationSet
 from pipelines.config.pools import PoolConfig
-from policy import (
-    NO_LATENCY,
-    DemandForecast,
-    ForecastHealth,
-    LiveSignals,
-    Recommendation,
-    Sample,
-    StabilisationState,
-    decide,
-)
+from policy.decide import decide
+from policy.recommendation import Recommendation
+from policy.state import StabilisationState
+from policy.types import NO_LATENCY, DemandForecast, ForecastHealth, LiveSignals, Sample
 
 ROOT = Path(__file__).resolve().parents[3]
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

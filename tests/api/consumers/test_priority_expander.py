@@ -25,7 +25,7 @@ from api.consumers.priority_expander import (
 )
 from pipelines.config.pools import PoolConfig
 from pipelines.errors import PublishError
-from policy import Recommendation
+from policy.recommendation import Recommendation
 
 MakeRecommendation = Callable[..., Recommendation]
 

@@ -28,7 +28,7 @@ from api.consumers.webhooks import (
 from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolConfig
 from pipelines.errors import PublishError
-from policy import Recommendation
+from policy.recommendation import Recommendation
 
 MakeRecommendation = Callable[..., Recommendation]
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

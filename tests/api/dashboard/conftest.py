@@ -19,7 +19,7 @@ from forecaster.models.naive import Persistence, SeasonalNaive
 from forecaster.registry import LoadedModel
 from pipelines.config.pools import PoolsConfig
 from pipelines.jobs.forecast import run_forecast
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 
 STEP = timedelta(minutes=5)
 END = datetime(2025, 3, 30, 23, 55, tzinfo=UTC)

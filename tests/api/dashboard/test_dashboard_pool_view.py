@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from api.services import Services
-from pipelines.store import Store
-from policy import Calibration
+from pipelines.store.store import Store
+from policy.types import Calibration
 from tests.api.dashboard.conftest import END
 
 END_ISO = "2025-03-30T23:55:00Z"

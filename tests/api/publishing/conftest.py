@@ -17,7 +17,7 @@ from api.services import Services
 from api.settings import AppSettings, load_app_settings
 from pipelines.config.pools import PoolsConfig
 from pipelines.errors import PublishError
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 
 NOW = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)
 STEP = timedelta(minutes=5)

@@ -18,7 +18,7 @@ from api.consumers.webhooks import (
     TIMESTAMP_HEADER,
     verify,
 )
-from pipelines.store import Store
+from pipelines.store.store import Store
 from tests.pipelines.store.outbox_reads import stored_item
 
 T0 = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)

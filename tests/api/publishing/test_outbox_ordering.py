@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from pipelines.store import Store
+from pipelines.store.store import Store
 from tests.pipelines.store.outbox_reads import stored_item
 
 T0 = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)

@@ -24,7 +24,7 @@ from api.service import RecommendationService
 from api.settings import AppSettings
 from cli import publish as publish_cli
 from pipelines.jobs.publish import PublishMode, run_publish
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 NOW = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)
 CM = ("ConfigMap", "cluster-autoscaler-priority-expander")

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from api.publish_metrics import PublishCollector
 from api.service import RecommendationService
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 NOW = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)
 CM = "ConfigMap kube-system/cluster-autoscaler-priority-expander"

@@ -26,7 +26,7 @@ from api.settings import AppSettings
 from forecaster.exceptions import ConfigError
 from pipelines.config.pools import PoolsConfig
 from pipelines.errors import PublishError
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 NOW = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)
 STEP = timedelta(minutes=5)

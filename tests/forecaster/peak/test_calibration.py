@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forecaster.peak import AdaptiveConformal, aci_offsets, calibrate, lead_headroom, lead_peak
-from forecaster.peak.calibration import calibrates
+from forecaster.peak.calibration import AdaptiveConformal, aci_offsets, calibrate, calibrates
+from forecaster.peak.target import lead_headroom, lead_peak
 
 
 def test_lead_peak_is_the_max_of_the_next_steps() -> None:

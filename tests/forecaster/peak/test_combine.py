@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forecaster.peak import combine_bounds, expert_weights
-from forecaster.peak.combine import DiscountedExperts, mix, pinball, snap_to_demand
+from forecaster.peak.combine import (
+    DiscountedExperts,
+    combine_bounds,
+    expert_weights,
+    mix,
+    pinball,
+    snap_to_demand,
+)
 
 
 def test_pinball_is_asymmetric() -> None:

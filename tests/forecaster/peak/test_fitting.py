@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.peak import LEAD
 from forecaster.peak.fitting import fit_peak
 from forecaster.peak.fleet import fleet_frame, lead_steps, pool_leads
+from forecaster.peak.types import LEAD
 from forecaster.types import quantile_column
 
 SMALL = {"max_iter": 20, "min_samples_leaf": 20}

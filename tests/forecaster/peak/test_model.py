@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from forecaster.exceptions import DataValidationError, NotFittedError
-from forecaster.peak import LAST, LEAD, SCALE, PeakQuantileForecaster
+from forecaster.peak.model import PeakQuantileForecaster
+from forecaster.peak.types import LAST, LEAD, SCALE
 from tests.forecaster.peak.fleet import make_fleet
 
 FAST = {"max_iter": 15, "max_leaf_nodes": 7, "min_samples_leaf": 20}

@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.peak import calibrate, combine_bounds, lead_peak, seasonal_reference
-from forecaster.peak.calibration import MIN_EXPECTED_MISSES, calibrates
-from forecaster.peak.combine import snap_to_demand
+from forecaster.peak.calibration import MIN_EXPECTED_MISSES, calibrate, calibrates
+from forecaster.peak.combine import combine_bounds, snap_to_demand
 from forecaster.peak.online import SEASON, OnlinePeak, anchor, issue, serve_frame, served_bounds
+from forecaster.peak.reference import seasonal_reference
+from forecaster.peak.target import lead_peak
 from forecaster.types import DS, UID, Y
 
 STEP = pd.Timedelta(minutes=10)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.config.settings import Settings
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 from tests.pipelines.jobs.job_fakes import make_settings
 
 

@@ -13,7 +13,7 @@ from forecaster.exceptions import ConfigError
 from forecaster.types import DS, UID, Y
 from pipelines.config.settings import Settings
 from pipelines.jobs.ingest import backfill, run_ingest
-from pipelines.store import Store
+from pipelines.store.store import Store
 from tests.pipelines.jobs.job_fakes import POOL, START, STEP, FakeSource, make_settings, synthetic
 
 DEMAND = f"{POOL}/demand_gpus"

@@ -33,9 +33,10 @@ from pipelines.jobs.publish import Publisher, PublishMode, publishing_runner, ru
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import finish, utc_now
 from pipelines.jobs.train import run_train
-from pipelines.scheduler import ScheduledJob, every, start_scheduler
-from pipelines.store import Store, open_store
+from pipelines.scheduler.plan import ScheduledJob, every
+from pipelines.scheduler.service import start_scheduler
 from pipelines.store.job_runs import JobRun
+from pipelines.store.store import Store, open_store
 from tests.pipelines.jobs.job_fakes import POOL, START, FakeSource, make_settings, synthetic
 
 NOW = datetime(2025, 3, 2, 12, tzinfo=UTC)

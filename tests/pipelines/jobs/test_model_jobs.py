@@ -22,7 +22,7 @@ from pipelines.jobs.forecast import SAMPLE_AT_NOW, run_forecast
 from pipelines.jobs.history import read_history, training_plan
 from pipelines.jobs.ingest import run_ingest
 from pipelines.jobs.train import run_train
-from pipelines.store import Store
+from pipelines.store.store import Store
 from tests.pipelines.jobs.job_fakes import POOL, START, FakeSource, make_settings, synthetic
 
 pytestmark = pytest.mark.slow
@@ -254,7 +254,7 @@ def test_the_forecast_job_stores_the_peak_quantiles_of_the_trained_peak_model(
 
 
 def _store(settings: Settings) -> Store:
-    from pipelines.store import open_store
+    from pipelines.store.store import open_store
 
     return open_store(settings.store_url)
 

@@ -14,7 +14,7 @@ import pytest
 
 from pipelines.config.settings import Settings, load_settings
 from pipelines.jobs.report import JobReport, Outcome
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 
 
 @pytest.fixture

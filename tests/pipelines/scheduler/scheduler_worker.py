@@ -35,8 +35,9 @@ from sqlalchemy import (
 )
 
 from pipelines.config.settings import Settings, load_settings
-from pipelines.scheduler import ScheduledJob, every, start_scheduler
-from pipelines.store import open_store
+from pipelines.scheduler.plan import ScheduledJob, every
+from pipelines.scheduler.service import start_scheduler
+from pipelines.store.store import open_store
 
 RUNS = Table(
     "worker_runs",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from pipelines.store import Store
+from pipelines.store.store import Store
 
 T0 = datetime(2025, 3, 1, 12, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ import pytest
 from pipelines.config.settings import Settings
 from pipelines.scheduler.election import LeaderElector
 from pipelines.scheduler.leader import FileLock, ProcessLock, lock_for
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -14,7 +14,6 @@ from sqlalchemy import text
 from forecaster.exceptions import WorkCancelled
 from pipelines.config.settings import Settings
 from pipelines.jobs.report import JobReport
-from pipelines.scheduler import RunningScheduler, ScheduledJob, every, start_scheduler
 from pipelines.scheduler.dispatch import (
     DISPATCH_REF,
     JobContext,
@@ -24,7 +23,9 @@ from pipelines.scheduler.dispatch import (
     unregister,
 )
 from pipelines.scheduler.leader import ProcessLock
-from pipelines.store import Store
+from pipelines.scheduler.plan import ScheduledJob, every
+from pipelines.scheduler.service import RunningScheduler, start_scheduler
+from pipelines.store.store import Store
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forecaster.exceptions import DataValidationError
-from pipelines.scorecard import PlanChange, Window
 from pipelines.scorecard.compute import align, score
+from pipelines.scorecard.types import PlanChange, Window
 
 T0 = datetime(2026, 3, 2, tzinfo=UTC)
 STEP = timedelta(minutes=10)

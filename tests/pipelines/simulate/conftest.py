@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.config.pools import PoolConfig
 from pipelines.config.settings import Settings, load_settings
-from pipelines.simulate import History
+from pipelines.simulate.types import History
 
 START = pd.Timestamp("2024-05-01 00:00", tz="UTC")
 

@@ -7,14 +7,12 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from pipelines.simulate import (
-    History,
-    OraclePolicy,
-    ReactivePolicy,
-    StaticPolicy,
-    simulate,
-    weighted_quantile,
-)
+from pipelines.simulate.engine import simulate
+from pipelines.simulate.oracle import OraclePolicy
+from pipelines.simulate.reactive import ReactivePolicy
+from pipelines.simulate.result import weighted_quantile
+from pipelines.simulate.static import StaticPolicy
+from pipelines.simulate.types import History
 
 HOUR_PER_STEP = 1 / 6  # 10-minute steps
 

@@ -8,13 +8,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-import policy
 from forecaster.models.naive import Persistence
-from pipelines.simulate import simulate
+from pipelines.simulate.engine import simulate
 from pipelines.simulate.foresight import ForesightPolicy
 from pipelines.simulate.walkforward import WalkForwardForecaster
-from policy import StabilisationState
 from policy.config import ScaleDownConfig
+from policy.decide import decide
+from policy.recommendation import Recommendation
+from policy.state import StabilisationState
 
 
 def persistence() -> Persistence:
@@ -30,10 +31,10 @@ class Spy:
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
-        self.answers: list[policy.Recommendation] = []
+        self.answers: list[Recommendation] = []
 
-    def __call__(self, *args: Any) -> policy.Recommendation:
-        answer = policy.decide(*args)
+    def __call__(self, *args: Any) -> Recommendation:
+        answer = decide(*args)
         self.calls.append(args)
         self.answers.append(answer)
         return answer
@@ -41,7 +42,7 @@ class Spy:
 
 def test_the_default_decision_is_the_apis_own_function(pool):
     adapter = ForesightPolicy(pool(), forecaster())
-    assert adapter.decide_fn is policy.decide
+    assert adapter.decide_fn is decide
 
 
 def test_every_step_is_decided_by_the_policy_with_the_pools_config_and_carried_state(series, pool):
@@ -81,7 +82,7 @@ def test_recomputing_one_step_by_hand_gives_the_same_nodes(series, pool):
         ForesightPolicy(config, forecaster(), decide_fn=spy),
     )
     args = spy.calls[17]
-    assert policy.decide(*args).desired_nodes == spy.answers[17].desired_nodes
+    assert decide(*args).desired_nodes == spy.answers[17].desired_nodes
 
 
 @pytest.mark.parametrize("cut", [12, 25])

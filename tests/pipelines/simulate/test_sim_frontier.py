@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from pipelines.simulate import OraclePolicy, ReactivePolicy, simulate
 from pipelines.simulate.compare import Replay, compare, sweep_quantiles
+from pipelines.simulate.engine import simulate
 from pipelines.simulate.frontier import (
     benefit_at,
     cost_ratio,
@@ -17,6 +17,8 @@ from pipelines.simulate.frontier import (
     gap_closed,
     plot_frontier,
 )
+from pipelines.simulate.oracle import OraclePolicy
+from pipelines.simulate.reactive import ReactivePolicy
 
 
 def test_gap_closed_by_hand():

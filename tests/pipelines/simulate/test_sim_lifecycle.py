@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from forecaster.exceptions import DataValidationError
-from pipelines.simulate import SimPool, simulate
+from pipelines.simulate.engine import simulate
+from pipelines.simulate.types import SimPool
 
 
 def test_node_requested_at_t_is_usable_at_t_plus_lead(series, pool, scripted):

@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.simulate import History, ReactivePolicy, StaticPolicy, simulate
+from pipelines.simulate.engine import simulate
+from pipelines.simulate.reactive import ReactivePolicy
+from pipelines.simulate.static import StaticPolicy
+from pipelines.simulate.types import History
 
 
 class Spy:

@@ -8,15 +8,11 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from pipelines.simulate import (
-    OraclePolicy,
-    ReactivePolicy,
-    SimPool,
-    StaticPolicy,
-    simulate,
-    smallest_static_meeting,
-    zero_wait_nodes,
-)
+from pipelines.simulate.engine import simulate
+from pipelines.simulate.oracle import OraclePolicy, zero_wait_nodes
+from pipelines.simulate.reactive import ReactivePolicy
+from pipelines.simulate.static import StaticPolicy, smallest_static_meeting
+from pipelines.simulate.types import SimPool
 
 
 def test_oracle_asks_one_lead_time_ahead_and_never_waits(series, pool):

@@ -13,10 +13,11 @@ from forecaster.exceptions import DataValidationError
 from forecaster.peak.online import served_bounds
 from forecaster.types import DS, UID, Y
 from pipelines.config.pools import PoolConfig
-from pipelines.simulate import History, simulate
+from pipelines.simulate.engine import simulate
 from pipelines.simulate.foresight import ForesightPolicy
 from pipelines.simulate.peak import ModelCache, PeakReplayForecaster
 from pipelines.simulate.replay_forecast import PointForecast
+from pipelines.simulate.types import History
 
 STEP = pd.Timedelta(minutes=10)
 START = pd.Timestamp("2024-05-01", tz="UTC")

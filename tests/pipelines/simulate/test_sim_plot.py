@@ -7,7 +7,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from forecaster.exceptions import DataValidationError
 from forecaster.plotting import save_png
-from pipelines.simulate import OraclePolicy, ReactivePolicy, plot_runs, simulate
+from pipelines.simulate.engine import simulate
+from pipelines.simulate.oracle import OraclePolicy
+from pipelines.simulate.plot import plot_runs
+from pipelines.simulate.reactive import ReactivePolicy
 
 
 def test_plot_runs_draws_demand_and_each_policy(series, pool, tmp_path):

@@ -10,7 +10,8 @@ from datetime import timedelta
 
 import pytest
 
-from pipelines.simulate import ReactivePolicy, simulate
+from pipelines.simulate.engine import simulate
+from pipelines.simulate.reactive import ReactivePolicy
 
 MIN = timedelta(minutes=1)
 

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from forecaster.exceptions import DataValidationError
-from pipelines.simulate import History, simulate
+from pipelines.simulate.engine import simulate
 from pipelines.simulate.reference import ReferenceForecaster, reference_policy
+from pipelines.simulate.types import History
 
 
 class Peaks:

@@ -11,7 +11,8 @@ import pytest
 
 from forecaster.exceptions import DataValidationError
 from forecaster.types import DS, MEAN, UID, Y
-from pipelines.simulate import History, simulate
+from pipelines.simulate.engine import simulate
+from pipelines.simulate.types import History
 from pipelines.simulate.walkforward import WalkForwardForecaster
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from forecaster.exceptions import SourceError
 from forecaster.types import DS, UID, Y
-from pipelines.sources import FileSource
+from pipelines.sources.files import FileSource
 
 STEP = timedelta(minutes=10)
 T0 = pd.Timestamp("2024-05-01T00:00:00Z")

@@ -21,7 +21,13 @@ from pydantic import SecretStr
 
 from forecaster.exceptions import ConfigError, SourceError
 from forecaster.types import DS, UID, Y
-from pipelines.sources import MAX_POINTS, PrometheusConfig, PrometheusSource, Window, plan_windows
+from pipelines.sources.prometheus import (
+    MAX_POINTS,
+    PrometheusConfig,
+    PrometheusSource,
+    Window,
+    plan_windows,
+)
 
 URL = "http://prom.test:9090"
 T0 = pd.Timestamp("2024-05-01T00:00:00Z")

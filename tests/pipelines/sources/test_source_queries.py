@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.config.signals import DEFAULT_PROMQL, SIGNALS
-from pipelines.sources import KUEUE_PENDING_WORKLOADS, file_queries, promql_queries
+from pipelines.sources.queries import KUEUE_PENDING_WORKLOADS, file_queries, promql_queries
 
 POOLS = PoolsConfig(
     pools=[

@@ -6,8 +6,9 @@ from dataclasses import fields
 
 from sqlalchemy.orm import Session
 
-from pipelines.store import OutboxItem, Store
+from pipelines.store.outbox import OutboxItem
 from pipelines.store.schema import OutboxRow
+from pipelines.store.store import Store
 
 
 def stored_item(store: Store, item_id: int) -> OutboxItem | None:

@@ -21,7 +21,8 @@ from sqlalchemy.exc import OperationalError
 
 from forecaster.exceptions import DataValidationError
 from pipelines.errors import StoreError
-from pipelines.store import Backoff, Store
+from pipelines.store.outbox import Backoff
+from pipelines.store.store import Store
 from tests.pipelines.store.outbox_reads import stored_item
 
 T0 = datetime(2024, 3, 1, tzinfo=UTC)

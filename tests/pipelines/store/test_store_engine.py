@@ -10,9 +10,10 @@ import pytest
 from sqlalchemy import select, text
 
 from pipelines.errors import StoreError
-from pipelines.store import Backoff, display_url, open_store
-from pipelines.store.engine import Database, make_engine
+from pipelines.store.engine import Database, display_url, make_engine
+from pipelines.store.outbox import Backoff
 from pipelines.store.schema import Sample
+from pipelines.store.store import open_store
 
 
 def test_display_url_masks_the_password() -> None:

@@ -14,9 +14,9 @@ from sqlalchemy import text
 
 from forecaster.exceptions import DataValidationError
 from pipelines.errors import StoreError
-from pipelines.store import Store, open_store
 from pipelines.store.engine import Database, make_engine
 from pipelines.store.migrate import alembic_config, upgrade
+from pipelines.store.store import Store, open_store
 
 STEP = timedelta(minutes=5)
 ORIGIN = datetime(2025, 3, 30, 12, 0, tzinfo=UTC)

@@ -14,10 +14,10 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
 from pipelines.errors import StoreError
-from pipelines.store import open_store
 from pipelines.store.engine import Database, make_engine
 from pipelines.store.migrate import alembic_config, upgrade
 from pipelines.store.schema import VERSION_TABLE, Base
+from pipelines.store.store import open_store
 from tests.pipelines.store.revisions import current_revision, head_revision
 
 TABLES = {
@@ -142,7 +142,7 @@ def test_threads_opening_stores_at_once_all_migrate(tmp_path: Path) -> None:
     # the interpreter: run the race in a child process so a crash is a failure here.
     script = f"""
 import threading
-from pipelines.store import open_store
+from pipelines.store.store import open_store
 errors = []
 def one(i):
     try:

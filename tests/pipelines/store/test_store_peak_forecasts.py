@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from forecaster.exceptions import DataValidationError
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 from tests.pipelines.store.store_contract import save_forecast
 
 STEP = timedelta(minutes=5)

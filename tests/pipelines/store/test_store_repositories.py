@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from pipelines.store import Store, open_store
+from pipelines.store.store import Store, open_store
 
 
 def _load_contract() -> ModuleType:

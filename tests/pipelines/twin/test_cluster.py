@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipelines.simulate import History, SimPool, simulate
+from pipelines.simulate.engine import simulate
+from pipelines.simulate.types import History, SimPool
 from pipelines.twin.cluster import Published, SimCluster
 
 STEP = timedelta(minutes=10)

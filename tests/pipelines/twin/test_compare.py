@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipelines.simulate import SimPool, simulate
-from pipelines.simulate.types import History
+from pipelines.simulate.engine import simulate
+from pipelines.simulate.types import History, SimPool
 from pipelines.twin.compare import FIGURES, agreement, compare
 
 STEP = timedelta(minutes=10)

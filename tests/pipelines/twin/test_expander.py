@@ -7,7 +7,7 @@ from datetime import timedelta
 import pandas as pd
 import pytest
 
-from pipelines.simulate import SimPool
+from pipelines.simulate.types import SimPool
 from pipelines.twin.cluster import Published
 from pipelines.twin.expander import (
     ExpanderConfigError,

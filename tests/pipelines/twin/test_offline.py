@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from pipelines.config.pools import PoolConfig
-from pipelines.simulate import History, SimPool, simulate
+from pipelines.simulate.engine import simulate
+from pipelines.simulate.types import History, SimPool
 from pipelines.twin.cluster import Published, SimCluster
 from pipelines.twin.offline import replay_on_cluster
 
