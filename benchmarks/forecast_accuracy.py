@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.inputs import add_input_options, data_dir, keep_series, load_files  # noqa: E402
 from benchmarks.peers import PeerAutoETS, PeerMSTL  # noqa: E402
+from benchmarks.progress import counter  # noqa: E402
 from forecaster.champion import FAMILY  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.estimator import Estimator  # noqa: E402
@@ -138,7 +139,7 @@ def run_group(
         levels=LEVELS,
         max_train=max_train,
         executor=executor,
-        progress=_progress(f"families and peers {step}", "cutoff times"),
+        progress=counter(f"families and peers {step}", "cutoff times"),
     )
     # The champion as training builds it: the settings' plan and model set.
     plan = training_plan(settings, step)
@@ -151,7 +152,7 @@ def run_group(
         horizon=horizon,
         levels=LEVELS,
         executor=executor,
-        progress=_progress(f"champion walk-forward {step}", "cutoff times"),
+        progress=counter(f"champion walk-forward {step}", "cutoff times"),
     )
     test_scores = score_backtest(test.frame, test.scales, LEVELS, labels)
     # The champion's windows are the families' windows: score with their naive scales.
@@ -386,13 +387,6 @@ def _mean(scores: pd.DataFrame, model: str, horizon: str, col: str) -> float:
     values = rows[col].to_numpy(dtype=np.float64)
     values = values[np.isfinite(values)]
     return float(values.mean()) if values.size else float("nan")
-
-
-def _progress(label: str, unit: str = "series") -> Any:
-    def report(done: int, total: int) -> None:
-        print(f"\r{label}: {done}/{total} {unit}", end="" if done < total else "\n", flush=True)
-
-    return report
 
 
 if __name__ == "__main__":
