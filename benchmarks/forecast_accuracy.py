@@ -45,7 +45,14 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.inputs import add_input_options, data_dir, keep_series, load_files  # noqa: E402
+from benchmarks.inputs import (  # noqa: E402
+    INPUT_ERRORS,
+    add_input_options,
+    data_dir,
+    input_error,
+    keep_series,
+    load_files,
+)
 from benchmarks.peers import PeerAutoETS, PeerMSTL  # noqa: E402
 from benchmarks.progress import counter  # noqa: E402
 from forecaster.champion import FAMILY  # noqa: E402
@@ -292,15 +299,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     add_input_options(parser, "series ids")
     args = parser.parse_args(argv)
-    raw = read_input(args)
-    if raw is None:
-        print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
-        return 1
-    wanted = list(args.series or [])
-    if args.quick and not wanted:
-        wanted = list(QUICK)
-    raw = keep_series(raw, wanted or None)
-    df, _ = validate_series(raw)
+    try:
+        raw = read_input(args)
+        if raw is None:
+            print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
+            return 1
+        wanted = list(args.series or [])
+        if args.quick and not wanted:
+            wanted = list(QUICK)
+        df, _ = validate_series(keep_series(raw, wanted or None))
+    except INPUT_ERRORS as exc:
+        return input_error(parser.prog, exc)
     settings = load_settings(root=ROOT)
     steps = df.groupby(UID)[DS].apply(lambda s: s.diff().median())
     started = time.perf_counter()
