@@ -6,7 +6,9 @@ and the other pools of the same trace, in the case's units and on its step. The
 shared cases: Earth total alone (its own class: pooled with the VCs its pinball
 loss was 1.2-1.8x the reference on the peak benchmark's tune window), the 16 Earth
 VCs together (with the training's default parameters), and Alibaba LoRA scaled as
-the case is. With ``--data`` files, the files' series are the fleet.
+the case is. With ``--data`` files, the files' series are the fleet, and the model
+forecasts the case's own signal (``demand_gpus``, or whatever ``--series`` named) over
+every pool of the files that has it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from forecaster.contract import validate_series
 from forecaster.loaders import load_trace
 from forecaster.loaders.traces import DEMAND
 from forecaster.peak.fleet import fleet_frame
-from forecaster.types import DS, UID, Y
+from forecaster.types import DS, UID, SeriesId, Y
 
 HELIOS_SIGNALS = frozenset({"demand_gpus", "pending_gpus", "pending_jobs"})
 VC_PARAMS: Mapping[str, Any] = {}
@@ -65,9 +67,26 @@ def default_fleets(shared: Path, vcs: tuple[str, ...], lora_peak: float) -> dict
 
 
 def file_fleets(raw: pd.DataFrame, cases: list[str]) -> dict[str, CaseFleet]:
-    """Every case of ``--data`` files learns from all the files' series."""
-    frame = _clean(raw)
-    return {uid.replace("/", "_"): CaseFleet("files", frame, uid) for uid in cases}
+    """Every case of ``--data`` files learns from all the files' series.
+
+    A case's target signal is its own (``<pool>/<signal>``), so a request rate is
+    forecast as a rate; cases of one signal share a fleet (and its daily fits).
+
+    Raises:
+        DataValidationError: a case is not ``<pool>/<signal>``, or the files' series
+            break the data contract.
+    """
+    clean, _ = validate_series(raw.reset_index(drop=True))
+    frames: dict[str, pd.DataFrame] = {}
+    fleets = {}
+    for uid in cases:
+        signal = SeriesId.parse(uid).signal
+        if signal not in frames:
+            frames[signal] = fleet_frame(clean, (signal,))
+        fleets[uid.replace("/", "_")] = CaseFleet(
+            f"files/{signal}", frames[signal], uid, {"targets": (signal,)}
+        )
+    return fleets
 
 
 def on_step(frame: pd.DataFrame, step: pd.Timedelta) -> pd.DataFrame:

@@ -3,8 +3,12 @@
 Cases (default): Helios Earth total demand (allocated + queued GPUs), four Earth
 virtual clusters, and Alibaba LoRA ``busy_gpus_est`` scaled so its peak is 256 GPUs;
 node lead times 5, 10 and 20 minutes; 8 GPUs per node; target utilisation 1.0. With
-``--data FILE`` every ``<entity>/demand_gpus`` series of the files is a case (or those
-named with ``--series``).
+``--data FILE`` every ``<entity>/demand_gpus`` series of the files is a case, or the
+series named with ``--series``: any id of the files, whatever its signal (e.g.
+``x/rate_rps``), its values replayed as demand in GPUs; the peak model then forecasts
+that signal over the files' pools. A file with no ``*/demand_gpus`` series and no
+``--series``, an id the files do not hold, a missing or empty file: the run stops at
+once with one line saying what to pass (:mod:`benchmarks.inputs`).
 
 Every case replays, side by side: reactive (cluster-autoscaler, work packed and work
 spread), static (the smallest fixed size whose waiting closes 90 % of reactive's gap
@@ -67,9 +71,19 @@ from benchmarks.decision_report import (  # noqa: E402
     report,
     score,
 )
-from benchmarks.inputs import add_input_options, data_dir, keep_series, load_files  # noqa: E402
+from benchmarks.inputs import (  # noqa: E402
+    INPUT_ERRORS,
+    add_input_options,
+    data_dir,
+    input_error,
+    keep_series,
+    load_files,
+    pick_series,
+    pool_signal_ids,
+)
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.estimator import Estimator  # noqa: E402
+from forecaster.exceptions import ConfigError, DataValidationError, SourceError  # noqa: E402
 from forecaster.loaders import load_trace  # noqa: E402
 from forecaster.loaders.traces import DEMAND  # noqa: E402
 from forecaster.peak.calibration import MIN_EXPECTED_MISSES  # noqa: E402
@@ -78,7 +92,7 @@ from forecaster.procedure import TrainedChampion  # noqa: E402
 from forecaster.types import DS, UID, Y  # noqa: E402
 from pipelines.config.pools import PoolConfig  # noqa: E402
 from pipelines.config.settings import Settings, load_settings  # noqa: E402
-from pipelines.simulate.champion import champion_forecaster  # noqa: E402
+from pipelines.simulate.champion import champion_forecaster, replay_model  # noqa: E402
 from pipelines.simulate.compare import REFERENCES  # noqa: E402
 from pipelines.simulate.engine import simulate  # noqa: E402
 from pipelines.simulate.foresight import ForesightPolicy  # noqa: E402
@@ -108,6 +122,13 @@ STATIC_GAP = 0.9
 RESULTS = ROOT / "benchmarks" / "results" / "decision_quality.json"
 FIGURES = ROOT / "benchmarks" / "results" / "decision_quality"
 REF_LABEL = {"reference": "ref-persistence", "reference-seasonal": "ref-seasonal_naive"}
+DEFAULT_CASES: dict[str, str] = {
+    "earth_total": f"earth_total/{DEMAND}",
+    **{f"earth_vc_{vc}": f"earth_vc_{vc}/{DEMAND}" for vc in VCS},
+    "alibaba_lora_x": "alibaba_lora/busy_gpus_est",
+}
+"""The default cases by name, each with the id of its series in the shared traces."""
+QUICK_SPAN = timedelta(days=10)
 
 FitCache = dict[tuple[Any, ...], Estimator]
 
@@ -118,11 +139,8 @@ def default_cases(shared: Path) -> dict[str, pd.Series]:
     vcs = load_trace("helios_earth_vc", data_dir=shared, signals={"demand_gpus"})
     lora = load_trace("alibaba_lora", data_dir=shared, signals={"busy_gpus_est"})
     frame = pd.concat([total, vcs, lora], ignore_index=True)
-    wanted = {"earth_total": "earth_total/demand_gpus"}
-    wanted |= {f"earth_vc_{vc}": f"earth_vc_{vc}/demand_gpus" for vc in VCS}
-    wanted["alibaba_lora_x"] = "alibaba_lora/busy_gpus_est"
     cases: dict[str, pd.Series] = {}
-    for case, uid in wanted.items():
+    for case, uid in DEFAULT_CASES.items():
         series = as_series(frame, uid, case)
         if case == "alibaba_lora_x":
             series = series * (LORA_PEAK_GPUS / float(series.max()))
@@ -130,13 +148,76 @@ def default_cases(shared: Path) -> dict[str, pd.Series]:
     return cases
 
 
-def file_cases(paths: list[Path], wanted: list[str] | None) -> dict[str, pd.Series]:
-    """Demand series of files: every ``*/demand_gpus`` (or the ``wanted`` ids) is a case."""
-    raw = load_files(paths)
+def default_case_names(wanted: Sequence[str] | None) -> list[str]:
+    """The default cases ``--series`` names (each by its name or its series id), in order.
+
+    Raises:
+        DataValidationError: a name is neither; the message lists the cases and says
+            that a series of one's own needs ``--data``.
+    """
     if not wanted:
-        wanted = sorted(u for u in raw[UID].astype(str).unique() if u.endswith(f"/{DEMAND}"))
-    frame, _ = validate_series(keep_series(raw, wanted))
-    return {uid.replace("/", "_"): as_series(frame, uid, uid).clip(lower=0.0) for uid in wanted}
+        return list(DEFAULT_CASES)
+    by_id = {uid: case for case, uid in DEFAULT_CASES.items()}
+    named = set()
+    for text in wanted:
+        case = text if text in DEFAULT_CASES else by_id.get(text)
+        if case is None:
+            raise DataValidationError(
+                f"--series {text!r} is not a default case ({', '.join(DEFAULT_CASES)}) nor "
+                "the series id of one; to run a series of your own pass --data FILE with it"
+            )
+        named.add(case)
+    return [case for case in DEFAULT_CASES if case in named]
+
+
+def file_cases(raw: pd.DataFrame, ids: list[str]) -> dict[str, pd.Series]:
+    """The series ``ids`` of files' frame as cases, named ``<pool>_<signal>``."""
+    frame, _ = validate_series(keep_series(raw, ids))
+    return {uid.replace("/", "_"): as_series(frame, uid, uid).clip(lower=0.0) for uid in ids}
+
+
+def read_cases(
+    args: argparse.Namespace, *, peak: bool, prehistory: timedelta
+) -> tuple[dict[str, pd.Series], dict[str, CaseFleet]]:
+    """The cases the options name and, for the peak model, their fleets.
+
+    Everything a user can get wrong is checked here, before any replay.
+
+    Raises:
+        DataValidationError: an unknown or malformed series id, no series to run, a
+            series too short for the prehistory, or data the contract rejects.
+        SourceError: a file is missing, empty or unreadable; no shared traces.
+    """
+    fleets: dict[str, CaseFleet] = {}
+    if args.data:
+        raw = load_files(list(args.data))
+        ids = pick_series(raw[UID].astype(str).unique(), args.series, signal=DEMAND)
+        if peak:
+            pool_signal_ids(ids, "the peak model needs (pass --model champion otherwise)")
+        cases = file_cases(raw, ids)
+        if peak:
+            fleets = file_fleets(raw, ids)
+    else:
+        names = default_case_names(args.series)
+        shared = data_dir(args, ROOT)
+        if shared is None:
+            raise SourceError(
+                "no shared traces (../shared/data or --data-dir DIR); pass --data FILE"
+            )
+        cases = {k: v for k, v in default_cases(shared).items() if k in names}
+        if peak:
+            fleets = default_fleets(shared, VCS, LORA_PEAK_GPUS)
+    if args.quick:
+        cases = {k: v[v.index < v.index[0] + QUICK_SPAN] for k, v in list(cases.items())[:2]}
+    for name, series in cases.items():
+        if series.index[-1] < series.index[0] + prehistory:
+            days = (series.index[-1] - series.index[0]) / timedelta(days=1)
+            raise DataValidationError(
+                f"series {name} spans {days:.1f} days, but the replay learns from the first "
+                f"{prehistory / timedelta(days=1):g} (--prehistory-days) and replays what "
+                "follows; give a longer series or a smaller --prehistory-days"
+            )
+    return cases, fleets
 
 
 def as_series(frame: pd.DataFrame, uid: str, name: str) -> pd.Series:
@@ -328,7 +409,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--figures", type=Path, default=FIGURES, help="where the PNGs go")
     parser.add_argument(
-        "--leads", default=",".join(str(m) for m in LEADS_MIN), help="lead times in minutes"
+        "--leads",
+        type=lead_minutes,
+        default=",".join(str(m) for m in LEADS_MIN),
+        help="lead times in minutes, comma-separated",
     )
     parser.add_argument(
         "--model",
@@ -369,39 +453,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="misses a level must expect over ACI's window to be calibrated (default 5: "
         "not above 0.9826; 0 calibrates every level)",
     )
-    add_input_options(parser, "cases (default names such as earth_total, or series ids)")
+    add_input_options(
+        parser,
+        "cases (default names such as earth_total, or series ids)",
+        f"every */{DEMAND} series",
+    )
     args = parser.parse_args(argv)
     console = Console(width=220)
-    leads = [int(part) for part in str(args.leads).split(",") if part.strip()]
+    leads: list[int] = args.leads
     if args.rescore:
+        if not args.output.is_file():
+            parser.error(f"--rescore reads --output {args.output}, which does not exist")
         saved = json.loads(args.output.read_text())
         cases = [score(c) for c in saved["cases"]]
         return report(console, cases, saved["elapsed_seconds"], args.output, leads)
-    peak = args.model == PEAK
-    fleets: dict[str, CaseFleet] = {}
-    if args.data:
-        cases_in = file_cases(list(args.data), args.series)
-        if peak:
-            names = [str(s.name) for s in cases_in.values()]
-            fleets = file_fleets(load_files(list(args.data)), names)
-    else:
-        shared = data_dir(args, ROOT)
-        if shared is None:
-            console.print("[red]no shared traces (../shared/data or --data-dir); use --data[/]")
-            return 2
-        cases_in = default_cases(shared)
-        if args.series:
-            unknown = sorted(set(args.series) - set(cases_in))
-            if unknown:
-                console.print(f"[red]unknown cases {unknown}; known: {sorted(cases_in)}[/]")
-                return 2
-            cases_in = {k: v for k, v in cases_in.items() if k in args.series}
-        if peak:
-            fleets = default_fleets(shared, VCS, LORA_PEAK_GPUS)
-    if args.quick:
-        cases_in = {k: v.iloc[: 10 * 144] for k, v in list(cases_in.items())[:2]}
-    peak_models: dict[tuple[str, pd.Timedelta], ModelCache] = {}
-    settings = load_settings(root=ROOT)
     scale_down = None
     if args.scale_down:
         window, _, rest = str(args.scale_down).partition(",")
@@ -421,6 +486,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.prehistory_days <= 0:
         parser.error(f"--prehistory-days must be positive; got {args.prehistory_days}")
     prehistory = timedelta(days=args.prehistory_days)
+    try:
+        cases_in, fleets = read_cases(args, peak=args.model == PEAK, prehistory=prehistory)
+    except INPUT_ERRORS as exc:
+        return input_error(parser.prog, exc)
+    peak_models: dict[tuple[str, pd.Timedelta], ModelCache] = {}
+    settings = load_settings(root=ROOT)
+    if args.model != PEAK:
+        try:  # an unknown family is a mistake to say now, not after the first replays
+            for series in cases_in.values():
+                replay_model(settings, series.index[1] - series.index[0], args.model)
+        except ConfigError as exc:
+            return input_error(parser.prog, exc)
     started = time.perf_counter()
     results: list[dict[str, Any]] = []
     for name, series in cases_in.items():
@@ -456,6 +533,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.output.parent.mkdir(parents=True, exist_ok=True)
             args.output.write_text(json.dumps(partial | {"cases": results}, default=str))
     return report(console, results, time.perf_counter() - started, args.output, leads)
+
+
+def lead_minutes(text: str) -> list[int]:
+    """argparse type: comma-separated whole minutes >= 1, else a message saying so."""
+    try:
+        leads = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        leads = []
+    if not leads or min(leads) < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not comma-separated whole minutes >= 1, e.g. '5,10,20'"
+        )
+    return leads
 
 
 if __name__ == "__main__":

@@ -26,6 +26,14 @@ origin's time of day over the last week) by their discounted realised pinball lo
 "combined3" is the same without the time-of-day reference (what served before it).
 Every fleet runs the forecaster's defaults (what a training fits and serves).
 
+Outside data: ``--data FILE`` (repeatable, the formats of :mod:`benchmarks.inputs`)
+replaces the shared traces; its ``*/demand_gpus`` series are scored, or the series
+named with ``--series`` (any id ``<pool>/<signal>`` of the files, e.g. ``x/rate_rps``:
+the model then forecasts that signal over every pool of the files that has it). The
+files' series of one step are one fleet, at leads 10 and 20 minutes in steps (rounded
+up). ``--series`` without ``--data`` scores only the named series of the shared fleets.
+A mistake in these options stops the run at once with one line saying what to pass.
+
 Windows (per series, by share of its span): origins from 50 % minus one day are
 forecast (the first day warms ACI up and is never scored); "tune" is 50-75 %,
 "holdout" 75-100 %. Every choice (features, hyperparameters, ACI step size) was made
@@ -44,7 +52,8 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +63,20 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.inputs import (  # noqa: E402
+    INPUT_ERRORS,
+    add_input_options,
+    data_dir,
+    input_error,
+    listing,
+    load_files,
+    pick_series,
+    pool_signal_ids,
+)
+from benchmarks.progress import Counter, counter  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
-from forecaster.loaders import load_trace, shared_data_dir  # noqa: E402
+from forecaster.exceptions import DataValidationError, InsufficientHistoryError, SourceError  # noqa: E402
+from forecaster.loaders import DEMAND, load_trace  # noqa: E402
 from forecaster.peak.calibration import WINDOW as ACI_WINDOW  # noqa: E402
 from forecaster.peak.calibration import calibrate, calibrates  # noqa: E402
 from forecaster.peak.combine import (  # noqa: E402
@@ -63,6 +84,7 @@ from forecaster.peak.combine import (  # noqa: E402
     combine_bounds,
     snap_to_demand,
 )
+from forecaster.peak.fleet import pool_leads  # noqa: E402
 from forecaster.peak.model import PeakQuantileForecaster  # noqa: E402
 from forecaster.peak.recovery import MIN_LEVEL, ReturnRule, held_levels  # noqa: E402
 from forecaster.peak.reference import seasonal_reference  # noqa: E402
@@ -84,6 +106,8 @@ COMBINE_HALFLIFE = 144.0
 pinball ratio among eta 3, 10, 30, 100 x half-life 144, 576 steps (eta 30 ties, one cell fewer
 within +-0.03 coverage)."""
 RESULTS = ROOT / "benchmarks" / "results" / "peak_quantile.json"
+FILE_LEADS = (timedelta(minutes=10), timedelta(minutes=20))
+"""Leads of the fleets of ``--data`` files, as the shared traces' (1 and 2 steps of 10 min)."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +154,60 @@ def load_fleets(data_dir: Path) -> list[Fleet]:
     return fleets
 
 
+def file_fleets(raw: pd.DataFrame, ids: Sequence[str]) -> list[Fleet]:
+    """Fleets of ``--data`` files scoring ``ids``: one per step, the ids' signals as targets.
+
+    Raises:
+        DataValidationError: an id is not ``<pool>/<signal>``, or the files' series
+            break the data contract.
+    """
+    pool_signal_ids(ids, "the peak model needs (it forecasts a signal over the pools)")
+    frame, _ = validate_series(raw.reset_index(drop=True))
+    steps = frame.groupby(UID)[DS].apply(lambda d: d.diff().median())
+    fleets = []
+    for step, of_step in steps.groupby(steps, sort=True):
+        scored = tuple(u for u in ids if u in of_step.index)
+        if not scored:
+            continue
+        targets = tuple(sorted({u.rpartition("/")[2] for u in scored}))
+        leads = pool_leads(FILE_LEADS, pd.Timedelta(step))
+        part = frame[frame[UID].isin(of_step.index)].reset_index(drop=True)
+        name = "files" if steps.nunique() == 1 else f"files_{pd.Timedelta(step)}"
+        fleets.append(Fleet(name, part, targets, leads, scored))
+    return fleets
+
+
+def read_fleets(args: argparse.Namespace) -> list[Fleet]:
+    """The fleets the options name: of ``--data`` files, else the shared ones.
+
+    Everything a user can get wrong is checked here, before any fit.
+
+    Raises:
+        DataValidationError: an unknown or malformed series id, no series to score,
+            or data the contract rejects.
+        SourceError: a file is missing, empty or unreadable; no shared traces.
+    """
+    if args.data:
+        raw = load_files(list(args.data))
+        ids = pick_series(raw[UID].astype(str).unique(), args.series, signal=DEMAND)
+        return file_fleets(raw, ids)
+    shared = data_dir(args, ROOT)
+    if shared is None:
+        raise SourceError("no shared traces (../shared/data or --data-dir DIR); pass --data FILE")
+    fleets = [f for f in load_fleets(shared) if f.name in args.fleets]
+    if not args.series:
+        return fleets
+    scored = sorted({u for f in fleets for u in f.scored})
+    unknown = [u for u in args.series if u not in scored]
+    if unknown:
+        raise DataValidationError(
+            f"--series {unknown[0]!r} is not scored by the fleets {' '.join(args.fleets)} "
+            f"(they score {listing(scored)}); to score a series of your own pass --data FILE"
+        )
+    kept = [replace(f, scored=tuple(u for u in f.scored if u in args.series)) for f in fleets]
+    return [f for f in kept if f.scored]
+
+
 def window_bounds(ds: pd.Series, share: float) -> pd.Timestamp:
     """The timestamp at ``share`` of a series' span."""
     first, last = ds.min(), ds.max()
@@ -137,7 +215,11 @@ def window_bounds(ds: pd.Series, share: float) -> pd.Timestamp:
 
 
 def walk_forward(
-    fleet: Fleet, params: dict[str, Any], until: float, quantiles: Sequence[float] = QUANTILES
+    fleet: Fleet,
+    params: dict[str, Any],
+    until: float,
+    quantiles: Sequence[float] = QUANTILES,
+    progress: Counter | None = None,
 ) -> pd.DataFrame:
     """Forecast every origin from 50 % of each span minus a day, refitting at midnight."""
     frame = fleet.frame
@@ -149,7 +231,7 @@ def walk_forward(
         days = pd.date_range(starts[uid].floor("D"), ends[uid], freq="D")
         cutoffs |= set(days)
     parts = []
-    for cutoff in sorted(cutoffs):
+    for done, cutoff in enumerate(sorted(cutoffs), start=1):
         model = PeakQuantileForecaster(
             lead_steps=fleet.leads,
             quantiles=tuple(quantiles),
@@ -162,6 +244,8 @@ def walk_forward(
         ]
         pred = model.predict_peak(upto, since=cutoff)
         parts.append(pred[pred[UID].isin(fleet.scored)])
+        if progress is not None:
+            progress(done, len(cutoffs))
     out = pd.concat(parts, ignore_index=True)
     keep = [(out[UID] == u) & (out[DS] >= starts[u]) & (out[DS] <= ends[u]) for u in fleet.scored]
     return out[np.logical_or.reduce(keep)].reset_index(drop=True)
@@ -461,7 +545,13 @@ def parse_params(items: Sequence[str]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--until", choices=("tune", "holdout"), default="holdout")
-    parser.add_argument("--fleets", nargs="*", default=DEFAULT_FLEETS, help="fleets to run")
+    parser.add_argument(
+        "--fleets",
+        nargs="*",
+        choices=(*GPU_FLEETS, "nab"),
+        default=DEFAULT_FLEETS,
+        help="fleets of the shared traces to run (not with --data)",
+    )
     parser.add_argument("--param", nargs="*", default=[], help="forecaster name=value")
     parser.add_argument("--gamma", type=float, nargs="*", default=[ACI_GAMMA])
     parser.add_argument(
@@ -493,18 +583,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--combine", type=Path, nargs="*", default=None, help="merge the JSON of earlier runs"
     )
+    add_input_options(parser, "series ids to score", f"every */{DEMAND} series")
     args = parser.parse_args(argv)
     if args.combine:
         return combine(args.combine, args.output)
-    data_dir = shared_data_dir(ROOT)
-    if data_dir is None:
-        print("../shared/data not found: nothing to benchmark.")
-        return 1
     params = parse_params(args.param)
     levels = tuple(sorted(set(args.quantiles)))
     if not all(0.0 < q < 1.0 for q in levels):
         parser.error(f"--quantiles must lie in (0, 1); got {list(args.quantiles)}")
-    fleets = [f for f in load_fleets(data_dir) if f.name in args.fleets]
+    try:
+        fleets = read_fleets(args)
+    except INPUT_ERRORS as exc:
+        return input_error(parser.prog, exc)
     until = TUNE[1] if args.until == "tune" else HOLDOUT[1]
     preds, spans, fleet_of, seconds = [], {}, {}, {}
     saved = (
@@ -521,7 +611,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     for fleet in fleets:
         t0 = time.perf_counter()
         if saved is None:
-            pred = walk_forward(fleet, params, until, levels)
+            progress = counter(f"{fleet.name} walk-forward", "days")
+            try:
+                pred = walk_forward(fleet, params, until, levels, progress)
+            except DataValidationError as exc:
+                if not args.data:
+                    raise  # the shared traces are long enough: a fault, not a mistake
+                # Before the first cutoff there may be no row at all (no target series).
+                why = f" ({exc})" if isinstance(exc, InsufficientHistoryError) else ""
+                return input_error(
+                    parser.prog,
+                    DataValidationError(
+                        f"--data: too little history to fit on before the first forecast, at "
+                        f"50 % of each series' span minus a day{why}; give longer series"
+                    ),
+                )
         else:
             pred = saved[saved[UID].isin(fleet.scored)].drop(columns=["peak", "ref_scale"])
             pred = pred[[c for c in pred.columns if "_q" not in c]].reset_index(drop=True)
