@@ -52,7 +52,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.families import family_of  # noqa: E402
 from benchmarks.inputs import (  # noqa: E402
     INPUT_ERRORS,
     add_input_options,
@@ -73,21 +74,35 @@ from benchmarks.inputs import (  # noqa: E402
     pick_series,
     pool_signal_ids,
 )
+from benchmarks.peak_lofo import (  # noqa: E402
+    SERVED,
+    WITHOUT_SEASONAL,
+    Constants,
+    Grid,
+    Track,
+    choose,
+    folds,
+    grid_scores,
+    mixed,
+    objective,
+    served,
+    with_aci,
+)
 from benchmarks.progress import Counter, counter  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.exceptions import DataValidationError, InsufficientHistoryError, SourceError  # noqa: E402
 from forecaster.loaders import DEMAND, load_trace  # noqa: E402
-from forecaster.peak.calibration import WINDOW as ACI_WINDOW  # noqa: E402
-from forecaster.peak.calibration import calibrate, calibrates  # noqa: E402
-from forecaster.peak.combine import (  # noqa: E402
-    TUNED_SNAP,
-    combine_bounds,
-    snap_to_demand,
-)
+from forecaster.peak.calibration import calibrate  # noqa: E402
 from forecaster.peak.fleet import pool_leads  # noqa: E402
 from forecaster.peak.model import PeakQuantileForecaster  # noqa: E402
-from forecaster.peak.recovery import MIN_LEVEL, ReturnRule, held_levels  # noqa: E402
-from forecaster.peak.reference import seasonal_reference  # noqa: E402
+from forecaster.peak.online import EXPERTS, day_rule  # noqa: E402
+from forecaster.peak.recovery import held_levels  # noqa: E402
+from forecaster.peak.reference import (  # noqa: E402
+    naive_lags,
+    seasonal_naive_reference,
+    seasonal_reference,
+    trailing_reference,
+)
 from forecaster.peak.scale import recent_scale  # noqa: E402
 from forecaster.peak.target import lead_peak  # noqa: E402
 from forecaster.peak.types import LAST, LEAD, SCALE  # noqa: E402
@@ -97,14 +112,7 @@ QUANTILES = (0.9, 0.95)
 SCORED_VCS = ("vc6YE", "vcvlY", "vcLJZ", "vcpDC")
 LORA_FACTOR = 20.0
 TUNE, HOLDOUT = (0.5, 0.75), (0.75, 1.0)
-ACI_GAMMA = 0.002
-"""Chosen on the tune window: lowest mean pinball ratio among 0.002, 0.005, 0.01, 0.02 with the
-first configuration and among 0.002, 0.005 with the final one (see docs/forecasting.md)."""
-COMBINE_ETA = 100.0
-COMBINE_HALFLIFE = 144.0
-"""Chosen on the tune window (from the saved forecasts of the final model): lowest mean GPU
-pinball ratio among eta 3, 10, 30, 100 x half-life 144, 576 steps (eta 30 ties, one cell fewer
-within +-0.03 coverage)."""
+WINDOWS = {"tune": TUNE, "holdout": HOLDOUT}
 RESULTS = ROOT / "benchmarks" / "results" / "peak_quantile.json"
 FILE_LEADS = (timedelta(minutes=10), timedelta(minutes=20))
 """Leads of the fleets of ``--data`` files, as the shared traces' (1 and 2 steps of 10 min)."""
@@ -258,76 +266,102 @@ def _pool_ids(frame: pd.DataFrame, fleet: Fleet) -> set[str]:
     return {u for u in ids if u.rpartition("/")[0] in pools}
 
 
-def with_references(
+def build_tracks(
     fleet: Fleet,
     pred: pd.DataFrame,
-    gamma: float,
-    eta: float = COMBINE_ETA,
-    halflife: float = COMBINE_HALFLIFE,
-    snap: float = TUNED_SNAP,
+    spans: dict[str, tuple[pd.Timestamp, pd.Timestamp]],
     quantiles: Sequence[float] = QUANTILES,
-    aci_every_level: bool = False,
-) -> pd.DataFrame:
-    """Add realised peaks, the references, ACI bounds and the experts' combinations.
+) -> list[tuple[Track, pd.DataFrame]]:
+    """Per scored series and lead: what the online layer reads, and the origins' frame.
 
-    As served, the combination's calibrated expert is the raw bound at a level ACI's
-    window cannot calibrate (``calibrates``: above 0.9826); ``aci_every_level`` puts
-    ACI there too, for the comparison that chose the rule.
+    The references are computed over each whole series (they read actuals only, and
+    only before each origin); ``windows`` marks the tune and holdout origins.
     """
     levels = tuple(quantiles)
-    rows = []
-    for (uid, lead), group in pred.groupby([UID, LEAD], sort=True):
+    out = []
+    for (uid, steps), group in pred.groupby([UID, LEAD], sort=True):
         series = fleet.frame[fleet.frame[UID] == uid].sort_values(DS)
-        y = series[Y].to_numpy()
-        step = series[DS].diff().median()
+        y = series[Y].to_numpy(dtype=np.float64)
+        lead = int(steps)
+        step = pd.Timedelta(series[DS].diff().median())
         day = int(pd.Timedelta(days=1) / step)
-        peak = pd.Series(lead_peak(y, int(lead)), index=series[DS])
-        headroom = pd.Series(peak.to_numpy() - y, index=series[DS])
-        # Trailing day of headroom realised by the origin: origins up to t - lead.
-        trailing = headroom.shift(int(lead)).rolling(day, min_periods=day // 2)
-        scale = pd.Series(recent_scale(y, day), index=series[DS])
-        g = group.sort_values(DS).copy()
-        seasonal = pd.DataFrame(
-            seasonal_reference(y, int(lead), day, levels), index=series[DS]
-        ).reindex(g[DS])
-        returning = pd.Series(held_levels(y, ReturnRule.on_step(step)), index=series[DS])
-        g["peak"] = peak.reindex(g[DS]).to_numpy()
-        g["ref_scale"] = scale.reindex(g[DS]).to_numpy()
-        for q in levels:
-            col = quantile_column(q)
-            ref = g[LAST].to_numpy() + trailing.quantile(q).reindex(g[DS]).to_numpy()
-            g[f"ref_{col}"] = ref
-            args = (g["peak"].to_numpy(), q, int(lead), gamma, ACI_WINDOW)
-            g[f"aci_{col}"] = calibrate(g[col].to_numpy(), args[0], g[SCALE].to_numpy(), *args[1:])
-            g[f"refaci_{col}"] = calibrate(ref, args[0], g["ref_scale"].to_numpy(), *args[1:])
-            sref = seasonal[levels.index(q)].to_numpy()
-            served_aci = (
-                g[f"aci_{col}"].to_numpy()
-                if aci_every_level or calibrates(q, ACI_WINDOW)
-                else g[col].to_numpy()
+        g = group.sort_values(DS).reset_index(drop=True)
+        at = pd.DatetimeIndex(series[DS]).get_indexer(pd.DatetimeIndex(g[DS]))
+        g["peak"] = lead_peak(y, lead)[at]
+        g["ref_scale"] = recent_scale(y, day)[at]
+        experts = {
+            "reference": trailing_reference(y, lead, day, levels)[at],
+            "time_of_day": seasonal_reference(y, lead, day, levels)[at],
+        }
+        for name, lag in zip(("yesterday", "last_week"), naive_lags(day), strict=True):
+            experts[name] = (
+                seasonal_naive_reference(y, lag, lead, day, levels)[at]
+                if lag >= lead
+                else np.full((len(g), len(levels)), np.nan)
             )
-            g[f"sref_{col}"] = sref
-            # As OnlinePeak serves: the calibrated model mixed with the raw reference,
-            # the raw model and the time-of-day reference (tune window, GPU traces:
-            # 0.889 -> 0.877 with the raw model, 0.877 -> 0.860 with the time-of-day
-            # reference); "combined3", without the last, stays beside it.
-            # A mix just above demand is set to demand where the reference is at or below
-            # demand, as served (snap_to_demand); from the median up, held at the level
-            # demand had before an idle spell it has just come back from, where the
-            # series' own returns mostly come back (forecaster.peak.recovery.held_level).
-            for name, experts in (
-                ("comb", [served_aci, ref, g[col].to_numpy(), sref]),
-                ("comb3", [served_aci, ref, g[col].to_numpy()]),
-            ):
-                mixed = combine_bounds(
-                    experts, args[0], g[SCALE].to_numpy(), q, int(lead), eta, halflife
-                )
-                served = snap_to_demand(mixed, g[LAST].to_numpy(), g[SCALE].to_numpy(), ref, snap)
-                if q >= MIN_LEVEL:  # held at the level before an idle spell, as served
-                    served = np.fmax(served, returning.reindex(g[DS]).to_numpy())
-                g[f"{name}_{col}"] = served
-        rows.append(g)
-    return pd.concat(rows, ignore_index=True)
+        first, last = spans[str(uid)]
+        windows = {}
+        for name, (lo, hi) in WINDOWS.items():
+            start, end = (first + (last - first) * share for share in (lo, hi))
+            windows[name] = ((g[DS] >= start) & ((g[DS] < end) | (hi >= 1.0))).to_numpy()
+        track = Track(
+            uid=str(uid),
+            family=family_of(str(uid)),
+            lead=lead,
+            levels=levels,
+            last=g[LAST].to_numpy(dtype=np.float64),
+            scale=g[SCALE].to_numpy(dtype=np.float64),
+            peak=g["peak"].to_numpy(dtype=np.float64),
+            raw=g[[quantile_column(q) for q in levels]].to_numpy(dtype=np.float64),
+            returning=held_levels(y, day_rule(day))[at],
+            experts=experts,
+            windows=windows,
+        )
+        out.append((track, g))
+    return out
+
+
+def scored_frame(
+    tracks: Sequence[tuple[Track, pd.DataFrame]],
+    chosen: dict[str, Constants],
+    chosen_without: dict[str, Constants],
+    every_level: bool = False,
+) -> pd.DataFrame:
+    """Every method's bounds per origin, the served mix at each family's fold constants.
+
+    Columns per level ``q<level>``: the raw model, ``aci_`` (model + ACI), ``ref_``
+    (trailing-day buffer), ``refaci_`` (it + ACI), ``sref_`` (time-of-day), ``yref_``
+    (same time yesterday), ``wref_`` (same time last week), ``comb_`` (served, every
+    expert) and ``comb4_`` (served without the two seasonal references, its own folds).
+    """
+    parts = []
+    for track, frame in tracks:
+        g = frame.copy()
+        constants, without = chosen[track.family], chosen_without[track.family]
+        aci = with_aci(track, constants.gamma, every_level)
+        served_mix = mixed(track, aci, constants.eta, constants.halflife)
+        comb = served(track, served_mix, constants.snap, constants.min_level)
+        aci4 = with_aci(track, without.gamma, every_level)
+        mix4 = mixed(track, aci4, without.eta, without.halflife, WITHOUT_SEASONAL)
+        comb4 = served(track, mix4, without.snap, without.min_level)
+        reference = track.experts["reference"]
+        ref_scale = g["ref_scale"].to_numpy(dtype=np.float64)
+        for k, q in enumerate(track.levels):
+            col = quantile_column(q)
+            g[f"aci_{col}"] = calibrate(
+                track.raw[:, k], track.peak, track.scale, q, track.lead, constants.gamma
+            )
+            g[f"ref_{col}"] = reference[:, k]
+            g[f"refaci_{col}"] = calibrate(
+                reference[:, k], track.peak, ref_scale, q, track.lead, constants.gamma
+            )
+            g[f"sref_{col}"] = track.experts["time_of_day"][:, k]
+            g[f"yref_{col}"] = track.experts["yesterday"][:, k]
+            g[f"wref_{col}"] = track.experts["last_week"][:, k]
+            g[f"comb_{col}"] = comb[:, k]
+            g[f"comb4_{col}"] = comb4[:, k]
+        parts.append(g)
+    return pd.concat(parts, ignore_index=True)
 
 
 def cell_scores(frame: pd.DataFrame, q: float, column: str) -> dict[str, float]:
@@ -359,10 +393,14 @@ METHODS = {
     "model_aci": "aci_",
     "reference": "ref_",
     "reference_aci": "refaci_",
-    "seasonal_reference": "sref_",
-    "combined3": "comb3_",
+    "time_of_day_reference": "sref_",
+    "yesterday_reference": "yref_",
+    "last_week_reference": "wref_",
+    "combined_without_seasonal": "comb4_",
     "combined": "comb_",
 }
+RATIOS = tuple(m for m in METHODS if m != "reference")
+"""Methods whose pinball is reported over the trailing-day buffer's."""
 
 
 def score(
@@ -380,19 +418,17 @@ def score(
         sel = group[(group[DS] >= start) & ((group[DS] < end) | (window[1] >= 1.0))]
         for q in quantiles:
             col = quantile_column(q)
-            cell: dict[str, Any] = {"fleet": fleet_of[str(uid)], "series": uid, "lead": int(lead)}
+            cell: dict[str, Any] = {
+                "fleet": fleet_of[str(uid)],
+                "family": family_of(str(uid)),
+                "series": uid,
+                "lead": int(lead),
+            }
             cell["q"] = q
             for method, prefix in METHODS.items():
                 cell[method] = cell_scores(sel, q, f"{prefix}{col}")
             ref, ref_aci = cell["reference"]["pinball"], cell["reference_aci"]["pinball"]
-            for method in (
-                "model",
-                "model_aci",
-                "reference_aci",
-                "combined",
-                "seasonal_reference",
-                "combined3",
-            ):
+            for method in RATIOS:
                 cell[f"ratio_{method}"] = cell[method]["pinball"] / ref if ref > 0 else np.nan
             cell["ratio_aci_vs_reference_aci"] = (
                 cell["model_aci"]["pinball"] / ref_aci if ref_aci > 0 else np.nan
@@ -421,113 +457,116 @@ DEFAULT_FLEETS = ("helios_total", "helios_vc", "alibaba_lora", "alibaba_openb", 
 
 
 def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
-    """Average ratios and coverage errors over GPU cells, over NAB, and over all."""
+    """Average ratios and coverage per family, over the GPU traces' cells and over all."""
     out: dict[str, Any] = {}
     groups = {
-        "gpu_traces": [c for c in cells if c["fleet"] in GPU_FLEETS],
-        "nab": [c for c in cells if c["fleet"] == "nab"],
-        "all": cells,
+        f: [c for c in cells if c["family"] == f] for f in sorted({c["family"] for c in cells})
     }
+    groups["gpu_traces"] = [c for c in cells if c["fleet"] in GPU_FLEETS]
+    groups["all"] = cells
     for name, group in groups.items():
         if not group:
             continue
         entry: dict[str, Any] = {"cells": len(group)}
         levels = sorted({c["q"] for c in group})
-        for key in (
-            "ratio_model",
-            "ratio_model_aci",
-            "ratio_reference_aci",
-            "ratio_aci_vs_reference_aci",
-            "ratio_combined",
-            "ratio_seasonal_reference",
-            "ratio_combined3",
-        ):
+        for key in (*(f"ratio_{m}" for m in RATIOS), "ratio_aci_vs_reference_aci"):
             values = np.array([c[key] for c in group], dtype=float)
             values = values[np.isfinite(values)]
             entry[f"mean_{key}"] = float(values.mean()) if values.size else None
             entry[f"geomean_{key}"] = float(np.exp(np.log(values).mean())) if values.size else None
+            entry[f"max_{key}"] = float(values.max()) if values.size else None
         for method in METHODS:
             err = [abs(c[method]["coverage"] - c["q"]) for c in group]
             entry[f"mean_abs_coverage_error_{method}"] = float(np.mean(err))
             entry[f"max_abs_coverage_error_{method}"] = float(np.max(err))
+            entry[f"mean_coverage_{method}"] = float(
+                np.mean([c[method]["coverage"] for c in group])
+            )
             for tie_aware, key in ((False, "calibrated"), (True, "calibrated_tie_aware")):
                 ok = [calibrated(c[method], c["q"], tie_aware) for c in group]
                 entry[f"cells_{key}_{method}"] = int(sum(ok))
-        for lead in sorted({c["lead"] for c in group}):
-            for q in levels:
-                sub = [c["ratio_combined"] for c in group if c["lead"] == lead and c["q"] == q]
-                sub = [v for v in sub if np.isfinite(v)]
-                if sub:
-                    entry[f"mean_ratio_combined_lead{lead}_q{q:g}"] = float(np.mean(sub))
-        for key in ("ratio_model_aci", "ratio_combined"):
+        for key in ("ratio_model_aci", "ratio_combined", "ratio_combined_without_seasonal"):
             for q in levels:
                 sub = [c[key] for c in group if c["q"] == q and np.isfinite(c[key])]
                 entry[f"mean_{key}_q{q:g}"] = float(np.mean(sub)) if sub else None
+        for q in levels:
+            cov = [c["combined"]["coverage"] for c in group if c["q"] == q]
+            entry[f"mean_coverage_combined_q{q:g}"] = float(np.mean(cov))
         out[name] = entry
     return out
 
 
-def print_table(cells: list[dict[str, Any]], summary: dict[str, Any], title: str) -> None:
-    """Print one row per cell: reference, model+ACI, ratios and coverage."""
+TARGET_RATIO = 0.85
+"""Issue #40's bar: the served bound's pinball at most this times the buffer's, per family."""
+
+
+def print_cells(cells: list[dict[str, Any]], title: str) -> None:
+    """Print one row per cell: the buffer, the served mix and the experts' ratios."""
     print(f"\n## {title}")
     print(
-        "| series | L | q | reference buffer / shortfall / pinball / coverage"
-        " | model+ACI buffer / shortfall / pinball / coverage | ratio raw | ratio ACI"
-        " | ratio ACI vs ref+ACI | ref+ACI coverage | combined buffer / pinball / coverage"
-        " | ratio combined |"
+        "| family | series | L | q | buffer: pinball / coverage | served: buffer / pinball"
+        " / coverage | ratio served | without seasonal | model+ACI | time-of-day"
+        " | yesterday | last week |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for c in cells:
-        r, m = c["reference"], c["model_aci"]
-        ref = f"{r['buffer']:.2f} / {r['shortfall']:.3f} / {r['pinball']:.3f} / {r['coverage']:.3f}"
-        mod = f"{m['buffer']:.2f} / {m['shortfall']:.3f} / {m['pinball']:.3f} / {m['coverage']:.3f}"
-        ratios = (
-            f"{c['ratio_model']:.3f} | {c['ratio_model_aci']:.3f}"
-            f" | {c['ratio_aci_vs_reference_aci']:.3f}"
+        r, k = c["reference"], c["combined"]
+        ratios = " | ".join(
+            f"{c[f'ratio_{m}']:.3f}"
+            for m in (
+                "combined",
+                "combined_without_seasonal",
+                "model_aci",
+                "time_of_day_reference",
+                "yesterday_reference",
+                "last_week_reference",
+            )
         )
-        cov = c["reference_aci"]["coverage"]
-        k = c["combined"]
-        comb = f"{k['buffer']:.2f} / {k['pinball']:.3f} / {k['coverage']:.3f}"
         print(
-            f"| {c['series']} | {c['lead']} | {c['q']:g} | {ref} | {mod} | {ratios} | {cov:.3f}"
-            f" | {comb} | {c['ratio_combined']:.3f} |"
+            f"| {c['family']} | {c['series']} | {c['lead']} | {c['q']:g}"
+            f" | {r['pinball']:.3f} / {r['coverage']:.3f}"
+            f" | {k['buffer']:.2f} / {k['pinball']:.3f} / {k['coverage']:.3f} | {ratios} |"
         )
-    levels = sorted({c["q"] for c in cells})
 
-    def by_level(e: dict[str, Any], key: str) -> str:
-        return ", ".join(f"q{q:g} {e[f'mean_{key}_q{q:g}']:.3f}" for q in levels)
 
+def print_families(
+    summary: dict[str, Any],
+    chosen: dict[str, Constants],
+    chosen_without: dict[str, Constants],
+    title: str,
+) -> None:
+    """Print one row per family: served ratio by level, coverage, the constants chosen."""
+    print(f"\n## {title}")
+    print(
+        "| family | cells | ratio served (q0.9 / q0.95 / mean / max cell) | target"
+        f" <= {TARGET_RATIO:g} | without seasonal | coverage q0.9 / q0.95 | cells within"
+        " +-0.03 (tie-aware) | constants (gamma, eta, half-life, snap, min level)"
+        " | without seasonal |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, e in summary.items():
+        levels = sorted(
+            float(k.rsplit("_q", 1)[1]) for k in e if k.startswith("mean_coverage_combined_q")
+        )
+        by_q = " / ".join(f"{e[f'mean_ratio_combined_q{q:g}']:.3f}" for q in levels)
+        cov = " / ".join(f"{e[f'mean_coverage_combined_q{q:g}']:.3f}" for q in levels)
+        mean = e["mean_ratio_combined"]
+        met = "met" if mean is not None and mean <= TARGET_RATIO else "not met"
+        fold = _constants_text(chosen.get(name))
+        fold_without = _constants_text(chosen_without.get(name))
         print(
-            f"{name}: cells {e['cells']}, mean pinball ratio raw {e['mean_ratio_model']:.3f},"
-            f" with ACI {e['mean_ratio_model_aci']:.3f} ({by_level(e, 'ratio_model_aci')}),"
-            " ACI vs ref+ACI"
-            f" {e['mean_ratio_aci_vs_reference_aci']:.3f}; mean |coverage error| model+ACI"
-            f" {e['mean_abs_coverage_error_model_aci']:.3f}"
-            f" (max {e['max_abs_coverage_error_model_aci']:.3f}),"
-            f" model raw {e['mean_abs_coverage_error_model']:.3f},"
-            f" reference {e['mean_abs_coverage_error_reference']:.3f}"
+            f"| {name} | {e['cells']} | {by_q} / {mean:.3f} / {e['max_ratio_combined']:.3f}"
+            f" | {met} | {e['mean_ratio_combined_without_seasonal']:.3f} | {cov}"
+            f" | {e['cells_calibrated_combined']} ({e['cells_calibrated_tie_aware_combined']})"
+            f" | {fold} | {fold_without} |"
         )
-        print(
-            f"{name}: served combination (model+ACI, reference, raw model, time-of-day"
-            f" reference), mean pinball ratio {e['mean_ratio_combined']:.3f}"
-            f" ({by_level(e, 'ratio_combined')}); mean |coverage error|"
-            f" {e['mean_abs_coverage_error_combined']:.3f}"
-            f" (max {e['max_abs_coverage_error_combined']:.3f}); without the time-of-day"
-            f" reference {e['mean_ratio_combined3']:.3f}, it alone"
-            f" {e['mean_ratio_seasonal_reference']:.3f}"
-        )
-        by_cell = ", ".join(
-            f"{key.removeprefix('mean_ratio_combined_')} {value:.3f}"
-            for key, value in e.items()
-            if key.startswith("mean_ratio_combined_lead")
-        )
-        print(
-            f"{name}: combined by lead and quantile: {by_cell}; coverage within"
-            f" +-{COVERAGE_TOLERANCE:g} of nominal on {e['cells_calibrated_combined']} of"
-            f" {e['cells']} cells ({e['cells_calibrated_tie_aware_combined']} counting a"
-            " bound at an atom of the peak as the quantile it is)"
-        )
+
+
+def _constants_text(constants: Constants | None) -> str:
+    if constants is None:
+        return "-"
+    c = constants
+    return f"{c.gamma:g}, {c.eta:g}, {c.halflife:g}, {c.snap:g}, {c.min_level:g}"
 
 
 def parse_params(items: Sequence[str]) -> dict[str, Any]:
@@ -553,7 +592,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="fleets of the shared traces to run (not with --data)",
     )
     parser.add_argument("--param", nargs="*", default=[], help="forecaster name=value")
-    parser.add_argument("--gamma", type=float, nargs="*", default=[ACI_GAMMA])
     parser.add_argument(
         "--quantiles",
         type=float,
@@ -566,10 +604,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="calibrate the combination's expert by ACI at every level, the extreme ones too",
     )
-    parser.add_argument("--eta", type=float, default=COMBINE_ETA, help="combination sharpness")
-    parser.add_argument("--halflife", type=float, default=COMBINE_HALFLIFE, help="steps")
+    grid = Grid()
+    for name, help_text in (
+        ("gamma", "ACI step sizes tried"),
+        ("eta", "combination sharpnesses tried"),
+        ("halflife", "combination loss half-lives tried, in steps"),
+        ("snap", "scale units a mix is set to demand within, tried"),
+        ("min-level", "lowest levels held at the return level tried (1: never)"),
+    ):
+        field_name = name.replace("-", "_")
+        parser.add_argument(
+            f"--{name}",
+            type=float,
+            nargs="+",
+            default=list(getattr(grid, field_name)),
+            help=f"{help_text} (the first is the served value's place in a tie)",
+        )
     parser.add_argument(
-        "--snap", type=float, default=TUNED_SNAP, help="scale units a mix is set to demand within"
+        "--in-sample",
+        action="store_true",
+        help="choose the constants on every family's tune window, the scored one's too (the "
+        "old way, labelled in-sample); default: leave the scored family out",
     )
     parser.add_argument(
         "--from-forecasts",
@@ -580,17 +635,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--save-forecasts", type=Path, default=None)
-    parser.add_argument(
-        "--combine", type=Path, nargs="*", default=None, help="merge the JSON of earlier runs"
-    )
     add_input_options(parser, "series ids to score", f"every */{DEMAND} series")
     args = parser.parse_args(argv)
-    if args.combine:
-        return combine(args.combine, args.output)
     params = parse_params(args.param)
     levels = tuple(sorted(set(args.quantiles)))
     if not all(0.0 < q < 1.0 for q in levels):
         parser.error(f"--quantiles must lie in (0, 1); got {list(args.quantiles)}")
+    grid = Grid(
+        gamma=tuple(args.gamma),
+        eta=tuple(args.eta),
+        halflife=tuple(args.halflife),
+        snap=tuple(args.snap),
+        min_level=tuple(args.min_level),
+    )
     try:
         fleets = read_fleets(args)
     except INPUT_ERRORS as exc:
@@ -627,7 +684,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     ),
                 )
         else:
-            pred = saved[saved[UID].isin(fleet.scored)].drop(columns=["peak", "ref_scale"])
+            pred = saved[saved[UID].isin(fleet.scored)]
+            pred = pred.drop(columns=[c for c in ("peak", "ref_scale") if c in pred.columns])
             pred = pred[[c for c in pred.columns if "_q" not in c]].reset_index(drop=True)
         seconds[fleet.name] = round(time.perf_counter() - t0, 1)
         print(f"{fleet.name}: {len(pred)} forecasts in {seconds[fleet.name]} s", flush=True)
@@ -635,39 +693,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         for uid, ds in fleet.frame.groupby(UID)[DS]:
             spans[str(uid)] = (ds.min(), ds.max())
             fleet_of[str(uid)] = fleet.name
-    payload: dict[str, Any] = {
-        "params": params,
-        "combination": {
-            "eta": args.eta,
-            "halflife": args.halflife,
-            "snap": args.snap,
-            "aci_every_level": args.aci_every_level,
-        },
-        "quantiles": list(levels),
-        "windows": {},
-    }
+    if args.save_forecasts is not None:
+        pd.concat([p for _, p in preds], ignore_index=True).to_parquet(args.save_forecasts)
+    windows = {"tune": TUNE} if args.until == "tune" else dict(WINDOWS)
+    payload = heldout_run(preds, spans, fleet_of, grid, levels, windows, args)
+    payload["params"] = params
     if saved is None:
         payload["fit_seconds"] = seconds
     else:
         payload["forecasts_rescored"] = [str(p) for p in args.from_forecasts]
-    for gamma in args.gamma:
-        scored = pd.concat(
-            [
-                with_references(
-                    f, p, gamma, args.eta, args.halflife, args.snap, levels, args.aci_every_level
-                )
-                for f, p in preds
-            ],
-            ignore_index=True,
-        )
-        windows = {"tune": TUNE} if args.until == "tune" else {"tune": TUNE, "holdout": HOLDOUT}
-        for name, window in windows.items():
-            cells = score(scored, spans, fleet_of, window, levels)
-            summary = summarise(cells)
-            print_table(cells, summary, f"{name} window {window}, ACI gamma {gamma}")
-            payload["windows"][f"{name}_gamma{gamma:g}"] = {"summary": summary, "cells": cells}
-        if args.save_forecasts is not None:
-            scored.to_parquet(args.save_forecasts)
     if args.output is not None:
         payload["protocol"] = __doc__
         args.output.write_text(json.dumps(payload, indent=1, default=str))
@@ -675,25 +709,71 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def combine(paths: Sequence[Path], output: Path | None) -> int:
-    """Merge runs over disjoint fleets (same protocol), re-summarise and print them."""
-    runs = [json.loads(p.read_text()) for p in paths]
+def heldout_run(
+    preds: Sequence[tuple[Fleet, pd.DataFrame]],
+    spans: dict[str, tuple[pd.Timestamp, pd.Timestamp]],
+    fleet_of: dict[str, str],
+    grid: Grid,
+    levels: Sequence[float],
+    windows: dict[str, tuple[float, float]],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """Choose the online constants per fold (or in-sample), score every window, report."""
+    t0 = time.perf_counter()
+    tracks = [t for fleet, pred in preds for t in build_tracks(fleet, pred, spans, levels)]
+    only = [track for track, _ in tracks]
+    every = args.aci_every_level
+    scores = grid_scores(only, grid, EXPERTS, every, counter("online grid", "mixes"))
+    scores_without = grid_scores(
+        only, grid, WITHOUT_SEASONAL, every, counter("online grid without seasonal", "mixes")
+    )
+    families = sorted({t.family for t in only})
+    if args.in_sample:
+        mode = "in-sample: constants chosen on every family's tune window, the scored one's too"
+        chosen = {f: choose(scores) for f in families}
+        chosen_without = {f: choose(scores_without) for f in families}
+    else:
+        mode = "leave-one-family-out: each family's constants chosen on the others' tune windows"
+        chosen, chosen_without = folds(scores), folds(scores_without)
+    production = choose(scores)
+    frame = scored_frame(tracks, chosen, chosen_without, every)
+    print(f"\nmode: {mode}")
     payload: dict[str, Any] = {
-        "params": [r["params"] for r in runs],
-        "combination": [r.get("combination") for r in runs],
-        "fit_seconds": {k: v for r in runs for k, v in r.get("fit_seconds", {}).items()},
+        "mode": mode,
+        "quantiles": list(levels),
+        "aci_every_level": every,
+        "grid": grid.as_dict(),
+        "grid_size": len(grid),
+        "served_constants": SERVED.as_dict(),
+        "production": {
+            "constants": production.as_dict(),
+            "changed": production != SERVED,
+            "tune_objective": float(objective(scores).loc[astuple(production)]),
+            "served_tune_objective": float(objective(scores).loc[astuple(SERVED)]),
+        },
+        "folds": {
+            f: {
+                "constants": chosen[f].as_dict(),
+                "without_seasonal": chosen_without[f].as_dict(),
+            }
+            for f in families
+        },
         "windows": {},
-        "protocol": __doc__,
     }
-    for key in runs[0]["windows"]:
-        cells = [c for r in runs for c in r["windows"][key]["cells"]]
+    for name, window in windows.items():
+        cells = score(frame, spans, fleet_of, window, levels)
         summary = summarise(cells)
-        print_table(cells, summary, key)
-        payload["windows"][key] = {"summary": summary, "cells": cells}
-    if output is not None:
-        output.write_text(json.dumps(payload, indent=1, default=str))
-        print(f"wrote {output}")
-    return 0
+        print_cells(cells, f"{name} window {window} ({mode})")
+        print_families(summary, chosen, chosen_without, f"{name} window {window}, by family")
+        payload["windows"][name] = {"summary": summary, "cells": cells}
+    p = payload["production"]
+    print(
+        f"\nproduction constants (chosen on every family's tune window): {p['constants']}"
+        f" ({'changed' if p['changed'] else 'unchanged'}; tune objective"
+        f" {p['tune_objective']:.4f}, served {p['served_tune_objective']:.4f})"
+    )
+    payload["online_seconds"] = round(time.perf_counter() - t0, 1)
+    return payload
 
 
 if __name__ == "__main__":

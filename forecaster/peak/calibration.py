@@ -24,6 +24,9 @@ from forecaster.peak.types import FloatArray
 
 WINDOW = 288
 """Realised scores ACI's offset is the quantile of (two days at 10-min steps)."""
+TUNED_GAMMA = 0.002
+"""ACI's step size as served, chosen on the tune windows of ``benchmarks/peak_quantile.py``
+(leave one family out: ``docs/forecasting.md``)."""
 
 
 class AdaptiveConformal:
@@ -40,7 +43,9 @@ class AdaptiveConformal:
         window: most recent scores the offset is the quantile of.
     """
 
-    def __init__(self, level: float, lead: int, gamma: float = 0.002, window: int = WINDOW) -> None:
+    def __init__(
+        self, level: float, lead: int, gamma: float = TUNED_GAMMA, window: int = WINDOW
+    ) -> None:
         if not 0.0 < level < 1.0:
             raise ValueError(f"level must be in (0, 1), got {level}")
         if lead < 1 or window < 1 or gamma < 0.0:
@@ -120,7 +125,7 @@ def calibrates(level: float, window: int = WINDOW, min_misses: float = MIN_EXPEC
 
 
 def aci_offsets(
-    scores: FloatArray, level: float, lead: int, gamma: float = 0.002, window: int = WINDOW
+    scores: FloatArray, level: float, lead: int, gamma: float = TUNED_GAMMA, window: int = WINDOW
 ) -> FloatArray:
     """Return the ACI offset issued at every step of a series of consecutive forecasts.
 
@@ -144,7 +149,7 @@ def calibrate(
     scale: FloatArray,
     level: float,
     lead: int,
-    gamma: float = 0.002,
+    gamma: float = TUNED_GAMMA,
     window: int = WINDOW,
 ) -> FloatArray:
     """Return ACI-calibrated bounds of consecutive forecasts of one series.

@@ -16,7 +16,8 @@ whichever is better for a while (the model on volatile series, the reference on 
 pool whose demand stays flat, the raw model where calibration widens a bound that
 was already right). Pinball loss is convex, so the mix never loses more than the
 weighted average of the experts' losses. Until anything is realised the weights are
-equal; an expert with no bound at an origin (NaN) gets no weight there.
+equal; an expert with no bound at an origin (NaN) gets no weight there, and none
+until it has a realised loss.
 """
 
 from __future__ import annotations
@@ -45,7 +46,10 @@ class DiscountedExperts:
 
     ``weights()`` is the softmax of ``-eta`` times the discounted mean losses seen so
     far (equal before any). Feed :meth:`observe` only with losses of forecasts whose
-    peak is realised: the caller owns the lead-time discipline.
+    peak is realised: the caller owns the lead-time discipline. An expert's mean counts
+    only the losses it had (one with no bound at an origin has a NaN loss there), so an
+    expert known only part of the time (a reference that needs a week of history) does
+    not stop the others learning; until it has a loss it has no weight.
 
     Args:
         eta: how sharply the weights follow the loss differences (0: always equal).
@@ -60,25 +64,27 @@ class DiscountedExperts:
             )
         self.eta = eta
         self.decay = 0.5 ** (1.0 / halflife)
-        self._seen = 0.0
+        self._seen = np.zeros(experts)
         self._losses = np.zeros(experts)
 
     def observe(self, losses: FloatArray) -> None:
-        """Fold one realised set of losses (one per expert) in; a set with a NaN is skipped."""
+        """Fold one realised set of losses (one per expert) in; NaN losses are skipped."""
         values = np.asarray(losses, dtype=np.float64)
         if values.shape != self._losses.shape:
             raise ValueError(f"need {len(self._losses)} losses, got {values.shape}")
-        if not np.isfinite(values).all():
-            return
-        self._seen = self.decay * self._seen + 1.0
-        self._losses += (values - self._losses) / self._seen
+        known = np.isfinite(values)
+        self._seen = np.where(known, self.decay * self._seen + 1.0, self._seen)
+        step = np.where(known, values - self._losses, 0.0) / np.maximum(self._seen, 1.0)
+        self._losses += step
 
     def weights(self) -> FloatArray:
         """Return the experts' weights now (they sum to 1)."""
-        if self._seen == 0.0:
+        seen = self._seen > 0.0
+        if not seen.any():
             return np.full(len(self._losses), 1.0 / len(self._losses))
         # Shifted by the least loss so the exponentials never all underflow.
-        raw = np.exp(-self.eta * (self._losses - self._losses.min()))
+        excess = np.where(seen, self._losses - self._losses[seen].min(), 0.0)
+        raw = np.where(seen, np.exp(-self.eta * excess), 0.0)
         return np.asarray(raw / raw.sum(), dtype=np.float64)
 
 

@@ -13,22 +13,25 @@ at once, :class:`OnlinePeak`:
    level too extreme for ACI's window,
    :func:`forecaster.peak.calibration.calibrates`), the reference ``y[p] +
    quantile(realised headroom of the trailing day)`` (what persistence + k sd
-   provisions), the raw bound and the time-of-day reference ``y[p] +
+   provisions), the raw bound, the time-of-day reference ``y[p] +
    quantile(realised headroom of the origins within an hour of p's time of day over
-   the last week)`` (:mod:`forecaster.peak.reference`), mixed by the experts' weights,
+   the last week)`` and the seasonal references (the lead-time peak realised at the
+   same time yesterday and last week, plus the quantile of their own errors over the
+   trailing day: what a seasonal naive + k sd buffer provisions)
+   (:mod:`forecaster.peak.reference`), mixed by the experts' weights,
    a mix at most a scale unit above demand set to demand where the reference is at
    or below demand (:func:`forecaster.peak.combine.snap_to_demand`); persistence where none is
-   known yet; from the median up, raised to the level demand had before an idle
-   spell it has just come back from, where its returns mostly do
-   (:func:`forecaster.peak.recovery.held_level`);
-   never below 0, levels never crossing.
+   known yet; from :data:`forecaster.peak.recovery.MIN_LEVEL` up, raised to the level
+   demand had before an idle spell it has just come back from, where its returns
+   mostly do (:func:`forecaster.peak.recovery.held_level`);
+   never below 0, levels never crossing (:func:`finish`).
 
 A raw bound may be missing (NaN) at an origin, where no forecast was made: that origin
 issues the reference and teaches the calibration nothing.
 
 The state is rebuilt at every :func:`anchor`: it starts ``warmup`` before the day of
-the origin and runs through it; the time-of-day reference reads the series up to
-:data:`SEASON` further back (actuals only). So the bound at an origin is a function
+the origin and runs through it; the references read the series up to :data:`SEASON`
+and a lead further back (actuals only). So the bound at an origin is a function
 of the series and the raw forecasts of a bounded, fixed window, whoever computes it: the
 forecast job (:func:`served_bounds`, from the stored raw forecasts and the actuals,
 with no state kept between runs, so a crash or a restart loses nothing) and the
@@ -41,12 +44,17 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Hashable, Sequence
-from typing import Final
+from typing import Final, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from forecaster.peak.calibration import MIN_EXPECTED_MISSES, AdaptiveConformal, calibrates
+from forecaster.peak.calibration import (
+    MIN_EXPECTED_MISSES,
+    TUNED_GAMMA,
+    AdaptiveConformal,
+    calibrates,
+)
 from forecaster.peak.combine import (
     TUNED_ETA,
     TUNED_HALFLIFE,
@@ -57,15 +65,32 @@ from forecaster.peak.combine import (
     snap_to_demand,
 )
 from forecaster.peak.recovery import MIN_LEVEL, ReturnRule, held_level
-from forecaster.peak.reference import SEASON, seasonal_bound, seasonal_lags
+from forecaster.peak.reference import (
+    SEASON,
+    naive_lags,
+    seasonal_bound,
+    seasonal_lags,
+    seasonal_naive_bound,
+)
 from forecaster.peak.types import LEAD, SCALE, FloatArray
 from forecaster.types import DS, UID, Y, quantile_column, quantile_levels
 
 WARMUP: Final = pd.Timedelta(days=1)
 """History before an origin's day that the online state learns on."""
-EXPERTS: Final = 4
-"""Experts mixed per level: the calibrated model, the reference, the raw model and the
-time-of-day reference (what the last one gained: ``docs/forecasting.md``)."""
+Expert = Literal["calibrated", "reference", "raw", "time_of_day", "yesterday", "last_week"]
+"""An expert of the served mix (:class:`OnlinePeak`)."""
+EXPERTS: Final[tuple[Expert, ...]] = (
+    "calibrated",
+    "reference",
+    "raw",
+    "time_of_day",
+    "yesterday",
+    "last_week",
+)
+"""Experts mixed per level, in their column order: the calibrated model, the
+trailing-day reference, the raw model, the time-of-day reference and the seasonal
+references of the same time yesterday and last week (what each gained held out:
+``docs/forecasting.md``)."""
 RAW_PREFIX: Final = "raw_"
 """Prefix of a served frame's columns of the model's own quantiles (``raw_q0.9``)."""
 RETURN_LEVEL: Final = "return_level"
@@ -94,6 +119,11 @@ class OnlinePeak:
             the reference is at demand.
         min_misses: misses a level must expect over ACI's window to be calibrated (0:
             every level).
+        gamma: ACI's step size.
+        min_level: the lowest level held at the level demand returns to after an
+            idle spell (above every level: never held).
+        experts: the experts mixed, a subset of :data:`EXPERTS` (a benchmark's
+            ablation; serving mixes them all).
     """
 
     def __init__(
@@ -106,24 +136,33 @@ class OnlinePeak:
         halflife: float = TUNED_HALFLIFE,
         snap: float = TUNED_SNAP,
         min_misses: float = MIN_EXPECTED_MISSES,
+        gamma: float = TUNED_GAMMA,
+        min_level: float = MIN_LEVEL,
+        experts: Sequence[Expert] = EXPERTS,
     ) -> None:
         if lead < 1 or day < 1 or snap < 0.0:
             raise ValueError(f"need lead >= 1, day >= 1 and snap >= 0; got {lead}, {day}, {snap}")
+        unknown = sorted(set(experts) - set(EXPERTS))
+        if unknown or not experts:
+            raise ValueError(f"experts must be some of {EXPERTS}; got {list(experts)}")
         self.levels = np.asarray(levels, dtype=np.float64)
         if len(self.levels) == 0 or np.any(np.diff(self.levels) <= 0):
             raise ValueError(f"levels must be given increasing, got {list(levels)}")
         self.lead = lead
         self.day = day
         self.snap = snap
-        self._aci = [AdaptiveConformal(float(q), lead) for q in self.levels]
+        self.min_level = min_level
+        self._columns = [EXPERTS.index(name) for name in experts]
+        self._aci = [AdaptiveConformal(float(q), lead, gamma=gamma) for q in self.levels]
         # Extreme levels expect too few misses in ACI's window: their raw bound serves.
         self._calibrates = [
             calibrates(float(q), a.window, min_misses)
             for q, a in zip(self.levels, self._aci, strict=True)
         ]
-        self._experts = [DiscountedExperts(eta, halflife, EXPERTS) for _ in self.levels]
+        self._experts = [DiscountedExperts(eta, halflife, len(experts)) for _ in self.levels]
         self._headroom: deque[float] = deque(maxlen=day)
         self._lags = seasonal_lags(day, lead)
+        self._naive = [lag for lag in naive_lags(day) if lag >= lead]
         self._issued: deque[tuple[int, FloatArray, FloatArray, FloatArray, float]] = deque()
         self._last: int | None = None
         self._rule = day_rule(day)
@@ -131,14 +170,24 @@ class OnlinePeak:
     def step(self, y: FloatArray, p: int, raw: FloatArray, scale: float) -> FloatArray:
         """Learn from the origin realised at ``p``, then return ``p``'s bounds.
 
-        Call it for consecutive ``p``. Only ``y[: p + 1]`` is read (the time-of-day
-        reference reads back to :data:`SEASON` before ``p`` where ``y`` reaches).
+        Call it for consecutive ``p``. Only ``y[: p + 1]`` is read (the references
+        read back to :data:`SEASON` and a lead before ``p`` where ``y`` reaches).
 
         Args:
             y: the series on its grid (NaN where missing).
             p: the origin's position in ``y``.
             raw: the model's raw bound per level at ``p`` (NaN where none was made).
             scale: the series' scale at ``p`` (losses and offsets are in it).
+        """
+        mixed = self.mix(y, p, raw, scale)
+        returning = held_level(y, p, self._rule)
+        return finish(mixed, self.levels, returning, snap=self.snap, min_level=self.min_level)
+
+    def mix(self, y: FloatArray, p: int, raw: FloatArray, scale: float) -> Mixed:
+        """Learn from the origin realised at ``p``, then return ``p``'s mix before :func:`finish`.
+
+        :meth:`step` is this and :func:`finish`; a benchmark varying only the snap or
+        the held levels calls the two apart. Same arguments as :meth:`step`.
         """
         if self._last is not None and p != self._last + 1:
             raise ValueError(f"origins must be consecutive: {p} after {self._last}")
@@ -148,21 +197,35 @@ class OnlinePeak:
         offsets = np.array(
             [a.offset() if c else 0.0 for a, c in zip(self._aci, self._calibrates, strict=True)]
         )
-        calibrated = raw + offsets * scale
         reference = self._reference(level)
-        seasonal = seasonal_bound(y, p, self._lags, self.lead, self.levels)
-        experts = np.column_stack([calibrated, reference, raw, seasonal])
+        experts = self._bounds(y, p, raw, raw + offsets * scale, reference)
         bounds = np.array([mix(experts[k], e.weights()) for k, e in enumerate(self._experts)])
-        n = len(bounds)
-        bounds = snap_to_demand(bounds, np.full(n, level), np.full(n, scale), reference, self.snap)
-        bounds = np.where(np.isfinite(bounds), bounds, level)  # nothing known: persistence
-        returning = held_level(y, p, self._rule)
-        if math.isfinite(returning):
-            held = self.levels >= MIN_LEVEL
-            bounds = np.where(held, np.maximum(bounds, returning), bounds)
-        bounds = np.maximum.accumulate(np.maximum(bounds, 0.0))
         self._issued.append((p, raw, offsets, experts, scale))
-        return np.asarray(bounds, dtype=np.float64)
+        return Mixed(bounds, level, scale, reference)
+
+    def _bounds(
+        self, y: FloatArray, p: int, raw: FloatArray, calibrated: FloatArray, reference: FloatArray
+    ) -> FloatArray:
+        """The chosen experts' bounds at ``p``: a row per level, a column per expert."""
+        columns: list[FloatArray] = []
+        for k in self._columns:
+            name = EXPERTS[k]
+            if name == "calibrated":
+                columns.append(calibrated)
+            elif name == "reference":
+                columns.append(reference)
+            elif name == "raw":
+                columns.append(np.asarray(raw, dtype=np.float64))
+            elif name == "time_of_day":
+                columns.append(seasonal_bound(y, p, self._lags, self.lead, self.levels))
+            else:
+                columns.append(self._seasonal(y, p, 0 if name == "yesterday" else 1))
+        return np.column_stack(columns)
+
+    def _seasonal(self, y: FloatArray, p: int, which: int) -> FloatArray:
+        if which >= len(self._naive):  # a lead longer than the season: no such expert
+            return np.full(len(self.levels), np.nan)
+        return seasonal_naive_bound(y, p, self._naive[which], self.lead, self.day, self.levels)
 
     def _learn(self, y: FloatArray, p: int) -> None:
         if not self._issued or self._issued[0][0] != p - self.lead:
@@ -171,7 +234,7 @@ class OnlinePeak:
         peak = float(np.max(y[s + 1 : p + 1]))
         for k, q in enumerate(self.levels):
             self._aci[k].learn((peak - raw[k]) / scale, float(offsets[k]))
-            losses = pinball(np.full(EXPERTS, peak), experts[k], float(q)) / scale
+            losses = pinball(np.full(len(self._columns), peak), experts[k], float(q)) / scale
             self._experts[k].observe(losses)
         if math.isfinite(peak - y[s]):
             self._headroom.append(peak - float(y[s]))
@@ -181,6 +244,50 @@ class OnlinePeak:
             return np.full(len(self.levels), np.nan)
         seen = np.fromiter(self._headroom, dtype=np.float64)
         return np.asarray(level + np.quantile(seen, self.levels), dtype=np.float64)
+
+
+class Mixed(NamedTuple):
+    """Experts' mixes with what :func:`finish` needs beside them.
+
+    One origin (``bounds`` a row per level, the rest scalars) or many (``bounds`` and
+    ``reference`` shaped ``(origin, level)``, the rest ``(origin,)``).
+    """
+
+    bounds: FloatArray
+    """The mix per level (NaN where no expert has a bound)."""
+    level: FloatArray | float
+    """Demand at the origin."""
+    scale: FloatArray | float
+    """The series' scale at the origin."""
+    reference: FloatArray
+    """The trailing-day reference per level (NaN until it is known)."""
+
+
+def finish(
+    mixed: Mixed,
+    levels: FloatArray,
+    returning: FloatArray | float,
+    *,
+    snap: float = TUNED_SNAP,
+    min_level: float = MIN_LEVEL,
+) -> FloatArray:
+    """Return the served bounds from the experts' mix, of one origin or many.
+
+    Snapped to demand where the reference is at or below it
+    (:func:`forecaster.peak.combine.snap_to_demand`), persistence where nothing is
+    known, held at ``returning`` (the level demand had before an idle spell it has
+    just come back from, NaN where the rule is silent) at the levels from
+    ``min_level`` up, never below 0 and never crossing between levels.
+    """
+    bounds = np.asarray(mixed.bounds, dtype=np.float64)
+    level = np.asarray(mixed.level, dtype=np.float64)[..., None]
+    scale = np.asarray(mixed.scale, dtype=np.float64)[..., None]
+    back = np.asarray(returning, dtype=np.float64)[..., None]
+    out = snap_to_demand(bounds, level, scale, np.asarray(mixed.reference), snap)
+    out = np.where(np.isfinite(out), out, level)  # nothing known: persistence
+    held = (np.asarray(levels) >= min_level) & np.isfinite(back)
+    out = np.where(held, np.fmax(out, back), out)
+    return np.asarray(np.maximum.accumulate(np.maximum(out, 0.0), axis=-1), dtype=np.float64)
 
 
 def steps_per_day(step: pd.Timedelta) -> int:
@@ -302,7 +409,8 @@ def serve_frame(
     held = np.full(len(fresh), np.nan)
     rows = zip(fresh[UID].astype(str), fresh[DS], fresh[LEAD].astype(int), strict=True)
     for i, (uid, origin, lead) in enumerate(rows):
-        grid = pd.date_range(anchor(pd.Timestamp(origin), warmup) - SEASON, origin, freq=step)
+        since = anchor(pd.Timestamp(origin), warmup) - SEASON - lead * step
+        grid = pd.date_range(since, origin, freq=step)
         y = _on_grid(actuals.get((uid,)), [Y], grid)[:, 0]
         past = _on_grid(raws.get((uid, lead)), [*columns, SCALE], grid)
         raw, scale = past[:, :-1], past[:, -1]

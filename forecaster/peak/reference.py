@@ -11,6 +11,14 @@ last hour), realised by ``t``: about 100 values at 10-minute steps.
 It is an expert of the served combination (:mod:`forecaster.peak.online`); what it
 scores alone and adds to the mix is in ``docs/forecasting.md`` ("Online combination
 with the references").
+
+The seasonal references (:func:`seasonal_naive_bound`) are experts of the same mix
+that carry the *level*, not only the buffer, from the same time on an earlier day:
+the lead-time peak realised ``lag`` steps before (same time yesterday, same time last
+week) plus the quantile of that forecast's own realised errors over the trailing day
+(what a "seasonal naive + k sd" buffer provisions, in quantile form). Where demand
+follows the clock (inference arrivals) the level itself repeats, and a buffer on the
+current level lags every rise.
 """
 
 from __future__ import annotations
@@ -22,13 +30,17 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from forecaster.peak.target import lead_headroom
+from forecaster.peak.target import lead_headroom, lead_peak
 from forecaster.peak.types import FloatArray
 
-SEASON: Final = pd.Timedelta(days=7, hours=1)
-"""How far before an origin the reference reads realised headroom."""
+SEASON: Final = pd.Timedelta(days=8, hours=1)
+"""How far before an origin the references read the series, up to a lead more: a
+week and an hour for the time-of-day reference, a week and a day for the seasonal
+reference of last week (its errors over the trailing day)."""
 SEASONAL_MIN: Final = 20
 """Realised headrooms the reference needs before it issues a bound."""
+SEASONAL_NAIVE_LAGS: Final = (pd.Timedelta(days=1), pd.Timedelta(weeks=1))
+"""The seasonal references' lags: same time yesterday and same time last week."""
 
 
 def seasonal_lags(day: int, lead: int) -> npt.NDArray[np.intp]:
@@ -83,4 +95,70 @@ def trailing_reference(y: FloatArray, lead: int, day: int, levels: Sequence[floa
     peak = pd.Series(lead_headroom(values, lead)).shift(lead)  # realised by the origin
     window = peak.rolling(day, min_periods=max(1, day // 2))
     out = [values + window.quantile(float(q)).to_numpy(dtype=np.float64) for q in levels]
+    return np.column_stack(out) if out else np.empty((len(values), 0))
+
+
+def naive_lags(day: int) -> tuple[int, ...]:
+    """:data:`SEASONAL_NAIVE_LAGS` in steps of a grid with ``day`` steps a day."""
+    return tuple(round(lag / pd.Timedelta(days=1) * day) for lag in SEASONAL_NAIVE_LAGS)
+
+
+def seasonal_naive_bound(
+    y: FloatArray,
+    p: int,
+    lag: int,
+    lead: int,
+    window: int,
+    levels: Sequence[float] | FloatArray,
+) -> FloatArray:
+    """The seasonal reference bound at origin ``p`` of ``y``, one per level.
+
+    The peak ``max(y[p-lag+1 .. p-lag+lead])`` realised ``lag`` steps before (the same
+    time on an earlier day) plus the ``levels`` quantiles of that forecast's errors
+    ``peak(s) - peak(s - lag)`` over the ``window`` origins ``s`` realised by ``p``
+    (``p - lead - window < s <= p - lead``); NaN with fewer than half of them known.
+    Reads ``y[p - lead - window - lag + 2 : p + 1]`` only.
+
+    Raises:
+        ValueError: ``lag`` shorter than ``lead`` (its peak would not be realised).
+    """
+    if lag < lead or lead < 1 or window < 1:
+        raise ValueError(f"need lag >= lead >= 1 and window >= 1; got {lag}, {lead}, {window}")
+    values = np.asarray(y, dtype=np.float64)
+    n = len(levels)
+    if p - lag + 1 < 0:
+        return np.full(n, np.nan)
+    ahead = np.arange(1, lead + 1)
+    base = float(np.max(values[p - lag + ahead]))
+    origins = np.arange(p - lead - window + 1, p - lead + 1)
+    origins = origins[origins - lag + 1 >= 0]
+    if not np.isfinite(base) or len(origins) < max(1, window // 2):
+        return np.full(n, np.nan)
+    peak = np.max(values[origins[:, None] + ahead[None, :]], axis=1)
+    before = np.max(values[origins[:, None] - lag + ahead[None, :]], axis=1)
+    errors = peak - before
+    errors = errors[np.isfinite(errors)]
+    if len(errors) < max(1, window // 2):
+        return np.full(n, np.nan)
+    return np.asarray(base + np.quantile(errors, levels), dtype=np.float64)
+
+
+def seasonal_naive_reference(
+    y: FloatArray, lag: int, lead: int, window: int, levels: Sequence[float]
+) -> FloatArray:
+    """:func:`seasonal_naive_bound` at every origin of ``y``, shape ``(origin, level)``.
+
+    Computed with rolling quantiles over the whole series (the benchmark's columns),
+    equal to stepping :func:`seasonal_naive_bound` origin by origin.
+    """
+    if lag < lead or lead < 1 or window < 1:
+        raise ValueError(f"need lag >= lead >= 1 and window >= 1; got {lag}, {lead}, {window}")
+    values = np.asarray(y, dtype=np.float64)
+    peak = pd.Series(lead_peak(values, lead))
+    # before[i] = max(y[i .. i + lead - 1]), the peak of origin i - 1 (for i = 0 too).
+    before = lead_peak(np.concatenate([[np.nan], values]), lead)[: len(values)]
+    base = pd.Series(before).shift(lag - 1)  # max(y[t - lag + 1 .. t - lag + lead])
+    errors = (peak - base).shift(lead)  # realised by the origin
+    rolling = errors.rolling(window, min_periods=max(1, window // 2))
+    out = [(base + rolling.quantile(float(q))).to_numpy(dtype=np.float64) for q in levels]
     return np.column_stack(out) if out else np.empty((len(values), 0))

@@ -34,11 +34,15 @@ def test_weights_use_only_realised_losses() -> None:
     np.testing.assert_allclose(base.sum(axis=1), 1.0)
 
 
-def test_weights_skip_missing_losses() -> None:
-    losses = np.column_stack([[np.nan, 1.0, 1.0, 1.0], np.zeros(4)])
+def test_an_expert_without_a_loss_has_no_weight_and_does_not_stop_the_others() -> None:
+    losses = np.column_stack([[np.nan, 1.0, 1.0, 1.0], np.zeros(4), [1.0, 0.5, 0.5, 0.5]])
     w = expert_weights(losses, lead=1, eta=1.0, halflife=10.0)
-    assert w[1, 0] == 0.5  # the only realised origin had no loss: still no evidence
-    assert w[3, 0] < 0.5
+    np.testing.assert_allclose(w[0], 1.0 / 3.0)  # nothing realised: equal
+    assert w[1, 0] == 0.0  # the first expert had no loss yet: no evidence, no weight
+    assert w[1, 1] > w[1, 2] > 0.0  # the others learnt from the origin it missed
+    assert 0.0 < w[3, 0] < w[3, 1]
+    nothing = expert_weights(np.full((3, 2), np.nan), lead=1, eta=1.0, halflife=10.0)
+    np.testing.assert_array_equal(nothing, 0.5)  # no loss at all: still equal
     with pytest.raises(ValueError, match="lead"):
         expert_weights(losses, lead=0, eta=1.0, halflife=10.0)
 

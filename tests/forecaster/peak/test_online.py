@@ -9,13 +9,18 @@ import pytest
 from forecaster.peak.calibration import MIN_EXPECTED_MISSES, calibrate, calibrates
 from forecaster.peak.combine import combine_bounds, snap_to_demand
 from forecaster.peak.online import SEASON, OnlinePeak, anchor, issue, serve_frame, served_bounds
-from forecaster.peak.reference import seasonal_reference
+from forecaster.peak.reference import (
+    seasonal_naive_bound,
+    seasonal_naive_reference,
+    seasonal_reference,
+)
 from forecaster.peak.target import lead_peak
 from forecaster.types import DS, UID, Y
 
 STEP = pd.Timedelta(minutes=10)
 LEVELS = (0.5, 0.9, 0.95)
 LEAD = 2
+FOUR = ("calibrated", "reference", "raw", "time_of_day")
 
 
 def series(days: int = 4, seed: int = 0) -> tuple[pd.DatetimeIndex, np.ndarray]:
@@ -68,11 +73,11 @@ def test_calibration_pulls_a_biased_models_coverage_towards_its_level() -> None:
 
 
 def test_a_bound_depends_only_on_the_window_from_its_anchor_to_its_origin() -> None:
-    ds, y = series(days=10)
+    ds, y = series(days=12)
     raw = biased_raw(y)
     p = len(y) - 10
     start = int(ds.searchsorted(anchor(ds[p])))
-    season = int(ds.searchsorted(anchor(ds[p]) - SEASON))
+    season = int(ds.searchsorted(anchor(ds[p]) - SEASON - LEAD * STEP))
     assert season > 0
     before = served_bounds(
         ds[: p + 1], y[: p + 1], raw[: p + 1], np.ones(p + 1), LEVELS, LEAD, step=STEP
@@ -94,8 +99,8 @@ def test_a_bound_depends_only_on_the_window_from_its_anchor_to_its_origin() -> N
         )
         np.testing.assert_array_equal(got, before)
     # Inside the window it matters, so the checks above can fail: the series from the
-    # anchor on, and the time-of-day reference's week before it.
-    for position in (start + 5, start - 3 * 144 - 20):
+    # anchor on, the time-of-day reference's week before it and last week's peak.
+    for position in (start + 5, start - 3 * 144 - 20, p - 7 * 144 + 1):
         inside = y.copy()
         inside[position] += 100.0
         moved = served_bounds(
@@ -120,9 +125,20 @@ def test_without_raw_forecasts_the_references_or_persistence_answer() -> None:
     # The time-of-day reference: origins within an hour of p's time of day, realised by p.
     same_time = [p - d * 144 - j for d in range(3) for j in range(-6, 7) if d * 144 + j >= LEAD]
     seasonal = y[p] + np.quantile(headroom([s for s in same_time if s >= 0]), LEVELS)
+    # Same time yesterday: its peak plus the quantile of that forecast's errors.
+    errors = [
+        y[s + 1 : s + 1 + LEAD].max() - y[s - 143 : s - 143 + LEAD].max()
+        for s in range(p - LEAD - 143, p - LEAD + 1)
+    ]
+    yesterday = y[p - 143 : p - 143 + LEAD].max() + np.quantile(errors, LEVELS)
+    np.testing.assert_allclose(
+        seasonal_naive_bound(y, p, 144, LEAD, 144, LEVELS), yesterday, rtol=1e-12
+    )
     assert start < p - LEAD - 143
-    # The two experts left are mixed by their realised losses: between them, per level.
-    low, high = np.minimum(trailing, seasonal), np.maximum(trailing, seasonal)
+    # The three experts left (last week's is not known yet) are mixed by their realised
+    # losses: between them, per level.
+    known = np.stack([trailing, seasonal, yesterday])
+    low, high = known.min(axis=0), known.max(axis=0)
     assert ((got >= low - 1e-9) & (got <= high + 1e-9)).all()
     assert not np.allclose(trailing, seasonal)
 
@@ -161,11 +177,11 @@ def test_serve_frame_learns_from_the_raw_forecasts_stored_before() -> None:
 
 
 @pytest.mark.parametrize("level", [0.9, 0.95, 0.995])
-def test_online_bound_is_the_benchmarks_four_expert_combination(level: float) -> None:
+def test_online_bound_is_the_benchmarks_combination_of_every_expert(level: float) -> None:
     # The benchmark scores combine_bounds over [model+ACI, reference, raw model, time-of-day
-    # reference], snapped to demand where the reference is at it, on a continuous run (at
-    # a level ACI cannot calibrate, the raw model in ACI's place); OnlinePeak stepped over
-    # it must issue exactly that.
+    # reference, same time yesterday, same time last week], snapped to demand where the
+    # reference is at it, on a continuous run (at a level ACI cannot calibrate, the raw
+    # model in ACI's place); OnlinePeak stepped over it must issue exactly that.
     _, y = series(days=10, seed=4)
     rng = np.random.default_rng(9)
     peak = lead_peak(y, LEAD)
@@ -179,13 +195,42 @@ def test_online_bound_is_the_benchmarks_four_expert_combination(level: float) ->
     reference = y + headroom.to_numpy()
     aci = calibrate(raw, peak, scale, level, LEAD) if calibrates(level) else raw
     seasonal = seasonal_reference(y, LEAD, 144, (level,))[:, 0]
-    mixed = combine_bounds([aci, reference, raw, seasonal], peak, scale, level, LEAD)
+    yesterday, last_week = (
+        seasonal_naive_reference(y, lag, LEAD, 144, (level,))[:, 0] for lag in (144, 7 * 144)
+    )
+    every = [aci, reference, raw, seasonal, yesterday, last_week]
+    mixed = combine_bounds(every, peak, scale, level, LEAD)
     expected = snap_to_demand(mixed, y, scale, reference)
     np.testing.assert_allclose(served, expected, rtol=1e-12)
-    # Each of the last two is an expert of its own: dropping either changes the bound.
-    for fewer in ([aci, reference, raw], [aci, reference, seasonal]):
+    # Each expert counts: dropping one changes the bound (last week's from day 8 on).
+    for k in range(len(every)):
+        fewer = every[:k] + every[k + 1 :]
         other = snap_to_demand(combine_bounds(fewer, peak, scale, level, LEAD), y, scale, reference)
-        assert not np.allclose(served[200:], other[200:])
+        assert not np.allclose(served[8 * 144 :], other[8 * 144 :]), k
+
+
+def test_the_experts_mixed_can_be_chosen_and_the_rest_carry_no_weight() -> None:
+    _, y = series(days=10, seed=4)
+    raw = (y + 5.0)[:, None]
+    four = issue(OnlinePeak((0.9,), LEAD, 144, experts=FOUR), y, 0, raw, np.ones(len(y)))
+    every = issue(OnlinePeak((0.9,), LEAD, 144), y, 0, raw, np.ones(len(y)))
+    assert not np.allclose(four[3 * 144 :], every[3 * 144 :])
+    with pytest.raises(ValueError, match="experts"):
+        OnlinePeak((0.9,), LEAD, 144, experts=("calibrated", "tomorrow"))  # type: ignore[arg-type]
+
+
+def test_a_seasonal_level_is_followed_where_a_buffer_on_the_current_level_lags() -> None:
+    # Demand steps from 10 to 60 at 08:00 every day and back at 18:00: the buffer on
+    # the current level never sees the step coming (it is rare over the trailing day),
+    # the seasonal references know it comes at 08:00.
+    ds = pd.date_range("2024-05-01", periods=10 * 144, freq=STEP, tz="UTC")
+    y = np.where((ds.hour >= 8) & (ds.hour < 18), 60.0, 10.0)
+    raw = (y + 1.0)[:, None]  # a model that does not see it either
+    served = issue(OnlinePeak((0.9,), 1, 144), y, 0, raw, np.ones(len(y)))[:, 0]
+    four = issue(OnlinePeak((0.9,), 1, 144, experts=FOUR), y, 0, raw, np.ones(len(y)))[:, 0]
+    before_step = np.flatnonzero((ds.hour == 7) & (ds.minute == 50) & (ds.day >= 5))
+    assert (served[before_step] >= 60.0 - 1e-6).all()
+    assert (four[before_step] < 60.0).all()
 
 
 def test_a_flat_pool_is_provisioned_at_demand_not_a_hair_above() -> None:
@@ -201,7 +246,9 @@ def test_a_flat_pool_is_provisioned_at_demand_not_a_hair_above() -> None:
     flat = flat[(flat > 3 * 144) & (flat < n - LEAD)]
 
     def bounds(snap: float) -> np.ndarray:
-        state = OnlinePeak((0.9,), LEAD, 144, snap=snap)
+        # The seasonal references carry the bursts' times from earlier days: the snap
+        # is judged with the experts that agree at demand.
+        state = OnlinePeak((0.9,), LEAD, 144, snap=snap, experts=FOUR)
         return np.array([state.step(y, p, raw[p], 1.0)[0] for p in range(n)])
 
     served, unsnapped = bounds(0.3), bounds(0.0)
