@@ -21,7 +21,7 @@ the held level, which feed nothing back, over each mix.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
@@ -57,6 +57,11 @@ SERVED: Final = Constants(TUNED_GAMMA, TUNED_ETA, TUNED_HALFLIFE, TUNED_SNAP, MI
 """The constants :mod:`forecaster.peak` serves now."""
 
 
+def axis(served: float, *others: float) -> tuple[float, ...]:
+    """The values of one constant tried: the served one first, then the others not equal to it."""
+    return (served, *(v for v in others if v != served))
+
+
 @dataclass(frozen=True)
 class Grid:
     """The values tried per constant; each axis starts with the served value.
@@ -64,11 +69,13 @@ class Grid:
     ``min_level`` 1.0 never holds a level (every level is below it).
     """
 
-    gamma: tuple[float, ...] = (TUNED_GAMMA, 0.005)
-    eta: tuple[float, ...] = (TUNED_ETA, 30.0, 300.0)
-    halflife: tuple[float, ...] = (TUNED_HALFLIFE, 72.0, 576.0)
-    snap: tuple[float, ...] = (TUNED_SNAP, 0.0, 0.5, 2.0)
-    min_level: tuple[float, ...] = (MIN_LEVEL, 0.75, 1.0)
+    gamma: tuple[float, ...] = field(default_factory=lambda: axis(TUNED_GAMMA, 0.002, 0.005))
+    eta: tuple[float, ...] = field(default_factory=lambda: axis(TUNED_ETA, 30.0, 100.0, 300.0))
+    halflife: tuple[float, ...] = field(
+        default_factory=lambda: axis(TUNED_HALFLIFE, 72.0, 144.0, 576.0)
+    )
+    snap: tuple[float, ...] = field(default_factory=lambda: axis(TUNED_SNAP, 0.0, 0.5, 1.0, 2.0))
+    min_level: tuple[float, ...] = field(default_factory=lambda: axis(MIN_LEVEL, 0.5, 0.75, 1.0))
 
     def __len__(self) -> int:
         return (
@@ -228,13 +235,3 @@ def choose(scores: pd.DataFrame, exclude: str | None = None, window: str = "tune
 def folds(scores: pd.DataFrame, window: str = "tune") -> dict[str, Constants]:
     """Per family, the constants chosen on the other families' ``window`` cells."""
     return {f: choose(scores, f, window) for f in sorted(scores["family"].unique())}
-
-
-def by_fold(scores: pd.DataFrame, chosen: Mapping[str, Constants]) -> Iterator[pd.DataFrame]:
-    """Each family's rows of ``scores`` at the constants its fold chose."""
-    for family, constants in chosen.items():
-        rows = scores[scores["family"] == family]
-        match = np.logical_and.reduce(
-            [np.isclose(rows[n], v) for n, v in constants.as_dict().items()]
-        )
-        yield rows[match]

@@ -18,13 +18,27 @@ pooled, its combined ratio on tune is 0.865-0.883 against 0.871-0.879 alone.
 
 Reference: the trailing-day empirical quantile of the realised headroom (what
 persistence + k sd provisions), raw and with the same ACI calibration as the model.
-"combined": per series, lead and quantile, the model+ACI bound mixed online with the
-raw reference, the raw model bound and the time-of-day reference
-(``forecaster.peak.reference``: the headroom's quantile within an hour of the
-origin's time of day over the last week) by their discounted realised pinball losses
-(``forecaster.peak.combine``), as ``forecaster.peak.online.OnlinePeak`` serves it;
-"combined3" is the same without the time-of-day reference (what served before it).
-Every fleet runs the forecaster's defaults (what a training fits and serves).
+"combined": per series, lead and quantile, the served bound, as
+``forecaster.peak.online.OnlinePeak`` issues it over a continuous run: the model+ACI
+bound mixed online with the raw reference, the raw model, the time-of-day reference
+and the seasonal references of the same time yesterday and last week
+(``forecaster.peak.reference``) by their discounted realised pinball losses
+(``forecaster.peak.combine``), snapped to demand and held at the return level
+(``forecaster.peak.online.finish``); "combined_without_seasonal" is the same without
+the two seasonal references. Every fleet runs the forecaster's defaults (what a
+training fits and serves).
+
+Held out by trace family (``benchmarks.families``), by default: the online layer's
+constants (ACI's step size, the mix's sharpness and half-life, the snap, the lowest
+level held at the return level) are chosen on a grid (``benchmarks.peak_lofo.Grid``,
+the served values included) by the mean pinball ratio of "combined" to the reference
+on the tune windows of the *other* families, per family; the family is scored on its
+holdout window with them. The raw forecasts are computed once (one model per fleet,
+so a family's fits never see another's); the grid re-runs only the online layer, for
+"combined" and for "combined_without_seasonal" alike. ``--in-sample`` chooses on every
+family's tune window instead (the old way, labelled so in the output and the JSON).
+The constants production should serve are those chosen on every family's tune window
+(the JSON's ``production``, and whether they differ from the served ones).
 
 Outside data: ``--data FILE`` (repeatable, the formats of :mod:`benchmarks.inputs`)
 replaces the shared traces; its ``*/demand_gpus`` series are scored, or the series
@@ -36,13 +50,15 @@ A mistake in these options stops the run at once with one line saying what to pa
 
 Windows (per series, by share of its span): origins from 50 % minus one day are
 forecast (the first day warms ACI up and is never scored); "tune" is 50-75 %,
-"holdout" 75-100 %. Every choice (features, hyperparameters, ACI step size) was made
-on "tune" runs (``--until tune``); the reported score is "holdout", which none saw.
+"holdout" 75-100 %. The model's features and hyperparameters were chosen on "tune"
+runs of every fleet together (``--until tune``); the online constants per fold as
+above; the reported score is "holdout".
 
 Run: ``nice -n 5 python benchmarks/peak_quantile.py --output benchmarks/results/peak_quantile.json``
-(about 15 minutes on one free core; forecasts with ``--save-forecasts``). The
-calibration and combination can be rescored on saved forecasts without refitting:
-``--from-forecasts a.parquet b.parquet``.
+(the walk-forward about 15 minutes on one free core, the online grid a few more;
+forecasts with ``--save-forecasts``). The online layer can be rescored on saved
+forecasts without refitting: ``--from-forecasts a.parquet b.parquet``; ``--gamma``,
+``--eta``, ``--halflife``, ``--snap`` and ``--min-level`` set the grid.
 """
 
 from __future__ import annotations

@@ -24,9 +24,12 @@ from forecaster.peak.types import FloatArray
 
 WINDOW = 288
 """Realised scores ACI's offset is the quantile of (two days at 10-min steps)."""
-TUNED_GAMMA = 0.002
-"""ACI's step size as served, chosen on the tune windows of ``benchmarks/peak_quantile.py``
-(leave one family out: ``docs/forecasting.md``)."""
+GAMMA = 0.002
+"""ACI's default step size."""
+TUNED_GAMMA = 0.005
+"""ACI's step size in the served peak bound (:class:`forecaster.peak.online.OnlinePeak`),
+chosen on every trace family's tune window of ``benchmarks/peak_quantile.py`` (the
+evidence, and the choice of each leave-one-family-out fold: ``docs/forecasting.md``)."""
 
 
 class AdaptiveConformal:
@@ -43,9 +46,7 @@ class AdaptiveConformal:
         window: most recent scores the offset is the quantile of.
     """
 
-    def __init__(
-        self, level: float, lead: int, gamma: float = TUNED_GAMMA, window: int = WINDOW
-    ) -> None:
+    def __init__(self, level: float, lead: int, gamma: float = GAMMA, window: int = WINDOW) -> None:
         if not 0.0 < level < 1.0:
             raise ValueError(f"level must be in (0, 1), got {level}")
         if lead < 1 or window < 1 or gamma < 0.0:
@@ -125,7 +126,7 @@ def calibrates(level: float, window: int = WINDOW, min_misses: float = MIN_EXPEC
 
 
 def aci_offsets(
-    scores: FloatArray, level: float, lead: int, gamma: float = TUNED_GAMMA, window: int = WINDOW
+    scores: FloatArray, level: float, lead: int, gamma: float = GAMMA, window: int = WINDOW
 ) -> FloatArray:
     """Return the ACI offset issued at every step of a series of consecutive forecasts.
 
@@ -149,7 +150,7 @@ def calibrate(
     scale: FloatArray,
     level: float,
     lead: int,
-    gamma: float = TUNED_GAMMA,
+    gamma: float = GAMMA,
     window: int = WINDOW,
 ) -> FloatArray:
     """Return ACI-calibrated bounds of consecutive forecasts of one series.

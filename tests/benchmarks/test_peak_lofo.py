@@ -13,7 +13,7 @@ from benchmarks.peak_lofo import (
     Constants,
     Grid,
     Track,
-    by_fold,
+    axis,
     choose,
     folds,
     grid_scores,
@@ -132,7 +132,11 @@ def test_the_grid_scores_every_cell_and_a_fold_ignores_its_familys_series() -> N
     for seed in range(4, 8):
         other = grid_scores([track("a", seed), tracks[1], tracks[2]], grid)
         assert folds(other)["a"] == chosen["a"]
-    # Its rows at its fold's constants are what it is scored with.
-    for rows, family in zip(by_fold(scores, chosen), sorted(chosen), strict=True):
-        assert set(rows["family"]) == {family}
-        assert len(rows) == 2
+
+
+def test_each_axis_starts_with_the_served_value_once() -> None:
+    assert axis(0.005, 0.002, 0.005) == (0.005, 0.002)
+    grid = Grid()
+    first = Constants(*(values[0] for values in grid.as_dict().values()))
+    assert first == SERVED
+    assert all(len(set(v)) == len(v) for v in grid.as_dict().values())

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.peak.calibration import MIN_EXPECTED_MISSES, calibrate, calibrates
+from forecaster.peak.calibration import MIN_EXPECTED_MISSES, TUNED_GAMMA, calibrate, calibrates
 from forecaster.peak.combine import combine_bounds, snap_to_demand
 from forecaster.peak.online import SEASON, OnlinePeak, anchor, issue, serve_frame, served_bounds
 from forecaster.peak.reference import (
@@ -193,7 +193,7 @@ def test_online_bound_is_the_benchmarks_combination_of_every_expert(level: float
     served = np.array([state.step(y, p, raw[p : p + 1], 2.0)[0] for p in range(len(y))])
     headroom = pd.Series(peak - y).shift(LEAD).rolling(144, min_periods=72).quantile(level)
     reference = y + headroom.to_numpy()
-    aci = calibrate(raw, peak, scale, level, LEAD) if calibrates(level) else raw
+    aci = calibrate(raw, peak, scale, level, LEAD, TUNED_GAMMA) if calibrates(level) else raw
     seasonal = seasonal_reference(y, LEAD, 144, (level,))[:, 0]
     yesterday, last_week = (
         seasonal_naive_reference(y, lag, LEAD, 144, (level,))[:, 0] for lag in (144, 7 * 144)
