@@ -568,6 +568,7 @@ def print_families(
         cov = " / ".join(f"{e[f'mean_coverage_combined_q{q:g}']:.3f}" for q in levels)
         mean = e["mean_ratio_combined"]
         met = "met" if mean is not None and mean <= TARGET_RATIO else "not met"
+        met = met if name in chosen else "-"  # the GPU traces and all cells: no family
         fold = _constants_text(chosen.get(name))
         fold_without = _constants_text(chosen_without.get(name))
         print(
