@@ -9,6 +9,8 @@ import pytest
 from forecaster.peak.reference import (
     SEASONAL_MIN,
     seasonal_lags,
+    seasonal_naive_bound,
+    seasonal_naive_reference,
     seasonal_reference,
     trailing_reference,
 )
@@ -79,3 +81,36 @@ def test_the_trailing_buffer_never_reads_after_its_origin() -> None:
 
     before = trailing_reference(y, 3, 24, (0.9,))[:61]
     assert np.allclose(before, trailing_reference(changed, 3, 24, (0.9,))[:61], equal_nan=True)
+
+
+def test_the_seasonal_reference_stepped_is_the_rolling_one_and_reads_only_the_past() -> None:
+    rng = np.random.default_rng(3)
+    n = 9 * DAY
+    y = 50 + 10 * np.sin(2 * np.pi * np.arange(n) / DAY) + rng.gamma(2.0, 3.0, n)
+    y[500:510] = np.nan  # a gap: the peaks over it are unknown
+    levels = (0.5, 0.9)
+    for lag in (DAY, 7 * DAY):
+        rolled = seasonal_naive_reference(y, lag, 2, DAY, levels)
+        stepped = np.array([seasonal_naive_bound(y, p, lag, 2, DAY, levels) for p in range(n)])
+        np.testing.assert_allclose(stepped, rolled, rtol=1e-10, equal_nan=True)
+        known = np.isfinite(rolled[:, 0])
+        assert not known[: lag + DAY // 2].any()  # half a day of its errors first
+        assert known[-DAY:].all()
+        p = n - 50
+        later = y.copy()
+        later[p + 1 :] += 100.0
+        np.testing.assert_array_equal(
+            seasonal_naive_bound(later, p, lag, 2, DAY, levels),
+            seasonal_naive_bound(y, p, lag, 2, DAY, levels),
+        )
+    with pytest.raises(ValueError, match="lag"):
+        seasonal_naive_bound(y, 10, 1, 2, DAY, levels)
+
+
+def test_a_level_that_repeats_daily_is_forecast_before_it_comes() -> None:
+    ds = pd.date_range("2024-05-01", periods=4 * DAY, freq="10min", tz="UTC")
+    y = np.where((ds.hour >= 8) & (ds.hour < 18), 60.0, 10.0)
+    bounds = seasonal_naive_reference(y, DAY, 1, DAY, (0.9,))[:, 0]
+    before = int(np.flatnonzero((ds.hour == 7) & (ds.minute == 50))[-1])
+    assert y[before] == 10.0
+    assert bounds[before] == 60.0  # yesterday's peak over the next 10 minutes, exactly
