@@ -30,8 +30,9 @@ Besides latency, each target reports the server process's CPU time per request
 in-process (the app's own cost, no HTTP): contention on a shared machine stretches
 both far less than latency.
 
-``--scenario mixed`` runs :mod:`benchmarks.api_mixed` instead: the same reads while
-writers push sample batches, then reads alone at 1,000 rps.
+``--scenario mixed`` runs :mod:`benchmarks.api_mixed` instead: per-pool reads at 1,000
+rps, then the full set at 200 rps, each while 4 writers push samples (``--runs 3`` for
+consecutive runs).
 
 ``--scenario traces`` runs the call-chain scenario instead (spans through the real
 OpenTelemetry SDK while ``/recommendation`` is read; see :mod:`api_load_traces`).
@@ -590,13 +591,14 @@ def document(args: argparse.Namespace, by_rate: dict[str, dict[str, Any]]) -> di
 
 
 def asgi_caller(app: FastAPI) -> Callable[[str], Awaitable[int]]:
-    """Return ``call(path)``: one GET straight into the ASGI app, returning the body size.
+    """Return ``call(target)``: one GET (path and query) straight into the app; the body size.
 
     No HTTP server and no test client: their threads would hide the app from cProfile
     (which sees only the calling thread) and add their own cost to the timing.
     """
 
-    async def call(path: str) -> int:
+    async def call(target: str) -> int:
+        path, _, query = target.partition("?")
         scope = {
             "type": "http",
             "asgi": {"version": "3.0"},
@@ -605,7 +607,7 @@ def asgi_caller(app: FastAPI) -> Callable[[str], Awaitable[int]]:
             "scheme": "http",
             "path": path,
             "raw_path": path.encode(),
-            "query_string": b"",
+            "query_string": query.encode(),
             "root_path": "",
             "headers": [(b"host", b"bench")],
             "client": ("127.0.0.1", 1),
@@ -677,7 +679,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     scenario.add_argument("--scenario", choices=("reads", "mixed", "traces"), default="reads")
     chosen, argv = scenario.parse_known_args(argv)
     if chosen.scenario == "mixed":
-        # Reads while writers push, then reads alone at 1,000 rps: benchmarks/api_mixed.py.
+        # Per-pool and full-set reads while writers push: benchmarks/api_mixed.py.
         from benchmarks.api_mixed import run as run_mixed
 
         run_mixed(argv)
