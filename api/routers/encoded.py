@@ -1,27 +1,40 @@
-"""Recommendation bodies as JSON bytes, each pool's encoded once per decision.
+"""Recommendation bodies as JSON bytes, each encoded once per decision.
 
 A pool's wire model (:class:`~api.schemas.PoolRecommendation`) is built once when the
 pool is decided and never changed after, so its JSON is too: :func:`pool_json` encodes
 it on first use and keeps the bytes for as long as the model lives. A read of every
-pool then joins bytes instead of serialising 100 models (about 0.6 ms of the event
-loop's time per read of 100 pools, most of the server's CPU at 200 reads/s, issue #37).
-:func:`set_json` builds the set's envelope (``generated_at`` and ``unavailable``, made
-per request) with the schema itself and puts the pools' bytes in it, so the body is
-byte for byte what ``RecommendationSet.model_dump_json()`` would give.
+pool then joins bytes instead of serialising 100 models (issue #37), and the joined
+pools of a set are kept too (:class:`_Joined`), keyed by the models they were joined
+from: a new decision of any pool in the set is a new model, so the next read joins
+anew, and until then every read of the set reuses one array (issue #41).
+
+:func:`set_json` puts the pools' bytes in the set's envelope. ``generated_at`` is made
+per request (the decision clock's time); the envelope around it comes from the schema,
+encoded once when no pool is unavailable and per request otherwise. Either way the
+body is byte for byte what ``RecommendationSet.model_dump_json()`` would give.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Final
+from datetime import UTC, datetime
+from typing import Final, NamedTuple
+
+from pydantic import TypeAdapter
 
 from api.schemas import PoolRecommendation, RecommendationSet, UnavailablePool
 
 _NO_POOLS: Final = b'"pools":[]'
 """The envelope's empty pools list, where the pools' bytes go."""
+
+_TIME: Final = TypeAdapter(datetime)
+"""Encodes ``generated_at`` as the schema does (its field is a plain ``datetime``)."""
+
+JOINED_SETS: Final = 16
+"""Joined pools arrays kept: the full set and a few selections (a single pool needs none)."""
 
 
 class _Memo:
@@ -59,8 +72,61 @@ class _Memo:
         return len(self._bytes)
 
 
+class _Joined:
+    """The joined pools of the last :data:`JOINED_SETS` sets of two pools or more.
+
+    Keyed by the identities of the models joined, and the entry holds the models
+    themselves, so no other object can take one of those identities while the entry
+    lives: a key found is exactly the models asked for. The oldest entry goes first.
+    """
+
+    def __init__(self, size: int = JOINED_SETS) -> None:
+        self._sets: dict[tuple[int, ...], tuple[tuple[PoolRecommendation, ...], bytes]] = {}
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, pools: Sequence[PoolRecommendation]) -> bytes:
+        """Return the pools' JSON objects joined by commas, joined once per set of models."""
+        if len(pools) < 2:
+            return b"".join(pool_json(body) for body in pools)
+        key = tuple(map(id, pools))
+        found = self._sets.get(key)
+        if found is not None:
+            return found[1]
+        joined = b",".join(pool_json(body) for body in pools)
+        with self._lock:
+            while len(self._sets) >= self._size:
+                del self._sets[next(iter(self._sets))]
+            self._sets[key] = (tuple(pools), joined)
+        return joined
+
+    def __len__(self) -> int:
+        return len(self._sets)
+
+
+class _Envelope(NamedTuple):
+    """A set's bytes without a pool unavailable, cut where ``generated_at`` and pools go."""
+
+    head: bytes
+    middle: bytes
+    tail: bytes
+
+
+@functools.cache
+def _envelope() -> _Envelope:
+    """The schema's envelope of a set with no unavailable pool, encoded once."""
+    marker = datetime(2000, 1, 1, tzinfo=UTC)
+    encoded = RecommendationSet(generated_at=marker, pools=[]).model_dump_json().encode()
+    head, rest = encoded.split(_TIME.dump_json(marker), 1)
+    middle, tail = rest.split(_NO_POOLS, 1)
+    return _Envelope(head, middle + b'"pools":[', b"]" + tail)
+
+
 _MEMO: Final = _Memo()
 """One memo for the process: its keys are the models themselves (a cache, not state)."""
+
+_JOINED: Final = _Joined()
+"""The joined pools of recent sets (a cache keyed by the models, like :data:`_MEMO`)."""
 
 
 def pool_json(body: PoolRecommendation) -> bytes:
@@ -73,15 +139,19 @@ def set_json(
     pools: Sequence[PoolRecommendation],
     unavailable: Sequence[UnavailablePool] = (),
 ) -> bytes:
-    """Return ``RecommendationSet(...).model_dump_json()`` as bytes, the pools from the memo.
+    """Return ``RecommendationSet(...).model_dump_json()`` as bytes, the pools encoded once.
 
     Args:
         generated_at: the set's time.
         pools: the pools' wire models, in the order to list them.
         unavailable: the requested pools without a recommendation, and why.
     """
+    joined = _JOINED.get(pools)
+    if not unavailable:
+        head, middle, tail = _envelope()
+        return b"".join((head, _TIME.dump_json(generated_at), middle, joined, tail))
     envelope = RecommendationSet(
         generated_at=generated_at, pools=[], unavailable=list(unavailable)
     ).model_dump_json()
     head, tail = envelope.encode().split(_NO_POOLS, 1)
-    return b"".join((head, b'"pools":[', b",".join(pool_json(body) for body in pools), b"]", tail))
+    return b"".join((head, b'"pools":[', joined, b"]", tail))

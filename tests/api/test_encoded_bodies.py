@@ -9,7 +9,7 @@ its decision.
 from __future__ import annotations
 
 import gc
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 from api.routers import encoded
 from api.routers.encoded import pool_json, set_json
@@ -77,3 +77,71 @@ def test_a_decisions_bytes_go_with_it() -> None:
     gc.collect()
 
     assert len(encoded._MEMO) <= held - 5
+
+
+def test_the_set_is_the_schemas_bytes_at_any_time() -> None:
+    pools = bodies(3)
+    offset = timezone(timedelta(hours=2))
+    # Whole seconds (no fraction written), microseconds, another offset, naive.
+    times = [
+        NOW.replace(microsecond=0),
+        NOW,
+        NOW.astimezone(offset),
+        NOW.replace(tzinfo=None),
+    ]
+
+    for at in times:
+        expected = RecommendationSet(generated_at=at, pools=pools).model_dump_json().encode()
+        assert set_json(at, pools) == expected
+        assert set_json(at, pools[:1]) == (
+            RecommendationSet(generated_at=at, pools=pools[:1]).model_dump_json().encode()
+        )
+
+
+def test_a_set_is_joined_once_while_its_pools_hold_their_decisions() -> None:
+    pools = bodies(3)
+
+    first = set_json(NOW, pools)
+    joined = encoded._JOINED.get(pools)
+
+    assert encoded._JOINED.get(list(pools)) is joined
+    assert set_json(NOW + timedelta(seconds=1), pools) != first  # the time is per request
+    assert joined in first
+
+
+def test_a_new_decision_of_one_pool_changes_the_set_at_once() -> None:
+    pools = bodies(3)
+    before = set_json(NOW, pools)
+
+    # Pool 1 decided again (a push or a refresh): a new model, with other content.
+    pools[1] = PoolRecommendation.of(decided(NOW + timedelta(minutes=7)))
+    after = set_json(NOW, pools)
+
+    assert after != before
+    assert after == RecommendationSet(generated_at=NOW, pools=pools).model_dump_json().encode()
+
+
+def test_a_selection_and_the_full_set_are_kept_apart() -> None:
+    pools = bodies(4)
+
+    every = set_json(NOW, pools)
+    some = set_json(NOW, [pools[0], pools[2]])
+
+    assert some == (
+        RecommendationSet(generated_at=NOW, pools=[pools[0], pools[2]]).model_dump_json().encode()
+    )
+    assert set_json(NOW, pools) == every
+
+
+def test_the_joined_sets_kept_are_bounded_and_the_oldest_go_first() -> None:
+    joined = encoded._Joined(size=2)
+    sets = [bodies(2) for _ in range(3)]
+
+    for pools in sets:
+        joined.get(pools)
+
+    kept = list(joined._sets)
+    assert kept == [tuple(map(id, pools)) for pools in sets[1:]]
+    # Asked again, the first set is joined anew and the oldest left goes.
+    assert joined.get(sets[0]) == b",".join(pool_json(body) for body in sets[0])
+    assert list(joined._sets) == [tuple(map(id, pools)) for pools in (sets[2], sets[0])]
