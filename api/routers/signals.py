@@ -1,26 +1,49 @@
-"""``POST /signals/metrics``: push samples into the store."""
+"""``POST /signals/metrics``: push samples into the store, off the event loop.
+
+The framework parses the body's JSON (its errors: 400 for a body that is not JSON
+text, 422 for broken JSON) and checks it is a list of at most
+:data:`~api.schemas.MAX_SAMPLES_PER_PUSH` items; the samples themselves are validated
+(:class:`~api.schemas.MetricSampleIn`, the same errors under ``body``), stored and
+decided on in a worker thread, and the answer encoded there too. Validating a large
+push on the event loop would hold up every read meanwhile.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, Final
 
 import pandas as pd
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Response
+from fastapi.exceptions import RequestValidationError
 from pandas.errors import OutOfBoundsDatetime
+from pydantic import TypeAdapter, ValidationError, WithJsonSchema
 
 from api.deps import ServiceDep
 from api.ingest import samples_frame
 from api.schemas import MAX_SAMPLES_PER_PUSH, IngestOut, MetricSampleIn
+from api.service import RecommendationService
 from forecaster.exceptions import DataValidationError
 
 router = APIRouter(tags=["signals"])
 
+_SAMPLES: Final = TypeAdapter(list[MetricSampleIn])
 
-_SAMPLES_BODY = Body(
-    max_length=MAX_SAMPLES_PER_PUSH,
-    description="samples {series_id, ts, value}; a repeated (series_id, ts) overwrites",
-    examples=[[{"series_id": "a100-train/queue_gpus", "ts": "2025-03-30T23:55:00Z", "value": 16}]],
+
+_SAMPLES_BODY = Body(max_length=MAX_SAMPLES_PER_PUSH)
+
+_SAMPLES_SCHEMA: Final = WithJsonSchema(
+    {
+        "type": "array",
+        "title": "Samples",
+        "items": _SAMPLES.json_schema()["$defs"]["MetricSampleIn"],
+        "maxItems": MAX_SAMPLES_PER_PUSH,
+        "description": "samples {series_id, ts, value}; a repeated (series_id, ts) overwrites",
+        "examples": [
+            [{"series_id": "a100-train/queue_gpus", "ts": "2025-03-30T23:55:00Z", "value": 16}]
+        ],
+    }
 )
+"""The body as the worker thread validates it (the framework only checks it is a list)."""
 
 
 @router.post(
@@ -35,14 +58,28 @@ _SAMPLES_BODY = Body(
 )
 def push_metrics(
     service: ServiceDep,
-    samples: Annotated[list[MetricSampleIn], _SAMPLES_BODY],
-) -> IngestOut:
+    samples: Annotated[list[Any], _SAMPLES_SCHEMA, _SAMPLES_BODY],
+) -> Response:
     """Store samples of ``<pool>/<signal>`` series and recompute the pools they touch.
 
     Pushing ``allocated_gpus`` and ``queue_gpus`` derives ``demand_gpus`` for their
     timestamps. Counts (GPUs, nodes) must be >= 0 and every pool must be configured;
     otherwise nothing is stored and the answer is a 422 naming the offenders.
     """
+    try:
+        # As the framework validates a body (hence its words for an item that is no object).
+        checked = _SAMPLES.validate_python(samples, from_attributes=True)
+    except ValidationError as exc:
+        # The framework's own shape for a body it validated: each location under "body".
+        raise RequestValidationError(
+            [{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]
+        ) from exc
+    done = _store(service, checked)
+    return Response(done.model_dump_json(), media_type="application/json")
+
+
+def _store(service: RecommendationService, samples: list[MetricSampleIn]) -> IngestOut:
+    """Store validated samples and recompute the pools they touch."""
     try:
         frame = samples_frame((s.series_id, s.ts, s.value) for s in samples)
     except (OverflowError, OutOfBoundsDatetime) as exc:

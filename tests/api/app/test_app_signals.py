@@ -89,6 +89,31 @@ def test_malformed_samples_are_422_with_a_message(
     assert fragment in response.text
 
 
+def test_samples_checked_off_the_event_loop_keep_the_frameworks_words_and_places(
+    client: TestClient, store: Store
+) -> None:
+    # The framework only checks the body is a list; the samples are validated in the
+    # worker thread, with the shape and words the framework gives a body it validates.
+    body = [{"series_id": "alpha/nodes", "ts": AT, "value": 1}, 7, {"series_id": "alpha/nodes"}]
+
+    response = client.post("/signals/metrics", json=body)
+
+    assert response.status_code == 422
+    assert response.json()["detail"] == [
+        {
+            "loc": ["body", 1],
+            "msg": "Input should be a valid dictionary or object to extract fields from",
+            "type": "model_attributes_type",
+        },
+        {"loc": ["body", 2, "ts"], "msg": "Field required", "type": "missing"},
+        {"loc": ["body", 2, "value"], "msg": "Field required", "type": "missing"},
+    ]
+    assert response.json()["message"].startswith("invalid request: body.1: Input should be")
+    assert store.samples.last_timestamp("alpha/nodes").isoformat() == (  # type: ignore[union-attr]
+        "2025-03-30T23:55:00+00:00"
+    )
+
+
 def test_non_finite_values_are_rejected(client: TestClient) -> None:
     raw = '[{"series_id": "alpha/nodes", "ts": "2025-03-31T00:00:00Z", "value": NaN}]'
 
