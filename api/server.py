@@ -13,6 +13,14 @@ like. :func:`server_config` therefore serves with
   beyond it, requests are answered 503 at once;
 - the access log without secrets (:mod:`api.access_log`).
 
+:func:`use_switch_interval` sets how long a busy thread may keep the GIL from the
+event loop (``service.gil_switch_ms``): requests are answered on one thread, pushes,
+the refresh and the call-chain analysis run in others, and a thread running Python
+keeps the GIL until another has waited the switch interval for it. So a read that
+arrives while a push is being stored waits up to that interval before its handler
+starts, and again each time the loop gives the GIL up meanwhile; Python's 5 ms is
+half of the read target at 1,000 reads a second (issue #41).
+
 It parses HTTP with httptools and runs on uvloop (both dependencies; h11 and asyncio's
 own loop where they are missing): with span ingest beside the reads, the C parser and
 loop cut the server's CPU per read and the read p99 of ``benchmarks/api_load.py
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import sys
 from typing import TYPE_CHECKING, Any, Final
 
 import uvicorn
@@ -161,3 +170,12 @@ def server_config(
     )
     install_redaction()
     return config
+
+
+def use_switch_interval(service: ServiceSettings) -> None:
+    """Set this process's GIL switch interval to ``service.gil_switch_ms``.
+
+    Process-wide (``sys.setswitchinterval``): call it from the process that serves,
+    once, before serving.
+    """
+    sys.setswitchinterval(service.gil_switch_ms / 1000)

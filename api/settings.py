@@ -86,6 +86,14 @@ class ServiceSettings(Section):
         ge=1,
         description="open connections at most; more are refused with 503 until some close",
     )
+    gil_switch_ms: float = Field(
+        default=1.0,
+        gt=0,
+        le=100,
+        description="how long, in milliseconds, a thread busy in Python (a push being "
+        "stored, the refresh) may keep the interpreter from the thread answering requests "
+        "(Python's switch interval; its own default is 5)",
+    )
     live_stale_steps: int = Field(
         default=3,
         ge=1,

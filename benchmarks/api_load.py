@@ -40,12 +40,12 @@ OpenTelemetry SDK while ``/recommendation`` is read; see :mod:`api_load_traces`)
 Run: ``python benchmarks/api_load.py`` (defaults: 100 pools, 200 rps, 5 s warm-up and
 30 s per target, background refresh every 5 s); ``--quick`` for a 10 s smoke run;
 ``--refresh 0`` without the background refresh; ``--switch-ms`` sets the server's GIL
-switch interval; ``--gc-freeze`` freezes the server's startup objects out of the
-garbage collector; ``--stalls`` (traces scenario) records the server's event-loop
-stalls and collection pauses; ``--profile`` times and profiles each route in-process (cProfile,
-calling the ASGI app directly) instead. Prints a table and writes
-``benchmarks/results/api_load.json``. The machine's load average is recorded with the
-numbers: on a shared machine the tail is noise as much as code.
+switch interval (default: as ``foresight serve`` sets it); ``--gc-freeze`` freezes the
+server's startup objects out of the garbage collector; ``--stalls`` (traces scenario)
+records the server's event-loop stalls and collection pauses; ``--profile`` times and
+profiles each route in-process (cProfile, calling the ASGI app directly) instead. Prints
+a table and writes ``benchmarks/results/api_load.json``. The machine's load average is
+recorded with the numbers: on a shared machine the tail is noise as much as code.
 """
 
 from __future__ import annotations
@@ -250,19 +250,22 @@ def serve(
     """Serve the app on 127.0.0.1:``port`` until killed (the server subprocess).
 
     Served as ``foresight serve`` serves (:func:`api.server.server_config`: its HTTP
-    parser, event loop and limits; ``parser`` picks httptools or h11 to compare). With
+    parser, event loop and limits; ``parser`` picks httptools or h11 to compare; its GIL
+    switch interval unless ``switch_ms`` says another). With
     ``stalls``, also record event-loop stalls and collection pauses
     (:mod:`api_load_stalls`).
     """
     import uvicorn
 
-    from api.server import server_config
+    from api.server import server_config, use_switch_interval
     from api.settings import ServiceSettings
 
+    service = ServiceSettings()
     if switch_ms:
-        # How long a busy background thread (the refresh) may keep the GIL from the
-        # event loop; Python's default is 5 ms.
-        sys.setswitchinterval(switch_ms / 1000)
+        # How long a busy background thread (a push, the refresh) may keep the GIL from
+        # the event loop, to compare with what serve sets (service.gil_switch_ms).
+        service = service.model_copy(update={"gil_switch_ms": switch_ms})
+    use_switch_interval(service)
 
     app = build_app(workdir, refresh_seconds or None)
     recorder = api_load_stalls.StallRecorder()
@@ -270,7 +273,7 @@ def serve(
         app.include_router(recorder.install())
         api_load_stalls.time_background(recorder)
     config = server_config(
-        app, ServiceSettings(), host="127.0.0.1", port=port, log_level="warning", parser=parser
+        app, service, host="127.0.0.1", port=port, log_level="warning", parser=parser
     )
     server = uvicorn.Server(config)
     if not stalls:
@@ -723,7 +726,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--switch-ms",
         type=float,
         default=None,
-        help="the server's GIL switch interval in ms (default Python's 5 ms)",
+        help="the server's GIL switch interval in ms (default: service.gil_switch_ms, as "
+        "foresight serve sets it)",
     )
     parser.add_argument(
         "--gc-freeze",

@@ -169,13 +169,14 @@ def _serve_until_stopped(application: FastAPI, settings: AppSettings, host: str,
     """Serve ``application`` with uvicorn until Ctrl-C or SIGTERM (a clean stop)."""
     import uvicorn
 
-    from api.server import server_config
+    from api.server import server_config, use_switch_interval
 
     # Hundreds of thousands of long-lived objects (modules, classes) come with the
     # imports; freezing them keeps full collections from stalling requests for a few
     # hundred milliseconds (benchmarks/api_load.py measured ~240 ms).
     gc.collect()
     gc.freeze()
+    use_switch_interval(settings.service)
     server = uvicorn.Server(server_config(application, settings.service, host=host, port=port))
     # uvicorn re-raises the signal it shut down on once it has stopped. Ctrl-C (SIGINT)
     # comes back as KeyboardInterrupt; SIGTERM's default action would end the process
