@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -195,6 +197,9 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict[str, An
     from rich.console import Console
     from rich.table import Table
 
+    from api.settings import ServiceSettings
+    from benchmarks import api_load
+
     table = Table(
         title=f"mixed, {args.pools} pools, {WRITERS} writers pushing {BATCH}-sample "
         f"batches at {args.push_rate:g}/s in all, {args.duration:g} s per phase (open loop, ms "
@@ -260,6 +265,9 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict[str, An
             )
         },
         "writers": WRITERS,
+        "server": api_load.server_description(args.parser),
+        "gil_switch_ms": args.switch_ms or ServiceSettings().gil_switch_ms,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "targets": {
             "read_p99_ms": READ_P99_MS,
             "push_p99_ms": PUSH_P99_MS,
@@ -312,6 +320,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.duration, args.warmup = 10.0, 2.0
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     pushes_per_writer = args.push_rate / WRITERS * (args.warmup + args.duration)
     if pushes_per_writer * len(args.phases) >= HISTORY_STEPS:
         parser.error("too many pushes per writer for the two days of history: shorten phases")
