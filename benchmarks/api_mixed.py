@@ -24,6 +24,10 @@ the issue's "three consecutive runs"). Recorded per phase: achieved rate, p50/p9
 of reads (also per form) and pushes, errors, the client's own send lag and CPU, the
 server's CPU, and the load average before and after: on a shared 2-core machine the
 tail is noise as much as code. Prints a table, writes ``benchmarks/results/api_mixed.json``.
+
+``--py-spy DIR`` records the server with py-spy through each phase (raw stacks per
+thread, ``DIR/run<n>-<phase>.txt``): where its time goes, the push threads apart from
+the event loop. The sampling costs the server CPU: compare latencies without it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ import argparse
 import json
 import os
 import platform
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -128,7 +134,31 @@ def verdicts(phase: dict[str, Any], rate: float) -> dict[str, bool]:
     }
 
 
-def one_run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+def profiler(args: argparse.Namespace, pid: int, name: str) -> subprocess.Popen[bytes] | None:
+    """Start py-spy recording the server (``--py-spy DIR``) into ``DIR/name.txt``, or None.
+
+    Raw collapsed stacks per thread, idle time left out; stop it with SIGINT to write.
+    """
+    if args.py_spy is None:
+        return None
+    args.py_spy.mkdir(parents=True, exist_ok=True)
+    tool, output = str(shutil.which("py-spy")), str(args.py_spy / f"{name}.txt")
+    flags = ["--format", "raw", "--threads", "--nonblocking", "--rate", "200"]
+    return subprocess.Popen(
+        [tool, "record", "--pid", str(pid), *flags, "--output", output],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def stop(spy: subprocess.Popen[bytes] | None) -> None:
+    """Have py-spy write what it recorded and end."""
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=60)
+
+
+def one_run(args: argparse.Namespace, workdir: Path, number: int = 1) -> dict[str, Any]:
     """Serve a fresh store; run each phase against it; stop; check the store."""
     from benchmarks import api_load
 
@@ -155,6 +185,7 @@ def one_run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             api_load.wait_ready(port, timeout=30, path=api_load.GC_FREEZE)
         for phase in args.phases:
             before = api_load.load_average()
+            spy = profiler(args, server.pid, f"run{number}-{phase}")
             done = subprocess.run(
                 [
                     sys.executable,
@@ -176,6 +207,7 @@ def one_run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 capture_output=True,
                 text=True,
             )
+            stop(spy)
             found = json.loads(done.stdout)
             statuses.extend(found.pop("push_statuses"))
             found["load_average_before"] = before
@@ -265,6 +297,7 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict[str, An
             )
         },
         "writers": WRITERS,
+        "profiled_with_py_spy": args.py_spy is not None,
         "server": api_load.server_description(args.parser),
         "gil_switch_ms": args.switch_ms or ServiceSettings().gil_switch_ms,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
@@ -312,6 +345,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="gc.freeze() in the server once ready, as serve does",
     )
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        metavar="DIR",
+        help="record the server with py-spy (on PATH) through each phase into "
+        "DIR/run<n>-<phase>.txt (raw stacks per thread); it costs the server some CPU",
+    )
     parser.add_argument("--quick", action="store_true", help="10 s phases, 2 s warm-up")
     parser.add_argument("--no-write", action="store_true", help="do not write the JSON")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
@@ -322,6 +362,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         args.duration, args.warmup = 10.0, 2.0
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    if args.py_spy is not None and shutil.which("py-spy") is None:
+        parser.error("--py-spy needs py-spy on PATH (pip install py-spy)")
     pushes_per_writer = args.push_rate / WRITERS * (args.warmup + args.duration)
     if pushes_per_writer * len(args.phases) >= HISTORY_STEPS:
         parser.error("too many pushes per writer for the two days of history: shorten phases")
@@ -335,9 +377,9 @@ def run(argv: Sequence[str] | None = None) -> None:
         main_client(args)
         return
     runs = []
-    for _ in range(args.runs):
+    for number in range(1, args.runs + 1):
         with tempfile.TemporaryDirectory(prefix="foresight-api-mixed-") as tmp:
-            runs.append(one_run(args, Path(tmp)))
+            runs.append(one_run(args, Path(tmp), number))
     document = report(args, runs)
     if not args.no_write:
         args.out.parent.mkdir(parents=True, exist_ok=True)
