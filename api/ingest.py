@@ -8,16 +8,26 @@ empty store from the committed sample is :func:`pipelines.dataset.seed_from_samp
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-
-import pandas as pd
+from datetime import UTC, datetime
+from typing import Final
 
 from api.sample_checks import TimeWindow, check_samples
-from forecaster.types import DS, UID, Y
+from forecaster.exceptions import DataValidationError
 from pipelines.config.pools import PoolsConfig
+from pipelines.store.samples import SampleRow, sample_rows
 from pipelines.store.store import Store
+
+MIN_YEAR: Final = 1678
+"""The first whole year a nanosecond timestamp (pandas', every reader's) holds."""
+MAX_YEAR: Final = 2261
+"""The last whole year a nanosecond timestamp holds."""
+_STORABLE: Final = (
+    datetime(1677, 9, 21, 0, 12, 44, tzinfo=UTC),
+    datetime(2262, 4, 11, 23, 47, 16, tzinfo=UTC),
+)
+"""The exact span of a nanosecond timestamp, to the second inside it."""
 
 
 @dataclass(frozen=True)
@@ -28,25 +38,34 @@ class Ingested:
     pools: tuple[str, ...]
 
 
-def samples_frame(items: Iterable[tuple[str, datetime, float]]) -> pd.DataFrame:
-    """Return a long frame ``unique_id, ds, y`` (UTC) of ``(series_id, ts, value)`` items."""
-    rows = list(items)
-    return pd.DataFrame(
-        {
-            UID: pd.Series([r[0] for r in rows], dtype=object),
-            DS: pd.to_datetime([r[1] for r in rows], utc=True),
-            Y: pd.Series([float(r[2]) for r in rows], dtype="float64"),
-        }
-    )
+def pushed_rows(items: Iterable[tuple[str, datetime, float]]) -> list[SampleRow]:
+    """Rows to store from pushed ``(series_id, time, value)`` items (see :func:`sample_rows`).
+
+    Raises:
+        DataValidationError: a time is outside the years a timestamp can hold (the
+            message names the sample), has no timezone, or a value is not finite.
+    """
+    listed = list(items)
+    for index, (_, ts, _) in enumerate(listed):
+        if ts.tzinfo is not None and not _STORABLE[0] <= ts <= _STORABLE[1]:
+            # Valid RFC 3339 (year 1 or 9999) but outside what every reader's
+            # nanosecond timestamps hold; the message names the sample and the rule.
+            raise DataValidationError(
+                f"samples[{index}].ts is outside the years {MIN_YEAR}-{MAX_YEAR}, which the "
+                "store cannot hold; send the observation time in UTC"
+            )
+    return sample_rows(listed)
 
 
-def ingest(store: Store, pools: PoolsConfig, frame: pd.DataFrame, window: TimeWindow) -> Ingested:
+def ingest(
+    store: Store, pools: PoolsConfig, rows: Sequence[SampleRow], window: TimeWindow
+) -> Ingested:
     """Check and store pushed samples, deriving demand where its parts moved.
 
     Args:
         store: where the samples go.
         pools: the configured pools (and the signals each declares).
-        frame: the pushed samples, long format.
+        rows: the pushed samples (see :func:`pushed_rows`).
         window: the times a sample may carry (see :mod:`api.sample_checks`).
 
     Raises:
@@ -54,8 +73,8 @@ def ingest(store: Store, pools: PoolsConfig, frame: pd.DataFrame, window: TimeWi
             :func:`~api.sample_checks.check_samples`); nothing is stored.
         StoreError: the store failed.
     """
-    if frame.empty:
+    if not rows:
         return Ingested(0, ())
-    touched = check_samples(frame, pools, window)
-    rows = store.samples.upsert_with_demand(frame)
-    return Ingested(rows, tuple(touched))
+    touched = check_samples(rows, pools, window)
+    written = store.samples.write_with_demand(rows)
+    return Ingested(written, tuple(touched))

@@ -23,19 +23,18 @@ Every message names the series, the limit and the fix; at most ten are listed.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-import pandas as pd
-
 from api.clock import ReplayWindow
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND
-from forecaster.types import DS, UID, SeriesId, Y
+from forecaster.types import SeriesId
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.config.signals import ALLOCATED_GPUS, GPU_UTIL, NODES, QUEUE_GPUS
+from pipelines.store.samples import SampleRow
 
 COUNT_SIGNALS: Final = frozenset({ALLOCATED_GPUS, QUEUE_GPUS, NODES, DEMAND})
 """Signals that count GPUs or nodes, so cannot be negative."""
@@ -97,14 +96,15 @@ def value_problem(series_id: str, signal: str, value: float) -> str | None:
     return None
 
 
-def time_problems(frame: pd.DataFrame, window: TimeWindow) -> list[str]:
-    """The samples of ``frame`` outside ``window``, described with the limit they break."""
-    early = pd.Timestamp(window.earliest)
-    late = pd.Timestamp(window.latest)
+def time_problems(rows: Sequence[SampleRow], window: TimeWindow) -> list[str]:
+    """The samples of ``rows`` outside ``window``, described with the limit they break."""
+    early = window.earliest
+    late = window.latest
     replay = window.replay
-    replay_end = None if replay is None else pd.Timestamp(replay.latest)
+    replay_end = None if replay is None else replay.latest
     problems: list[str] = []
-    for sid, ts in zip(frame[UID], frame[DS], strict=True):
+    for row in rows:
+        sid, ts = row["series_id"], row["ts"]
         if ts < early:
             problems.append(
                 f"{sid}: time {ts.isoformat()} is before the earliest accepted "
@@ -125,7 +125,7 @@ def time_problems(frame: pd.DataFrame, window: TimeWindow) -> list[str]:
     return problems
 
 
-def check_samples(frame: pd.DataFrame, pools: PoolsConfig, window: TimeWindow) -> list[str]:
+def check_samples(rows: Sequence[SampleRow], pools: PoolsConfig, window: TimeWindow) -> list[str]:
     """Check pushed samples and return the pools they belong to, sorted.
 
     Raises:
@@ -138,8 +138,9 @@ def check_samples(frame: pd.DataFrame, pools: PoolsConfig, window: TimeWindow) -
     touched: set[str] = set()
     unknown: set[str] = set()
     undeclared: dict[str, set[str]] = {}
-    for sid, value in zip(frame[UID], frame[Y], strict=True):
-        name, signal = SeriesId.parse(str(sid))
+    for row in rows:
+        sid, value = row["series_id"], row["value"]
+        name, signal = SeriesId.parse(sid)
         pool = by_name.get(name)
         if pool is None:
             unknown.add(name)
@@ -148,10 +149,10 @@ def check_samples(frame: pd.DataFrame, pools: PoolsConfig, window: TimeWindow) -
             undeclared.setdefault(name, set()).add(signal)
             continue
         touched.add(name)
-        problem = value_problem(str(sid), signal, float(value))
+        problem = value_problem(str(sid), signal, value)
         if problem is not None:
             problems.append(problem)
-    problems.extend(time_problems(frame, window))
+    problems.extend(time_problems(rows, window))
     heads = [_undeclared_message(by_name[name], sorted(sigs)) for name, sigs in undeclared.items()]
     if unknown:
         heads.insert(0, f"unknown pools {sorted(unknown)}; known pools: {', '.join(pools.names)}")

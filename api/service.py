@@ -19,8 +19,6 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Final
 
-import pandas as pd
-
 from api.audit import AuditTrail
 from api.clock import ReplayClock
 from api.decision import DecisionInputs, clock_skew, decide_pool, forecast_unusable
@@ -34,9 +32,9 @@ from api.sample_checks import TimeWindow
 from api.services import Services
 from api.store_probe import StoreWriteProbe
 from forecaster.registry import LoadedModel
-from forecaster.types import DS, UID
 from forecaster.unavailable import Unavailable
 from pipelines.config.pools import PoolConfig
+from pipelines.store.samples import SampleRow
 from policy.recommendation import Recommendation
 from policy.state import StabilisationState
 
@@ -132,7 +130,7 @@ class RecommendationService:
         self.invalidate(self.live.poll())
         self.forecasts.reload(self._pools.values())
 
-    def ingest(self, frame: pd.DataFrame) -> Ingested:
+    def ingest(self, rows: Sequence[SampleRow]) -> Ingested:
         """Store pushed samples and recompute the pools they touch.
 
         Cheap: the decision is recomputed with the pool's stored forecast (the policy
@@ -145,8 +143,8 @@ class RecommendationService:
             DataValidationError: the samples are invalid (nothing is stored).
             StoreError: the store failed.
         """
-        done = ingest(self.services.store, self.services.pools, frame, self.sample_window())
-        moved = self.live.moved_by(zip(frame[UID].tolist(), frame[DS].tolist(), strict=True))
+        done = ingest(self.services.store, self.services.pools, rows, self.sample_window())
+        moved = self.live.moved_by((row["series_id"], row["ts"]) for row in rows)
         changed = self.live.poll(moved) if moved else set()
         self.invalidate(changed)
         self._decide([self._pools[name] for name in done.pools if name in changed])

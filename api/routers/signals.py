@@ -12,17 +12,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final
 
-import pandas as pd
 from fastapi import APIRouter, Body, Response
 from fastapi.exceptions import RequestValidationError
-from pandas.errors import OutOfBoundsDatetime
 from pydantic import TypeAdapter, ValidationError, WithJsonSchema
 
 from api.deps import ServiceDep
-from api.ingest import samples_frame
+from api.ingest import pushed_rows
 from api.schemas import MAX_SAMPLES_PER_PUSH, IngestOut, MetricSampleIn
 from api.service import RecommendationService
-from forecaster.exceptions import DataValidationError
 
 router = APIRouter(tags=["signals"])
 
@@ -80,16 +77,6 @@ def push_metrics(
 
 def _store(service: RecommendationService, samples: list[MetricSampleIn]) -> IngestOut:
     """Store validated samples and recompute the pools they touch."""
-    try:
-        frame = samples_frame((s.series_id, s.ts, s.value) for s in samples)
-    except (OverflowError, OutOfBoundsDatetime) as exc:
-        # Valid RFC 3339 (year 1 or 9999) but outside what a nanosecond timestamp holds;
-        # the message names the sample and the rule, not pandas' words.
-        low, high = pd.Timestamp.min.year + 1, pd.Timestamp.max.year - 1
-        index = next((i for i, s in enumerate(samples) if not low <= s.ts.year <= high), 0)
-        raise DataValidationError(
-            f"samples[{index}].ts is outside the years {low}-{high}, which the store cannot "
-            "hold; send the observation time in UTC"
-        ) from exc
-    done = service.ingest(frame)
+    rows = pushed_rows((s.series_id, s.ts, s.value) for s in samples)
+    done = service.ingest(rows)
     return IngestOut(accepted=len(samples), rows_written=done.rows, pools=list(done.pools))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,18 @@ migrations and the scheduler leader.
 
 
 _LOCK_POOL: Final = text("SELECT pg_advisory_xact_lock(:c, :k)")
+
+_PARTS: Final = (ALLOCATED_GPUS, QUEUE_GPUS)
+"""The signals demand is derived from (``allocated + queued``)."""
+
+
+class SampleRow(TypedDict):
+    """One row to write."""
+
+    series_id: str
+    ts: datetime
+    """UTC-aware."""
+    value: float
 
 
 class SampleRepository:
@@ -101,13 +113,36 @@ class SampleRepository:
             DataValidationError: as :meth:`upsert`.
             StoreError: the database failed; nothing was written.
         """
-        rows = _sample_rows(frame)
+        return self.write_with_demand(_sample_rows(frame))
+
+    def write_with_demand(self, rows: Sequence[SampleRow]) -> int:
+        """As :meth:`upsert_with_demand`, for rows already checked (see :func:`sample_rows`).
+
+        The push path: a push holds a few hundred samples, so it stays in plain Python
+        from the request to the database (no frame is built), and its CPU is spent
+        while the event loop waits for the GIL.
+
+        Args:
+            rows: ``{series_id, ts, value}`` with UTC-aware ``ts``, finite ``value``
+                and no ``(series_id, ts)`` twice.
+
+        Returns:
+            The rows written, derived demand included.
+
+        Raises:
+            StoreError: the database failed; nothing was written.
+        """
         if not rows:
             return 0
-        pushed = _parts(frame)
+        owners = [SeriesId.of(row["series_id"]) for row in rows]
+        pushed = [
+            (sid.pool, row["ts"])
+            for sid, row in zip(owners, rows, strict=True)
+            if sid.signal in _PARTS
+        ]
         derived = 0
         with self._db.transaction("write samples") as session:
-            keys = sorted({_pool_key(pool) for pool in _owners(frame[UID])})
+            keys = sorted({_pool_key(sid.pool) for sid in owners})
             if self._db.dialect == "postgresql" and keys:
                 # One round trip: psycopg pipelines the executemany, in this order.
                 session.execute(_LOCK_POOL, [{"c": DEMAND_LOCK_CLASS, "k": key} for key in keys])
@@ -116,9 +151,9 @@ class SampleRepository:
             upsert(
                 session, self._db.dialect, Sample, rows, keys=("series_id", "ts"), update=("value",)
             )
-            if not pushed.empty:
-                raw = _frame(session.execute(_read_statement(*_parts_window(pushed))).all())
-                demand = _sample_rows(_demand_at(raw, pushed))
+            if pushed:
+                stored = session.execute(_read_statement(*_parts_window(pushed))).all()
+                demand = _demand_rows(stored, set(pushed))
                 if demand:
                     upsert(
                         session,
@@ -215,59 +250,63 @@ def _pool_key(pool: str) -> int:
     return unsigned - (1 << 32) if unsigned >= 1 << 31 else unsigned
 
 
-def _parts(frame: pd.DataFrame) -> pd.DataFrame:
-    """The ``allocated_gpus`` and ``queue_gpus`` samples of a frame."""
-    wanted = (ALLOCATED_GPUS, QUEUE_GPUS)
-    keep = [SeriesId.of(str(uid)).signal in wanted for uid in frame[UID].tolist()]
-    return frame[np.array(keep, dtype=bool)]
-
-
-def _owners(ids: pd.Series) -> list[str]:
-    """The pool of each series id (``<pool>/<signal>``), as :meth:`SeriesId.of` splits it.
-
-    Row by row rather than :meth:`SeriesId.split`: a push holds a few hundred ids at
-    most, and pandas' string methods cost more in set-up than they save on so few
-    (the push is decided while the event loop waits for the GIL).
-    """
-    return [SeriesId.of(str(uid)).pool for uid in ids.tolist()]
-
-
-def _parts_window(pushed: pd.DataFrame) -> tuple[list[str], datetime, datetime]:
+def _parts_window(pushed: Sequence[tuple[str, datetime]]) -> tuple[list[str], datetime, datetime]:
     """Both parts of every pool in ``pushed``, between its oldest and newest time."""
-    pools = sorted(set(_owners(pushed[UID])))
-    ids = [str(SeriesId(pool, signal)) for pool in pools for signal in (ALLOCATED_GPUS, QUEUE_GPUS)]
+    pools = sorted({pool for pool, _ in pushed})
+    ids = [str(SeriesId(pool, signal)) for pool in pools for signal in _PARTS]
+    times = [ts for _, ts in pushed]
     # ``end`` is exclusive: one microsecond past the newest pushed time includes it.
-    end = pushed[DS].max().to_pydatetime() + timedelta(microseconds=1)
-    return ids, pushed[DS].min().to_pydatetime(), end
+    return ids, min(times), max(times) + timedelta(microseconds=1)
 
 
-def _demand_at(raw: pd.DataFrame, pushed: pd.DataFrame) -> pd.DataFrame:
-    """Demand from the stored parts ``raw`` at the (pool, time) pairs of ``pushed``.
+def _demand_rows(stored: Sequence[Any], wanted: set[tuple[str, datetime]]) -> list[SampleRow]:
+    """Demand rows from the stored parts at the ``(pool, time)`` pairs ``wanted``.
 
-    One pass over the rows with dictionaries: linear in the rows, and for the small
-    frames of a push far cheaper than the general
-    :func:`~forecaster.loaders.traces.derive_demand` (its MultiIndex match and merge
-    cost ~5-8 ms per push). The rule is the same: both parts present and finite.
+    One pass over the ``(series_id, ts, value)`` rows with dictionaries: linear in the
+    rows, and for the few of a push far cheaper than the general
+    :func:`~forecaster.loaders.traces.derive_demand` over frames. The rule is the same:
+    both parts present and finite.
     """
-    wanted = set(zip(_owners(pushed[UID]), pushed[DS].tolist(), strict=True))
-    parts: dict[str, dict[tuple[str, pd.Timestamp], float]] = {ALLOCATED_GPUS: {}, QUEUE_GPUS: {}}
-    ids = [SeriesId.of(str(uid)) for uid in raw[UID].tolist()]
-    for (pool, signal), ds, y in zip(ids, raw[DS].tolist(), raw[Y].tolist(), strict=True):
-        if signal in parts and (pool, ds) in wanted:
-            parts[signal][(pool, ds)] = y  # a repeated time keeps its last row
+    parts: dict[str, dict[tuple[str, datetime], float]] = {part: {} for part in _PARTS}
+    for series_id, ts, value in stored:
+        pool, signal = SeriesId.of(str(series_id))
+        if signal in parts and (pool, ts) in wanted:
+            parts[signal][(pool, ts)] = float(value)  # a repeated time keeps its last row
     queued = parts[QUEUE_GPUS]
-    rows = [
-        (str(SeriesId(pool, DEMAND)), ds, value + queued[(pool, ds)])
-        for (pool, ds), value in parts[ALLOCATED_GPUS].items()
-        if (pool, ds) in queued and math.isfinite(value + queued[(pool, ds)])
-    ]
-    return pd.DataFrame(
-        {
-            UID: pd.Series([r[0] for r in rows], dtype=object),
-            DS: pd.to_datetime([r[1] for r in rows], utc=True).as_unit("ns"),
-            Y: np.asarray([r[2] for r in rows], dtype=np.float64),
-        }
-    )
+    rows: list[SampleRow] = []
+    for (pool, ts), allocated in parts[ALLOCATED_GPUS].items():
+        total = allocated + queued.get((pool, ts), math.nan)
+        if math.isfinite(total):
+            rows.append({"series_id": str(SeriesId(pool, DEMAND)), "ts": ts, "value": total})
+    return rows
+
+
+def sample_rows(items: Iterable[tuple[str, datetime, float]]) -> list[SampleRow]:
+    """Rows to write from ``(series_id, time, value)`` items, as :meth:`~SampleRepository.upsert`
+    would make them from a frame: UTC times, float values, a repeated ``(series_id, ts)``
+    keeping its last value.
+
+    Raises:
+        DataValidationError: a time has no timezone or a value is not finite; the
+            message names the series.
+    """
+    kept: dict[tuple[str, datetime], float] = {}
+    for series_id, ts, value in items:
+        if ts.tzinfo is None or ts.utcoffset() is None:
+            raise DataValidationError(
+                f"cannot store samples: {series_id} has a time without a timezone ({ts}); "
+                "send UTC times"
+            )
+        number = float(value)
+        if not math.isfinite(number):
+            raise DataValidationError(
+                f"cannot store samples: {series_id} has the value {number}, which is not "
+                "finite; clean it with validate_series first"
+            )
+        key = (series_id, ts.astimezone(UTC))
+        kept.pop(key, None)  # the last value, in the order of its last write
+        kept[key] = number
+    return [{"series_id": sid, "ts": ts, "value": y} for (sid, ts), y in kept.items()]
 
 
 def _frame(result: Sequence[Any]) -> pd.DataFrame:
@@ -283,7 +322,7 @@ def _timestamp(value: datetime | str) -> pd.Timestamp:
     return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
 
 
-def _sample_rows(frame: pd.DataFrame) -> list[dict[str, object]]:
+def _sample_rows(frame: pd.DataFrame) -> list[SampleRow]:
     missing = [column for column in SERIES_COLUMNS if column not in frame.columns]
     if missing:
         raise DataValidationError(

@@ -24,12 +24,13 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import URL, create_engine, text
 
-from api.ingest import samples_frame
+from api.ingest import pushed_rows
 from api.service import RecommendationService
 from api.services import Services
 from api.settings import load_app_settings
 from pipelines.config.pools import PoolConfig, PoolsConfig
 from pipelines.store.engine import Database, make_engine
+from pipelines.store.samples import SampleRow
 from pipelines.store.schema import VERSION_TABLE, Base
 from pipelines.store.store import Store, open_store
 from policy.types import NO_LATENCY, LatencyAdjustment
@@ -224,8 +225,8 @@ def test_replicas_pushing_one_pool_at_once_both_count_in_its_state(
         service.start()
         return service
 
-    def live(allocated: float) -> pd.DataFrame:
-        return samples_frame(
+    def live(allocated: float) -> list[SampleRow]:
+        return pushed_rows(
             [
                 ("alpha/allocated_gpus", now, allocated),
                 ("alpha/queue_gpus", now, 0.0),
@@ -247,7 +248,7 @@ def test_replicas_pushing_one_pool_at_once_both_count_in_its_state(
     try:
         assert reached.wait(30), "replica A never decided"
         b.ingest(live(320.0))
-        b.ingest(samples_frame([("alpha/gpu_util", now - timedelta(minutes=5), 55.0)]))
+        b.ingest(pushed_rows([("alpha/gpu_util", now - timedelta(minutes=5), 55.0)]))
     finally:
         release.set()
         thread.join(30)

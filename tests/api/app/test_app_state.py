@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import pandas as pd
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.ingest import samples_frame
+from api.ingest import pushed_rows
 from api.pool_entry import PoolEntry
 from api.service import RecommendationService
 from api.services import Services
 from pipelines.config.pools import PoolConfig
+from pipelines.store.samples import SampleRow
 from pipelines.store.store import Store
 from policy.state import StabilisationState
 from policy.types import NO_LATENCY, LatencyAdjustment
@@ -171,8 +171,8 @@ class HeldStateWrites:
         return write
 
 
-def _live(pool: str, *, allocated: float, nodes: float) -> pd.DataFrame:
-    return samples_frame(
+def _live(pool: str, *, allocated: float, nodes: float) -> list[SampleRow]:
+    return pushed_rows(
         [
             (f"{pool}/allocated_gpus", END, allocated),
             (f"{pool}/queue_gpus", END, 0.0),
