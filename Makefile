@@ -89,6 +89,7 @@ bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/grpc_expander.py
 	$(BIN)/python benchmarks/training_scale.py --sizes 10 100 1000 --budget-s 900
 	$(BIN)/python benchmarks/forecast_cycle.py --sizes 15 100
+	$(BIN)/python benchmarks/dask_scaling.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
