@@ -19,8 +19,8 @@ from typing import Any, Final, Self
 
 import pandas as pd
 
-from forecaster.estimator import Estimator, clone
-from forecaster.exceptions import ModelError, NotFittedError
+from forecaster.estimator import Estimator, clone, updated
+from forecaster.exceptions import ForesightError, ModelError, NotFittedError, UpdateError
 from forecaster.fanout import fan_out
 from forecaster.fleet import share_fleets, with_fleet
 from forecaster.models.base import Hyperparameters
@@ -43,6 +43,8 @@ class ChampionForecaster(Hyperparameters):
     """
 
     name = "champion"
+    refits_: dict[str, str]
+    """After :meth:`update`: each series refitted rather than updated, and why."""
 
     def __init__(
         self,
@@ -137,6 +139,40 @@ class ChampionForecaster(Hyperparameters):
             frames.append(frame)
         return pd.concat(frames, ignore_index=True)
 
+    def update(self, df: SeriesFrame) -> ChampionForecaster:
+        """Return a fitted copy whose series of ``df`` are advanced to their newest values.
+
+        Each series' fitted model is updated with its recent history (what it learnt
+        at the training is kept: parameters, trees, the fleet's pooled regressors, the
+        calibration residuals; see :meth:`forecaster.models.base.Forecaster.update`).
+        A series whose model cannot be updated is refitted from its own model's
+        hyperparameters, which hold the fleet model learnt at the training, and
+        ``refits_`` of the copy names it and says why.
+
+        Raises:
+            UpdateError: when a series of ``df`` was not fitted by this champion.
+            ForesightError: when a series could be neither updated nor refitted.
+        """
+        models = self._check_fitted()
+        copy = ChampionForecaster(
+            self.selection, self.candidates, default=self.default, alias=self.alias
+        )
+        fresh: dict[str, Estimator] = {}
+        refits: dict[str, str] = {}
+        for uid, group in df.groupby(UID, sort=True, observed=True):
+            model = models.get(str(uid))
+            if model is None:
+                raise UpdateError(f"series {uid!r} was not fitted by this champion")
+            try:
+                fresh[str(uid)] = updated(model, group)
+            except ForesightError as exc:
+                fresh[str(uid)] = _fit_series(model, group)
+                refits[str(uid)] = str(exc)
+        copy.models_ = fresh
+        copy.families_ = {uid: self.families_[uid] for uid in fresh}
+        copy.refits_ = refits
+        return copy
+
     def restricted_to(self, series: Iterable[str]) -> ChampionForecaster:
         """Return a fitted copy that forecasts only ``series`` (those it knows).
 
@@ -151,6 +187,11 @@ class ChampionForecaster(Hyperparameters):
         copy.models_ = {uid: model for uid, model in models.items() if uid in wanted}
         copy.families_ = {uid: self.families_[uid] for uid in copy.models_}
         return copy
+
+    def fitted_series(self) -> frozenset[str]:
+        """Return the series this champion holds fitted models of (none when unfitted)."""
+        models: dict[str, Estimator] | None = getattr(self, "models_", None)
+        return frozenset(models or ())
 
     def describe(self) -> dict[str, str]:
         """Return ``{unique_id: family}`` of the fitted series."""

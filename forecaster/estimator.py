@@ -11,6 +11,7 @@ from typing import Any, Protocol, Self
 
 import pandas as pd
 
+from forecaster.exceptions import UpdateError
 from forecaster.types import Levels, SeriesFrame
 
 
@@ -42,6 +43,22 @@ class Estimator(Protocol):
 def clone(model: Estimator) -> Estimator:
     """Return an unfitted copy of ``model`` with the same hyperparameters."""
     return type(model)(**model.get_params())
+
+
+def updated(model: Estimator, df: SeriesFrame) -> Estimator:
+    """Return a fitted copy of ``model`` advanced over the series of ``df``, not refitted.
+
+    A model updates when it has an ``update(df)`` method (the families, the
+    combinations); what it learnt at ``fit`` is kept.
+
+    Raises:
+        UpdateError: when the model has no update, or it cannot advance a series.
+    """
+    update = getattr(model, "update", None)
+    if not callable(update):
+        raise UpdateError(f"{type(model).__name__} has no update; refit it")
+    result: Estimator = update(df)
+    return result
 
 
 def same_estimator(first: object, second: object) -> bool:

@@ -30,6 +30,10 @@ class ModelError(ForesightError):
     """A model failed to fit or predict on a series."""
 
 
+class UpdateError(ModelError):
+    """A fitted series cannot be advanced with new observations; refit it instead."""
+
+
 class TrackingError(ForesightError):
     """The MLflow tracking server or model registry failed or is unreachable."""
 

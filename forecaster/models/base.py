@@ -16,16 +16,22 @@ and the backtest measures the coverage it actually gets.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from forecaster.exceptions import InsufficientHistoryError, ModelError, NotFittedError
+from forecaster.exceptions import (
+    InsufficientHistoryError,
+    ModelError,
+    NotFittedError,
+    UpdateError,
+)
 from forecaster.types import (
     DEFAULT_LEVELS,
     DS,
@@ -94,6 +100,8 @@ class Forecaster(Hyperparameters, ABC):
     """
 
     name: str = "forecaster"
+    update_refits: ClassVar[bool] = False
+    """True for a family whose refit is its update (as cheap, and exact): the baselines."""
 
     def __init__(self, horizon: int = 36, alias: str | None = None) -> None:
         self.horizon = horizon
@@ -112,6 +120,21 @@ class Forecaster(Hyperparameters, ABC):
     @abstractmethod
     def _predict_series(self, state: Any, h: int) -> FloatArray:
         """Return the point forecast of steps ``1..h`` after the series' end."""
+
+    def _update_state(
+        self, state: Any, y: FloatArray, ds: pd.DatetimeIndex, last_ds: pd.Timestamp
+    ) -> Any:
+        """Return ``state`` advanced to the end of ``y``, the trained estimates kept.
+
+        ``y`` and ``ds`` are the series' recent history, ending at or after the fit's
+        last observation ``last_ds``. Families that keep what they learnt (smoothing parameters,
+        trees) override it; the default cannot, so the series is refitted.
+
+        Raises:
+            UpdateError: when the state cannot be advanced (a family without an
+                update, or a state saved by a version that did not keep its estimates).
+        """
+        raise UpdateError(f"{self.model_name} keeps no state it can advance; refit it")
 
     def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
         """Return out-of-sample residuals of shape ``(n_windows, horizon)``.
@@ -163,6 +186,61 @@ class Forecaster(Hyperparameters, ABC):
             nonnegative=bool(np.nanmin(y) >= 0.0),
         )
 
+    def update(self, df: SeriesFrame) -> Self:
+        """Return a fitted copy whose series of ``df`` are advanced to their newest values.
+
+        What was learnt at ``fit`` (parameters, trees, calibration residuals) is kept;
+        only the state the forecast starts from is moved to the end of each series'
+        history (:meth:`update_one`). ``self`` is left as it was; the copy holds only
+        the series of ``df``.
+
+        Raises:
+            UpdateError: when a series of ``df`` was not fitted, or cannot be advanced.
+        """
+        fits = self._check_fitted()
+        updated: dict[str, SeriesFit] = {}
+        for uid, group in df.groupby(UID, sort=True, observed=True):
+            fit = fits.get(str(uid))
+            if fit is None:
+                raise UpdateError(f"series {uid!r} was not fitted by this {self.model_name}")
+            updated[str(uid)] = self.update_one(str(uid), fit, group)
+        out = copy.copy(self)
+        out.fits_ = updated
+        return out
+
+    def update_one(self, uid: str, fit: SeriesFit, group: pd.DataFrame) -> SeriesFit:
+        """Advance one series' fit over its recent rows (sorted, regular).
+
+        The calibration residuals are the fit's; the forecast starts after the newest
+        row. A family whose refit is its update (:attr:`update_refits`) is refitted.
+
+        Raises:
+            UpdateError: when the rows do not continue the fit's series (another step,
+                ending before it) or the family cannot advance its state.
+        """
+        if self.update_refits:
+            return self.fit_one(uid, group)
+        y = group[Y].to_numpy(dtype=np.float64)
+        ds = pd.DatetimeIndex(group[DS])
+        if len(y) < self.min_history():
+            raise UpdateError(f"series {uid!r} has {len(y)} observations to update with")
+        if infer_step(ds, uid) != fit.step or ds[-1] < fit.last_ds:
+            raise UpdateError(
+                f"series {uid!r}: its history (step {infer_step(ds, uid)}, to {ds[-1]}) does "
+                f"not continue the fit's (step {fit.step}, to {fit.last_ds})"
+            )
+        try:
+            state = self._update_state(fit.state, y, ds, fit.last_ds)
+        except (ValueError, TypeError, IndexError, AttributeError) as exc:
+            raise UpdateError(f"series {uid!r}: {self.model_name} update failed: {exc}") from exc
+        return SeriesFit(
+            state=state,
+            residuals=fit.residuals,
+            last_ds=ds[-1],
+            step=fit.step,
+            nonnegative=fit.nonnegative and bool(np.nanmin(y) >= 0.0),
+        )
+
     def predict(self, h: int, levels: Levels = DEFAULT_LEVELS) -> pd.DataFrame:
         """Forecast ``h`` steps of every fitted series.
 
@@ -198,11 +276,11 @@ class Forecaster(Hyperparameters, ABC):
         offsets = residual_quantiles(fit.residuals, h, levels)
         for i, level in enumerate(levels):
             out[quantile_column(level)] = mean + offsets[i]
-        frame = pd.DataFrame(out)
         if fit.nonnegative:
-            value_cols = [MEAN, *(quantile_column(level) for level in levels)]
-            frame[value_cols] = frame[value_cols].clip(lower=0.0)
-        return frame
+            # Clipped as arrays: the frame's clip cost more than the forecast itself.
+            for column in [MEAN, *(quantile_column(level) for level in levels)]:
+                out[column] = np.clip(out[column], 0.0, None)
+        return pd.DataFrame(out)
 
 
 class OnePassForecaster(Forecaster):

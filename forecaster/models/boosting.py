@@ -10,6 +10,7 @@ anchors, and shrink each anchor's change toward persistence by the weight of
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ import numpy as np
 # Imported at module level on purpose: threadpool_limits only caps OpenMP runtimes that
 # are already loaded, so scikit-learn must be imported before a fit enters the limit.
 from sklearn.ensemble import HistGradientBoostingRegressor
+from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 
 from forecaster.models.base import FloatArray, OnePassForecaster
 
@@ -33,6 +35,23 @@ def shift(y: FloatArray, lag: int) -> FloatArray:
     else:
         out[:lag] = y[-lag:]
     return out
+
+
+@functools.cache
+def _threadpools() -> Any:
+    """The process's thread pools, found once: finding them reads the loaded libraries."""
+    return ThreadpoolController()
+
+
+def openmp_threads(limit: int) -> Any:
+    """A context that limits OpenMP to ``limit`` threads, cheap to enter per series.
+
+    ``threadpool_limits`` looks the libraries up on every call (about 15 ms, more
+    than an update's predictions); the controller found once is enough where the
+    libraries (scikit-learn's OpenMP) are loaded already, as they are once a fitted
+    regressor is in the process.
+    """
+    return _threadpools().limit(limits=limit, user_api="openmp")
 
 
 def interpolate_changes(anchors: tuple[int, ...], changes: FloatArray, h: int) -> FloatArray:

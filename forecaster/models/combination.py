@@ -19,13 +19,19 @@ scores exactly what the estimator would forecast without fitting every family tw
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Final, Self
 
 import pandas as pd
 
-from forecaster.estimator import Estimator, clone
-from forecaster.exceptions import InsufficientHistoryError, ModelError, NotFittedError
+from forecaster.estimator import Estimator, clone, updated
+from forecaster.exceptions import (
+    InsufficientHistoryError,
+    ModelError,
+    NotFittedError,
+    UpdateError,
+)
 from forecaster.models.base import Hyperparameters
 from forecaster.types import (
     CUTOFF,
@@ -180,6 +186,27 @@ class MedianCombination(Hyperparameters):
         if short:
             raise InsufficientHistoryError(f"series {uid!r}: no member can fit it ({problem})")
         raise ModelError(f"series {uid!r}: no member of the median can fit it ({problem})")
+
+    def update(self, df: SeriesFrame) -> Self:
+        """Return a fitted copy whose members are advanced over the series of ``df``.
+
+        Each fitted member is updated (:func:`forecaster.estimator.updated`); the
+        copy holds only the series of ``df``, with the same members as the fit.
+
+        Raises:
+            UpdateError: when a series was not fitted or a member cannot be updated.
+        """
+        fitted: dict[str, list[Estimator]] | None = getattr(self, "fitted_", None)
+        if fitted is None:
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit(df) first.")
+        out = copy.copy(self)
+        out.fitted_ = {}
+        for uid, group in df.groupby(UID, sort=True, observed=True):
+            members = fitted.get(str(uid))
+            if members is None:
+                raise UpdateError(f"series {uid!r} was not fitted by this {self.model_name}")
+            out.fitted_[str(uid)] = [updated(member, group) for member in members]
+        return out
 
     def predict(self, h: int, levels: Levels = DEFAULT_LEVELS) -> pd.DataFrame:
         """Forecast ``h`` steps: the median of the fitted members' forecasts.

@@ -14,14 +14,14 @@ import functools
 import warnings
 from abc import abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from forecaster.exceptions import ModelError
+from forecaster.exceptions import ModelError, UpdateError
 from forecaster.models.base import FloatArray, OnePassForecaster, residuals_at
 
 
@@ -49,6 +49,55 @@ class SmoothingState:
     season: FloatArray
     """Seasonal index per phase; the next step ``j`` ahead uses ``season[(n - 1 + j) % m]``."""
     n: int
+    params: SmoothingParams | None = None
+    """The parameters the recursion ran with, kept so an update can continue it; None in
+    states saved by older versions."""
+
+
+def advance(state: SmoothingState, values: FloatArray) -> SmoothingState:
+    """Continue the recursion of ``state`` over ``values`` (the observations after it).
+
+    The parameters are the state's own: the result is the state the fit's recursion
+    would have reached had it run over ``values`` too.
+
+    Raises:
+        UpdateError: when the state does not keep its parameters (an older version's)
+            or a value is not finite.
+    """
+    params = state.params
+    if params is None:
+        raise UpdateError("smoothing state without its parameters (saved by an older version)")
+    if not np.all(np.isfinite(values)):
+        raise UpdateError("exponential smoothing needs finite values to update with")
+    if len(values) == 0:
+        return state
+    m = len(state.season)
+    # Phase p of the continuation is phase (n + p) % m of the state's indexing.
+    offset = state.n % m if m else 0
+    start = replace(
+        params, level0=state.level, trend0=state.trend, season0=np.roll(state.season, -offset)
+    )
+    after, _ = smoothing_filter(values, start, range(0), 1)
+    return SmoothingState(
+        level=after.level,
+        trend=after.trend,
+        phi=after.phi,
+        season=np.roll(after.season, offset),
+        n=state.n + len(values),
+        params=params,
+    )
+
+
+def newer_values(y: FloatArray, ds: pd.DatetimeIndex, last_ds: pd.Timestamp) -> FloatArray:
+    """The values of ``y`` after ``last_ds``, which ``ds`` must hold (no gap to bridge).
+
+    Raises:
+        UpdateError: when ``ds`` does not hold ``last_ds``.
+    """
+    at = int(ds.searchsorted(last_ds))
+    if at >= len(ds) or ds[at] != last_ds:
+        raise UpdateError(f"the history does not hold the fit's last observation {last_ds}")
+    return y[at + 1 :]
 
 
 def smoothing_forecast(state: SmoothingState, h: int) -> FloatArray:
@@ -325,7 +374,15 @@ class ExponentialSmoothing(SmoothingFamily):
         for use_trend, season in specs:
             params = estimate_params(y[:prefix], use_trend, self.damped_trend, season)
             state, forecasts = smoothing_filter(y, params, origins, self.horizon)
-            yield state, residuals_at(y, origins, forecasts)
+            yield replace(state, params=params), residuals_at(y, origins, forecasts)
+
+    def _update_state(
+        self, state: Any, y: FloatArray, ds: pd.DatetimeIndex, last_ds: pd.Timestamp
+    ) -> Any:
+        """Continue the fit's recursion over the observations after its last one."""
+        if not isinstance(state, SmoothingState):
+            raise UpdateError(f"expected a SmoothingState, got {type(state).__name__}")
+        return advance(state, newer_values(y, ds, last_ds))
 
     def _predict_series(self, state: Any, h: int) -> FloatArray:
         if not isinstance(state, SmoothingState):

@@ -19,18 +19,21 @@ tree, not the rows (the measurement behind the sizes is in ``docs/forecasting.md
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
+from forecaster.exceptions import UpdateError
 from forecaster.models.base import FloatArray, residuals_at
 from forecaster.models.boosting import (
     SHRINK_GRID,
     AnchoredBoosting,
     interpolate_changes,
+    openmp_threads,
     shift,
     shrink_weight,
 )
@@ -47,6 +50,11 @@ class GBMState:
     changes: FloatArray
     weights: FloatArray
     """Shrinkage toward persistence chosen per anchor on the held-out tail."""
+    models: tuple[Any, ...] = ()
+    """Each anchor's fitted regressor (None where its weight is 0), kept so an update
+    forecasts from a newer origin without refitting; empty in states of older versions."""
+    columns: tuple[npt.NDArray[np.bool_], ...] = ()
+    """Per anchor, the feature columns its regressor was fitted on."""
 
 
 class GradientBoosting(AnchoredBoosting):
@@ -168,6 +176,8 @@ class GradientBoosting(AnchoredBoosting):
         fold_changes = np.zeros((len(fold_origins), len(anchors)))
         final_changes = np.zeros(len(anchors))
         weights = np.zeros(len(anchors))
+        models: list[Any] = [None] * len(anchors)
+        columns: list[npt.NDArray[np.bool_]] = [np.zeros(0, dtype=bool)] * len(anchors)
         for j, k in enumerate(anchors):
             x = np.column_stack([*base, *self._step_features(y, ds, step, k)])
             target = shift(y, -k) - y  # y[t + k] - y[t]
@@ -177,17 +187,61 @@ class GradientBoosting(AnchoredBoosting):
                 continue  # too little to learn or judge: weight 0 = persistence
             # A feature with no value in the training rows (the week lags of a history
             # shorter than a week) is left out: scikit-learn cannot bin it.
-            x = x[:, np.isfinite(x[train]).any(axis=0)]
+            columns[j] = np.asarray(np.isfinite(x[train]).any(axis=0), dtype=bool)
+            x = x[:, columns[j]]
             fold_model = self._regressor().fit(x[train], target[train])
             pred = np.asarray(fold_model.predict(x[fold_origins]), dtype=np.float64)
             weights[j] = best_weight(pred[: len(scored)], target[scored], self.min_improvement)
             fold_changes[:, j] = weights[j] * pred
             if weights[j] > 0.0:
                 final_changes[j] = weights[j] * float(fold_model.predict(x[-1:])[0])
+                models[j] = fold_model
 
-        state = GBMState(last=float(y[-1]), anchors=anchors, changes=final_changes, weights=weights)
+        state = GBMState(
+            last=float(y[-1]),
+            anchors=anchors,
+            changes=final_changes,
+            weights=weights,
+            models=tuple(models),
+            columns=tuple(columns),
+        )
         paths = y[fold_origins, None] + interpolate_changes(anchors, fold_changes, self.horizon)
         return state, residuals_at(y, fold_origins, paths)
+
+    def _update_state(
+        self, state: Any, y: FloatArray, ds: pd.DatetimeIndex, last_ds: pd.Timestamp
+    ) -> Any:
+        """Forecast the changes from the newest origin with the anchors' kept regressors.
+
+        The same features of the last origin the fit forecast from, over the same
+        ``max_history``; weights and regressors are the fit's, so on the fit's own
+        history the state is the fit's.
+        """
+        if not isinstance(state, GBMState) or len(state.models) != len(state.anchors):
+            raise UpdateError(
+                "gbm state without its anchors' regressors (saved by an older version)"
+            )
+        # The last origin's features reach back one period before the target at most
+        # (and a few lags and windows): the tail that holds them gives the same row.
+        reach = max(
+            self.n_lags,
+            *self.windows,
+            *(p * -(-max(state.anchors) // p) for p in (self.season_length, self.week_length)),
+        )
+        y = y[-min(self.max_history, reach + 1) :]
+        ds = ds[-len(y) :]
+        base = self._base_features(y, ds)
+        step = ds[1] - ds[0]
+        changes = np.zeros(len(state.anchors))
+        with openmp_threads(self.n_threads):
+            for j, k in enumerate(state.anchors):
+                model = state.models[j]
+                if model is None or state.weights[j] <= 0.0:
+                    continue
+                last = [f[-1:] for f in (*base, *self._step_features(y, ds, step, k))]
+                x = np.column_stack(last)[:, state.columns[j]]
+                changes[j] = state.weights[j] * float(model.predict(x)[0])
+        return replace(state, last=float(y[-1]), changes=changes)
 
     def _predict_series(self, state: Any, h: int) -> FloatArray:
         if not isinstance(state, GBMState):

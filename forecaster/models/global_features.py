@@ -93,6 +93,22 @@ def base_features(y: FloatArray, scale: float, season_length: int) -> FloatArray
     return np.column_stack(feats)
 
 
+def last_base_features(y: FloatArray, scale: float, season_length: int) -> FloatArray:
+    """The row of :func:`base_features` of the last origin only, shape ``(1, F)``.
+
+    Every feature but the last two looks back at most two days (the day windows, the
+    steps since a zero or a change, capped at two days), so a tail of that length
+    gives the same row; the last two are over the whole window and are computed so.
+    """
+    day = max(2, season_length)
+    reach = max(2 * day, *CHANGE_LAGS, *ROLLING) + 1
+    row = base_features(y[-reach:], scale, season_length)[-1:].copy()
+    zero = float((y == 0).mean())
+    row[0, -2] = zero
+    row[0, -1] = scale / (scale + float(np.mean(np.abs(y))))
+    return row
+
+
 def step_features(p: Prepared, k: int, origins: IntArray, season_length: int) -> FloatArray:
     """Features of the target times ``t + k`` of ``origins``: a day earlier, hour, weekday."""
     day = max(1, season_length)

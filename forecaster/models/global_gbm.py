@@ -40,25 +40,27 @@ of one series is a fleet of one.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Self
 
 import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
-from forecaster.exceptions import InsufficientHistoryError
+from forecaster.exceptions import InsufficientHistoryError, UpdateError
 from forecaster.models.base import FloatArray, residuals_at
 from forecaster.models.boosting import (
     SHRINK_GRID,
     AnchoredBoosting,
     interpolate_changes,
+    openmp_threads,
     shift,
     shrink_weight,
 )
 from forecaster.models.global_features import (
     Prepared,
     base_features,
+    last_base_features,
     rows,
     sample,
     series_scale,
@@ -286,6 +288,42 @@ class GlobalGradientBoosting(AnchoredBoosting):
         )
         paths = p.y[fold_origins, None] + interpolate_changes(anchors, fold_changes, self.horizon)
         return state, residuals_at(p.y, fold_origins, paths)
+
+    def _update_state(
+        self, state: Any, y: FloatArray, ds: pd.DatetimeIndex, last_ds: pd.Timestamp
+    ) -> Any:
+        """Forecast the changes from the newest origin with the fleet's kept regressors.
+
+        The fleet model, the series' scale and its weights are the fit's; the features
+        of the newest origin are formed over the same ``max_history`` as at the fit, so
+        on the fit's own history the state is the fit's.
+        """
+        fleet = getattr(self, "fleet_", None) or self.fleet
+        if not isinstance(state, GlobalState) or fleet is None:
+            raise UpdateError("global_gbm state without its fleet model")
+        if fleet.anchors != state.anchors:
+            raise UpdateError("global_gbm state and fleet model disagree on the anchors")
+        y = y[-self.max_history :]
+        ds = ds[-self.max_history :]
+        p = Prepared(
+            y=y,
+            ds=ds,
+            scale=state.scale,
+            origins=np.arange(len(y)),
+            base=last_base_features(y, state.scale, self.season_length),
+            fold_start=self._fold_start(len(y)),
+        )
+        last = p.origins[-1:]
+        changes = np.zeros(len(state.anchors))
+        with openmp_threads(self.n_threads):
+            for j, k in enumerate(state.anchors):
+                final_model = fleet.final_models[j]
+                if final_model is None or state.weights[j] <= 0.0:
+                    continue
+                x = np.column_stack([p.base, step_features(p, k, last, self.season_length)])
+                change = float(final_model.predict(x)[0])
+                changes[j] = state.weights[j] * change * state.scale
+        return replace(state, last=float(y[-1]), changes=changes)
 
     def _predict_series(self, state: Any, h: int) -> FloatArray:
         if not isinstance(state, GlobalState):

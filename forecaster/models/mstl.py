@@ -11,17 +11,20 @@ they are scored on, and the final forecast is the same model advanced to the end
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from forecaster.exceptions import ModelError
+from forecaster.exceptions import ModelError, UpdateError
 from forecaster.models.base import FloatArray, residuals_at
 from forecaster.models.ets import (
     SmoothingFamily,
     SmoothingState,
+    advance,
     estimate_params,
+    newer_values,
     smoothing_filter,
     smoothing_forecast,
 )
@@ -130,12 +133,28 @@ class MSTL(SmoothingFamily):
         adjusted = y - seasons
         params = estimate_params(adjusted[:prefix], self.trend and prefix >= 10, True, 0)
         smoothing, forecasts = smoothing_filter(adjusted, params, origins, self.horizon)
+        smoothing = replace(smoothing, params=params)
         # Add back the seasons at each forecast's target positions (relative to prefix).
         targets = np.asarray(origins)[:, None] + np.arange(1, self.horizon + 1)[None, :] - prefix
         ahead = seasonal_ahead(cycles, 0, int(targets.max()) + 1)
         forecasts = forecasts + ahead[targets]
         state = MSTLState(smoothing=smoothing, cycles=cycles, prefix=prefix, n=n)
         return state, residuals_at(y, origins, forecasts)
+
+    def _update_state(
+        self, state: Any, y: FloatArray, ds: pd.DatetimeIndex, last_ds: pd.Timestamp
+    ) -> Any:
+        """Continue the adjusted series' recursion over the newer observations.
+
+        The seasons are the fit's cycles, repeated on; the smoother's parameters are
+        the fit's.
+        """
+        if not isinstance(state, MSTLState):
+            raise UpdateError(f"expected an MSTLState, got {type(state).__name__}")
+        values = newer_values(y, ds, last_ds)
+        seasons = seasonal_ahead(state.cycles, state.n - state.prefix, len(values))
+        smoothing = advance(state.smoothing, values - seasons)
+        return replace(state, smoothing=smoothing, n=state.n + len(values))
 
     def _predict_series(self, state: Any, h: int) -> FloatArray:
         if not isinstance(state, MSTLState):

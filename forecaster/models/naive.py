@@ -21,6 +21,7 @@ class Persistence(Forecaster):
     """
 
     name = PERSISTENCE
+    update_refits = True
 
     def __init__(self, horizon: int = 36, window: int = 2016, alias: str | None = None):
         super().__init__(horizon=horizon, alias=alias)
@@ -47,6 +48,7 @@ class SeasonalNaive(Forecaster):
     """
 
     name = "seasonal_naive"
+    update_refits = True
 
     def __init__(
         self,
