@@ -100,6 +100,13 @@ def with_calibration_error(frame: pd.DataFrame, model: object) -> pd.DataFrame:
     """Return ``frame`` (``model``'s forecast) with the :data:`ERROR` column added."""
     out = frame.copy()
     out[ERROR] = np.nan
+    ids = out[UID].unique()
+    if len(ids) == 1:  # one series (a fleet forecast series by series): no grouping
+        steps = out[STEP].to_numpy(dtype=np.int64)
+        errors = step_errors(model, str(ids[0]), int(steps.max()))
+        if errors is not None:
+            out[ERROR] = errors[steps - 1]
+        return out
     for uid, rows in out.groupby(UID, sort=False, observed=True):
         steps = rows[STEP].to_numpy(dtype=np.int64)
         errors = step_errors(model, str(uid), int(steps.max()))
@@ -206,6 +213,60 @@ def guarded_of(
     return out.sort_values([*keys, STEP], ignore_index=True)[list(frames[0].columns)]
 
 
+def guarded_path(
+    frames: Sequence[pd.DataFrame], reference: str = PERSISTENCE, margin: float = MARGIN
+) -> pd.DataFrame | None:
+    """:func:`guarded_of` of the members' forecasts of one series, in arrays.
+
+    The same rule and the same rows as ``guarded_of(frames, [UID], reference,
+    margin)``, without the frame-wide sort, pivot and merge (most of a forecast's time
+    when a fleet is forecast series by series). None when the frames are not each one
+    member's forecast of the same series over the same increasing steps (then
+    :func:`guarded_of` applies).
+    """
+    if not frames or not 0.0 <= margin < 1.0:
+        return None
+    first = frames[0]
+    columns = list(first.columns)
+    if ERROR not in columns or first.empty:
+        return None
+    steps = first[STEP].to_numpy()
+    uid = first[UID].iloc[0]
+    names: list[str] = []
+    for frame in frames:
+        if (
+            list(frame.columns) != columns
+            or len(frame) != len(first)
+            or not np.array_equal(frame[STEP].to_numpy(), steps)
+            or not frame[UID].eq(uid).all()
+            or frame[MODEL].nunique() != 1
+        ):
+            return None
+        names.append(str(frame[MODEL].iloc[0]))
+    if len(set(names)) != len(names) or np.any(np.diff(steps) <= 0):
+        return None
+    error = np.column_stack([f[ERROR].to_numpy(dtype=np.float64) for f in frames])
+    mean = np.column_stack([f[MEAN].to_numpy(dtype=np.float64) for f in frames])
+    known = ~np.isnan(error) & ~np.isnan(mean)
+    total = np.cumsum(np.where(known, error, 0.0), axis=0)
+    count = np.cumsum(known, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cumulative = np.where(known, total / np.where(count > 0, count, np.nan), np.nan)
+    # The pivot's columns are the members' names in order; its rows all-NaN dropped.
+    order = sorted(range(len(names)), key=lambda i: names[i])
+    wide = pd.DataFrame(
+        cumulative[:, order], index=pd.Index(steps, name=STEP), columns=[names[i] for i in order]
+    )
+    wide = wide[wide.notna().any(axis=1)]
+    chosen = _choose(wide, reference, margin)
+    member = np.array([names.index(str(name)) for name in chosen.to_numpy()], dtype=np.intp)
+    row = np.searchsorted(steps, chosen.index.to_numpy())
+    stacked = pd.concat(frames, ignore_index=True)
+    out = stacked.take(member * len(first) + row).reset_index(drop=True)
+    out[MODEL] = GUARDED
+    return out[columns]
+
+
 def _choose(wide: pd.DataFrame, reference: str, margin: float) -> pd.Series:
     """Per row of ``wide`` (members' cumulative errors), the member that forecasts it."""
     names = np.array([str(c) for c in wide.columns], dtype=object)
@@ -285,7 +346,10 @@ class GuardedChoice(MedianCombination):
         frames = []
         for models in fitted.values():
             forecasts = [with_calibration_error(m.predict(h, levels), m) for m in models]
-            frames.append(guarded_of(forecasts, [UID], margin=self.margin))
+            one = guarded_path(forecasts, margin=self.margin)
+            frames.append(
+                one if one is not None else guarded_of(forecasts, [UID], margin=self.margin)
+            )
         out = pd.concat(frames, ignore_index=True).drop(columns=[ERROR])
         out[MODEL] = self.model_name
         return out
