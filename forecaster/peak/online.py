@@ -71,6 +71,7 @@ from forecaster.peak.reference import (
     seasonal_bound,
     seasonal_lags,
     seasonal_naive_bound,
+    seasonal_naive_reference,
 )
 from forecaster.peak.types import LEAD, SCALE, FloatArray
 from forecaster.types import DS, UID, Y, quantile_column, quantile_levels
@@ -167,7 +168,14 @@ class OnlinePeak:
         self._last: int | None = None
         self._rule = day_rule(day)
 
-    def step(self, y: FloatArray, p: int, raw: FloatArray, scale: float) -> FloatArray:
+    def step(
+        self,
+        y: FloatArray,
+        p: int,
+        raw: FloatArray,
+        scale: float,
+        seasonal: FloatArray | None = None,
+    ) -> FloatArray:
         """Learn from the origin realised at ``p``, then return ``p``'s bounds.
 
         Call it for consecutive ``p``. Only ``y[: p + 1]`` is read (the references
@@ -178,12 +186,22 @@ class OnlinePeak:
             p: the origin's position in ``y``.
             raw: the model's raw bound per level at ``p`` (NaN where none was made).
             scale: the series' scale at ``p`` (losses and offsets are in it).
+            seasonal: the seasonal references' bounds at ``p`` (a row per level, a
+                column for yesterday and last week), as :meth:`seasonal_columns`
+                gives them for many origins at once; computed here when None.
         """
-        mixed = self.mix(y, p, raw, scale)
+        mixed = self.mix(y, p, raw, scale, seasonal)
         returning = held_level(y, p, self._rule)
         return finish(mixed, self.levels, returning, snap=self.snap, min_level=self.min_level)
 
-    def mix(self, y: FloatArray, p: int, raw: FloatArray, scale: float) -> Mixed:
+    def mix(
+        self,
+        y: FloatArray,
+        p: int,
+        raw: FloatArray,
+        scale: float,
+        seasonal: FloatArray | None = None,
+    ) -> Mixed:
         """Learn from the origin realised at ``p``, then return ``p``'s mix before :func:`finish`.
 
         :meth:`step` is this and :func:`finish`; a benchmark varying only the snap or
@@ -198,13 +216,36 @@ class OnlinePeak:
             [a.offset() if c else 0.0 for a, c in zip(self._aci, self._calibrates, strict=True)]
         )
         reference = self._reference(level)
-        experts = self._bounds(y, p, raw, raw + offsets * scale, reference)
+        experts = self._bounds(y, p, raw, raw + offsets * scale, reference, seasonal)
         bounds = np.array([mix(experts[k], e.weights()) for k, e in enumerate(self._experts)])
         self._issued.append((p, raw, offsets, experts, scale))
         return Mixed(bounds, level, scale, reference)
 
+    def seasonal_columns(self, y: FloatArray, start: int, count: int) -> FloatArray:
+        """The seasonal references' bounds at origins ``start .. start + count - 1``.
+
+        Shape ``(count, level, 2)``: yesterday's, then last week's. They depend on the
+        series only, not on the state, so they are computed for all the origins in one
+        vectorised pass (:func:`forecaster.peak.reference.seasonal_naive_reference`,
+        equal to stepping :func:`~forecaster.peak.reference.seasonal_naive_bound`),
+        reading ``y`` up to the last origin only.
+        """
+        out = np.full((count, len(self.levels), 2), np.nan)
+        values = np.asarray(y[: start + count], dtype=np.float64)
+        for which, lag in enumerate(self._naive[:2]):
+            levels = [float(q) for q in self.levels]
+            columns = seasonal_naive_reference(values, lag, self.lead, self.day, levels)
+            out[:, :, which] = columns[start : start + count]
+        return out
+
     def _bounds(
-        self, y: FloatArray, p: int, raw: FloatArray, calibrated: FloatArray, reference: FloatArray
+        self,
+        y: FloatArray,
+        p: int,
+        raw: FloatArray,
+        calibrated: FloatArray,
+        reference: FloatArray,
+        seasonal: FloatArray | None = None,
     ) -> FloatArray:
         """The chosen experts' bounds at ``p``: a row per level, a column per expert."""
         columns: list[FloatArray] = []
@@ -219,7 +260,11 @@ class OnlinePeak:
             elif name == "time_of_day":
                 columns.append(seasonal_bound(y, p, self._lags, self.lead, self.levels))
             else:
-                columns.append(self._seasonal(y, p, 0 if name == "yesterday" else 1))
+                which = 0 if name == "yesterday" else 1
+                if seasonal is not None:
+                    columns.append(seasonal[:, which])
+                else:
+                    columns.append(self._seasonal(y, p, which))
         return np.column_stack(columns)
 
     def _seasonal(self, y: FloatArray, p: int, which: int) -> FloatArray:
@@ -363,9 +408,10 @@ def issue(
         The bounds, one row per origin, a column per level.
     """
     out = np.empty((len(raw), len(state.levels)))
+    seasonal = state.seasonal_columns(y, start, len(raw))
     for i, (row, s) in enumerate(zip(raw, scale, strict=True)):
         unit = float(s) if math.isfinite(s) and s > 0 else 1.0
-        out[i] = state.step(y, start + i, row, unit)
+        out[i] = state.step(y, start + i, row, unit, seasonal[i])
     return out
 
 

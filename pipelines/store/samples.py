@@ -16,7 +16,8 @@ from typing import Any, Final, TypedDict
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Select, func, select, text
+from sqlalchemy import Select, func, select, text, type_coerce
+from sqlalchemy.types import NullType
 
 from forecaster.exceptions import DataValidationError
 from forecaster.loaders import DEMAND
@@ -221,17 +222,39 @@ class SampleRepository:
             ``unique_id`` (str), ``ds`` (``datetime64[ns, UTC]``), ``y`` (float64);
             empty with those columns when nothing matches.
         """
+        # The rows come back as the driver gives them (timestamps as text on SQLite,
+        # aware datetimes on PostgreSQL) and are parsed column by column: converting
+        # each row through the ORM and the column type was ~70 % of a fleet's read
+        # (4.3 of 6.1 s for 100 series x 14 days at 5 min).
+        statement = _read_statement(series_ids, start, end, raw_ts=True)
         with self._db.transaction("read samples") as session:
-            result = session.execute(_read_statement(series_ids, start, end)).all()
-        return _frame(result)
+            result = session.connection().execute(statement)
+            try:
+                rows = pd.DataFrame.from_records(
+                    result.cursor.fetchall(), columns=[UID, DS, Y], coerce_float=False
+                )
+            finally:
+                result.close()
+        if rows.empty:
+            return _frame([])
+        return pd.DataFrame(
+            {
+                UID: rows[UID].astype(object),
+                DS: pd.to_datetime(rows[DS], utc=True, format="ISO8601").dt.as_unit("ns"),
+                Y: rows[Y].to_numpy(dtype=np.float64),
+            }
+        )
 
 
 def _read_statement(
-    series_ids: Sequence[str] | None, start: datetime | None, end: datetime | None
-) -> Select[str, datetime, float]:
-    statement = select(Sample.series_id, Sample.ts, Sample.value).order_by(
-        Sample.series_id, Sample.ts
-    )
+    series_ids: Sequence[str] | None,
+    start: datetime | None,
+    end: datetime | None,
+    *,
+    raw_ts: bool = False,
+) -> Select[str, datetime | None, float]:
+    ts = type_coerce(Sample.ts, NullType()).label("ts") if raw_ts else Sample.ts
+    statement = select(Sample.series_id, ts, Sample.value).order_by(Sample.series_id, Sample.ts)
     if series_ids is not None:
         statement = statement.where(Sample.series_id.in_(list(series_ids)))
     if start is not None:
