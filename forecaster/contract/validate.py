@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 
 from forecaster.contract.parse import parse_timestamps, parse_values, to_step, unparsed_message
@@ -64,6 +65,13 @@ def validate_series(
     _check_columns(df)
 
     frame, raw, frame_notes = _parsed(df, on_error)
+    regular = _already_clean(frame, step, min_length, nonnegative)
+    if regular is not None:
+        clean, steps = regular
+        report = CleaningReport(
+            notes=dict.fromkeys(steps, ()), frame_notes=tuple(frame_notes), dropped={}, steps=steps
+        )
+        return clean, report
     pieces, notes, steps, problems = _clean_each(
         frame,
         raw,
@@ -142,6 +150,62 @@ def _clean_each(
         notes[uid] = tuple(series_notes)
         steps[uid] = series_step_
     return pieces, notes, steps, problems
+
+
+def _already_clean(
+    frame: pd.DataFrame,
+    step: pd.Timedelta | None,
+    min_length: int,
+    nonnegative: bool | Collection[str],
+) -> tuple[SeriesFrame, dict[str, pd.Timedelta]] | None:
+    """The frame as cleaning would return it, and each series' step, when nothing needs
+    cleaning; None otherwise (then every series is cleaned on its own).
+
+    Nothing needs cleaning when every timestamp and value parsed, every value is finite
+    (and not negative where it must not be), and every series is at least
+    ``max(2, min_length)`` long with strictly increasing timestamps one step apart
+    (``step``, or its own): what a store read of regular samples is. Checked for the
+    whole frame at once: cleaning series by series costs ~10 ms each, and a forecast
+    cycle reads the whole fleet every run.
+    """
+    if frame.empty or frame[DS].isna().any():
+        return None
+    y = frame[Y].to_numpy(dtype=np.float64)
+    if not np.isfinite(y).all():
+        return None
+    ordered = (
+        frame.reset_index(drop=True)
+        if frame[UID].is_monotonic_increasing  # a store read comes ordered
+        else frame.sort_values(UID, kind="stable", ignore_index=True)
+    )
+    ids = ordered[UID].to_numpy()
+    first = np.r_[True, ids[1:] != ids[:-1]]
+    starts = np.flatnonzero(first)
+    lengths = np.diff(np.r_[starts, len(ids)])
+    if lengths.min() < max(2, min_length):
+        return None
+    names = [str(ids[i]) for i in starts]
+    ns = ordered[DS].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    gaps = np.diff(ns)
+    within = ~first[1:]
+    own = gaps[starts]  # each series' first difference (every series has two or more rows)
+    expected = np.repeat(own if step is None else np.full(len(starts), step.value), lengths)
+    if np.any(gaps[within] != expected[1:][within]) or np.any(expected <= 0):
+        return None
+    if step is not None and np.any(own != step.value):
+        return None
+    values = ordered[Y].to_numpy(dtype=np.float64)
+    must = np.repeat([_is_nonnegative(uid, nonnegative) for uid in names], lengths)
+    if np.any(must & (values < 0.0)):
+        return None
+    clean = pd.DataFrame(
+        {
+            UID: ordered[UID].astype(str).to_numpy(dtype=object),
+            DS: pd.to_datetime(ns, unit="ns", utc=True),
+            Y: values,
+        }
+    )
+    return clean, {uid: pd.Timedelta(int(g), unit="ns") for uid, g in zip(names, own, strict=True)}
 
 
 def _check_columns(df: pd.DataFrame) -> None:

@@ -25,7 +25,7 @@ from forecaster.models.base import Forecaster
 from forecaster.models.catalog import default_models, steps_in
 from forecaster.peak.fleet import pool_leads
 from forecaster.training import TrainingPlan
-from forecaster.types import DS, UID, Levels
+from forecaster.types import UID, Levels
 from pipelines.config.pools_file import load_pools
 from pipelines.config.settings import Settings
 from pipelines.store.store import Store
@@ -90,7 +90,8 @@ def read_history(
             f"left out: its step {format_step(report.steps[uid])} differs from the "
             f"{format_step(step)} of the other series; store series of one step"
         )
-    frame = frame[~frame[UID].isin(other)].sort_values([UID, DS], ignore_index=True)
+    # validate_series returns the series in id order, each in time order.
+    frame = frame[~frame[UID].isin(other)].reset_index(drop=True) if other else frame
     return History(frame=frame, step=step, report=report, problems=problems)
 
 
