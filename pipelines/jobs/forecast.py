@@ -25,15 +25,18 @@ reads only recorded runs, so it never serves a run's forecasts without its peaks
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from concurrent.futures import Executor, as_completed
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 
 from forecaster.champion import ChampionForecaster
 from forecaster.exceptions import ForesightError
+from forecaster.fanout import fan_out
 from forecaster.fleet import with_fleet
 from forecaster.peak.fleet import fleet_frame
 from forecaster.peak.model import PeakQuantileForecaster
@@ -54,9 +57,15 @@ from pipelines.jobs.runtime import borrowed_store, finish, no_progress, outcome_
 from pipelines.store.peak_forecasts import LEAD, ORIGIN, RAW
 from pipelines.store.store import Store
 
+R = TypeVar("R")
+
 JOB = "forecast"
 SAMPLE_AT_NOW = timedelta(microseconds=1)
 """How far past ``now`` the history is read, so the sample stamped ``now`` is in it."""
+SERVE_TASKS = 16
+"""Tasks the online calibration of the peaks is split into, by series."""
+REFITS_LISTED = 20
+"""Most refitted series a report names (with why); ``refitted`` counts them all."""
 PEAK_PROBLEM = "peak"
 """Key of ``problems`` when the peak forecast failed (the per-horizon rows are stored)."""
 
@@ -132,6 +141,8 @@ class _Run:
     series: int
     horizon: int
     problems: dict[str, str]
+    updated: int
+    refits: dict[str, str]
 
 
 def _forecast_and_store(
@@ -160,20 +171,20 @@ def _forecast_and_store(
         # The pools' own quantiles too: the service reads what is stored, fits nothing.
         levels = tuple(sorted({*plan.levels, *plan.peak_levels}))
         with phases("refit_predict"):
-            frames = forecast_series(loaded, groups, plan.horizon, levels, executor, report)
+            made = forecast_fleet(loaded, groups, plan.horizon, levels, executor, report)
         with phases("peak"):
             peaks = _peak_forecasts(loaded, recent, executor)
-    for uid, made in frames.items():
-        if isinstance(made, Unavailable):
-            problems[uid] = f"not forecast: {made}"
-    kept = [made for made in frames.values() if not isinstance(made, Unavailable)]
+        served = None
+        if isinstance(peaks, Unavailable):
+            problems[PEAK_PROBLEM] = str(peaks)
+        elif peaks is not None:
+            with phases("peak_online"):
+                served = _served(store, peaks, recent, history.step, executor)
+    for uid, one in made.frames.items():
+        if isinstance(one, Unavailable):
+            problems[uid] = f"not forecast: {one}"
+    kept = [one for one in made.frames.values() if not isinstance(one, Unavailable)]
     frame = pd.concat(kept, ignore_index=True) if kept else None
-    served = None
-    if isinstance(peaks, Unavailable):
-        problems[PEAK_PROBLEM] = str(peaks)
-    elif peaks is not None:
-        with phases("peak_online"):
-            served = _served(store, peaks, recent, history.step)
     # One transaction: the service never reads this run's rows without its peaks.
     with phases("store"):
         stored = store.forecast_runs.commit(
@@ -185,7 +196,9 @@ def _forecast_and_store(
             observed_until=observed,
         )
     series = 0 if frame is None else int(frame[UID].nunique())
-    return _Run(stored.rows, stored.peak_rows, series, plan.horizon, problems)
+    return _Run(
+        stored.rows, stored.peak_rows, series, plan.horizon, problems, made.updated, made.refits
+    )
 
 
 def _finished(
@@ -212,6 +225,9 @@ def _finished(
         "series": run.series,
         "generated_at": generated_at.isoformat(),
         "horizon": run.horizon,
+        "updated": run.updated,
+        "refitted": len(run.refits),
+        "refits": dict(list(run.refits.items())[:REFITS_LISTED]),
         "phase_seconds": phases.rounded(),
     }
     outcome = outcome_of(run.problems, run.series)
@@ -230,6 +246,23 @@ def _unchanged(store: Store, version: str, observed: datetime | None) -> str:
     )
 
 
+@dataclass(frozen=True)
+class SeriesForecasts:
+    """Each series' forecast frame or why not, and the series refitted rather than updated.
+
+    Attributes:
+        frames: keyed in the order of the series given.
+        refits: why each series refitted was not updated (a series the champion
+            never saw, or a model whose state cannot be advanced); updated series
+            are absent.
+        updated: how many series were updated from the champion's trained state.
+    """
+
+    frames: dict[str, pd.DataFrame | Unavailable]
+    refits: dict[str, str]
+    updated: int
+
+
 def forecast_series(
     loaded: LoadedModel,
     groups: list[tuple[str, pd.DataFrame]],
@@ -240,36 +273,104 @@ def forecast_series(
 ) -> dict[str, pd.DataFrame | Unavailable]:
     """Forecast each series: its frame, or why it could not be forecast.
 
+    The frames of :func:`forecast_fleet`, keyed in the order of ``groups``.
+    """
+    return forecast_fleet(loaded, groups, horizon, levels, executor, report).frames
+
+
+def forecast_fleet(
+    loaded: LoadedModel,
+    groups: list[tuple[str, pd.DataFrame]],
+    horizon: int,
+    levels: Levels,
+    executor: Executor | None,
+    report: Progress = no_progress,
+) -> SeriesForecasts:
+    """Forecast each series from its recent history (``groups``: ``(series id, frame)``).
+
     The one place forecasts are made: this job stores them for the service, and
-    ``foresight forecast`` prints them. A champion is refitted per series on its
-    recent history (``groups``: ``(series id, its frame)``) through ``executor`` (the
-    training's: a process pool or Dask; None runs here), sending only its unfitted
-    choices; a model that cannot be refitted forecasts in this process what it was
+    ``foresight forecast`` prints them. The champion's model of each series, fitted at
+    the training, is *updated* with the series' recent history: what it learnt
+    (parameters, trees, the fleet's pooled regressors, calibration residuals) is
+    kept and the forecast starts from the newest observation
+    (:meth:`forecaster.champion.ChampionForecaster.update`); a model that cannot be
+    updated is refitted on that history. Series the champion was not fitted on (a
+    version saved without its fits, or a series newer than the training) are refitted
+    from the champion's choices, a joint family's pooled part learnt once from every
+    series first. The work runs through ``executor`` (the training's: a process pool
+    or Dask, a few dozen tasks of several series each; None runs here). A model that
+    cannot be refitted (a foreign pyfunc) forecasts in this process what it was
     trained on, once for the whole fleet. ``report`` is told ``("forecast", series
-    done, series total)``. The answer is keyed in the order of ``groups``.
+    done, series total)``.
     """
     model = loaded.model
-    out: dict[str, pd.DataFrame | Unavailable] = {}
     if not isinstance(model, ChampionForecaster):
-        return _trained_forecasts(model, groups, horizon, levels, report)
-    # A joint family (global_gbm) learns its fleet once, from every series, before the
-    # per-series refits: fitted alone, each series would be a fleet of one.
+        frames = _trained_forecasts(model, groups, horizon, levels, report)
+        return SeriesForecasts(frames, {}, 0)
     if not groups:
-        return out
-    prototype = with_fleet(model.unfitted(), pd.concat([series for _, series in groups]))
-    if executor is None:
-        for done, (uid, series) in enumerate(groups, start=1):
-            out[uid] = _refit_predict(prototype, series, horizon, levels)
-            report("forecast", done, len(groups))
-        return out
-    futures = {
-        executor.submit(_refit_predict, prototype, series, horizon, levels): uid
-        for uid, series in groups
-    }
-    for done, future in enumerate(as_completed(futures), start=1):
-        out[futures[future]] = future.result()
-        report("forecast", done, len(groups))
-    return {uid: out[uid] for uid, _ in groups}  # in the series' order, however they finished
+        return SeriesForecasts({}, {}, 0)
+    fitted = model.fitted_series()
+    known = [(uid, series) for uid, series in groups if uid in fitted]
+    unknown = [(uid, series) for uid, series in groups if uid not in fitted]
+    total = len(groups)
+
+    def told(done: int, _: int) -> None:
+        report("forecast", done, total)
+
+    items = [(uid, model.restricted_to([uid]), series) for uid, series in known]
+    made = _run(executor, _update_predict, items, (horizon, levels), told)
+    out: dict[str, pd.DataFrame | Unavailable] = {}
+    refits: dict[str, str] = {}
+    for (uid, _), (frame, refit) in zip(known, made, strict=True):
+        out[uid] = frame
+        if refit:
+            refits[uid] = refit
+    updated = sum(not isinstance(out[uid], Unavailable) for uid, _ in known) - len(refits)
+    if unknown:
+        # A joint family (global_gbm) learns its fleet once, from every series, before
+        # the per-series refits: fitted alone, each series would be a fleet of one.
+        prototype = with_fleet(model.unfitted(), pd.concat([series for _, series in groups]))
+        tasks = [(prototype, series) for _, series in unknown]
+
+        def told_rest(done: int, _: int) -> None:
+            report("forecast", len(known) + done, total)
+
+        refitted = _run(executor, _refit_predict, tasks, (horizon, levels), told_rest)
+        for (uid, _), one in zip(unknown, refitted, strict=True):
+            out[uid] = one
+            refits[uid] = "not fitted by the champion's training"
+    return SeriesForecasts({uid: out[uid] for uid, _ in groups}, refits, updated)
+
+
+def _run(
+    executor: Executor | None,
+    fn: Callable[..., R],
+    items: list[tuple[Any, ...]],
+    shared: tuple[Any, ...],
+    progress: Callable[[int, int], None],
+) -> list[R]:
+    """``fn`` over ``items`` on ``executor`` in a few dozen tasks, or here without one."""
+    if executor is not None:
+        return fan_out(executor, fn, items, shared, progress)
+    out = []
+    for done, item in enumerate(items, start=1):
+        out.append(fn(*item, *shared))
+        progress(done, len(items))
+    return out
+
+
+def _update_predict(
+    uid: str, champion: ChampionForecaster, series: pd.DataFrame, horizon: int, levels: Levels
+) -> tuple[pd.DataFrame | Unavailable, str]:
+    """Update one series' fitted model and forecast; why a refit was needed, or "".
+
+    Module level, and the failure returned rather than raised, so executors can run it.
+    """
+    try:
+        fresh = champion.update(series)
+        return fresh.predict(horizon, levels), fresh.refits_.get(uid, "")
+    except ForesightError as exc:
+        return Unavailable.of(exc), ""
 
 
 def _trained_forecasts(
@@ -331,22 +432,41 @@ def _peak_forecasts(
 
 
 def _served(
-    store: Store, fresh: pd.DataFrame, history: pd.DataFrame, step: pd.Timedelta
+    store: Store,
+    fresh: pd.DataFrame,
+    history: pd.DataFrame,
+    step: pd.Timedelta,
+    executor: Executor | None = None,
 ) -> pd.DataFrame:
     """The fresh raw peak forecasts calibrated and combined online, as they are served.
 
     The online state is rebuilt from the raw forecasts stored by earlier runs and the
     actuals (:func:`forecaster.peak.online.serve_frame`); nothing is kept between runs.
+    Each series' bounds depend on its own rows only, so the series are served in a
+    few tasks on ``executor`` (each with its own series' rows), in this process
+    without one.
     """
     if fresh.empty:
         return fresh
     since = anchor(pd.Timestamp(fresh[DS].min())) - int(fresh[LEAD].max()) * step
-    stored = store.peak_forecasts.read(sorted(fresh[UID].astype(str).unique()), since=since)
+    uids = sorted(fresh[UID].astype(str).unique())
+    stored = store.peak_forecasts.read(uids, since=since)
     raw = [str(c) for c in stored.columns if str(c).startswith(RAW)]
     earlier = stored[[UID, ORIGIN, LEAD, SCALE, *raw]].rename(
         columns={ORIGIN: DS, **{c: c.removeprefix(RAW) for c in raw}}
     )
-    return serve_frame(fresh, history, earlier, step)
+    if executor is None or len(uids) < 2:
+        return serve_frame(fresh, history, earlier, step)
+    tasks = min(len(uids), SERVE_TASKS)
+    parts = []
+    for chunk in np.array_split(np.asarray(uids, dtype=object), tasks):
+        wanted = set(chunk.tolist())
+        parts.append(
+            tuple(frame[frame[UID].astype(str).isin(wanted)] for frame in (fresh, history, earlier))
+        )
+    served = fan_out(executor, serve_frame, parts, (step,))
+    out = pd.concat(served, ignore_index=False)
+    return out.loc[fresh.index]
 
 
 def _predict_peak(
