@@ -47,6 +47,7 @@ from collections.abc import Hashable, Sequence
 from typing import Final, Literal, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from forecaster.peak.calibration import (
@@ -67,12 +68,14 @@ from forecaster.peak.combine import (
 from forecaster.peak.recovery import MIN_LEVEL, ReturnRule, held_level
 from forecaster.peak.reference import (
     SEASON,
+    SEASONAL_MIN,
     naive_lags,
     seasonal_bound,
     seasonal_lags,
     seasonal_naive_bound,
     seasonal_naive_reference,
 )
+from forecaster.peak.target import lead_headroom
 from forecaster.peak.types import LEAD, SCALE, FloatArray
 from forecaster.types import DS, UID, Y, quantile_column, quantile_levels
 
@@ -186,9 +189,10 @@ class OnlinePeak:
             p: the origin's position in ``y``.
             raw: the model's raw bound per level at ``p`` (NaN where none was made).
             scale: the series' scale at ``p`` (losses and offsets are in it).
-            seasonal: the seasonal references' bounds at ``p`` (a row per level, a
-                column for yesterday and last week), as :meth:`seasonal_columns`
-                gives them for many origins at once; computed here when None.
+            seasonal: the references' bounds at ``p`` that depend on the series only
+                (a row per level, a column for the time of day, yesterday and last
+                week), as :meth:`seasonal_columns` gives them for many origins at
+                once; computed here when None.
         """
         mixed = self.mix(y, p, raw, scale, seasonal)
         returning = held_level(y, p, self._rule)
@@ -224,18 +228,21 @@ class OnlinePeak:
     def seasonal_columns(self, y: FloatArray, start: int, count: int) -> FloatArray:
         """The seasonal references' bounds at origins ``start .. start + count - 1``.
 
-        Shape ``(count, level, 2)``: yesterday's, then last week's. They depend on the
-        series only, not on the state, so they are computed for all the origins in one
-        vectorised pass (:func:`forecaster.peak.reference.seasonal_naive_reference`,
-        equal to stepping :func:`~forecaster.peak.reference.seasonal_naive_bound`),
-        reading ``y`` up to the last origin only.
+        Shape ``(count, level, 3)``: the time-of-day reference's, yesterday's, then
+        last week's. They depend on the series only, not on the state, so they are
+        computed for all the origins in one vectorised pass (equal to stepping
+        :func:`~forecaster.peak.reference.seasonal_bound` and
+        :func:`~forecaster.peak.reference.seasonal_naive_bound`; the latter through
+        :func:`~forecaster.peak.reference.seasonal_naive_reference`), reading ``y``
+        up to the last origin only.
         """
-        out = np.full((count, len(self.levels), 2), np.nan)
+        out = np.full((count, len(self.levels), 3), np.nan)
         values = np.asarray(y[: start + count], dtype=np.float64)
+        out[:, :, 0] = time_of_day_columns(values, start, self._lags, self.lead, self.levels)
+        levels = [float(q) for q in self.levels]
         for which, lag in enumerate(self._naive[:2]):
-            levels = [float(q) for q in self.levels]
             columns = seasonal_naive_reference(values, lag, self.lead, self.day, levels)
-            out[:, :, which] = columns[start : start + count]
+            out[:, :, which + 1] = columns[start : start + count]
         return out
 
     def _bounds(
@@ -258,11 +265,14 @@ class OnlinePeak:
             elif name == "raw":
                 columns.append(np.asarray(raw, dtype=np.float64))
             elif name == "time_of_day":
-                columns.append(seasonal_bound(y, p, self._lags, self.lead, self.levels))
+                if seasonal is not None:
+                    columns.append(seasonal[:, 0])
+                else:
+                    columns.append(seasonal_bound(y, p, self._lags, self.lead, self.levels))
             else:
                 which = 0 if name == "yesterday" else 1
                 if seasonal is not None:
-                    columns.append(seasonal[:, which])
+                    columns.append(seasonal[:, which + 1])
                 else:
                     columns.append(self._seasonal(y, p, which))
         return np.column_stack(columns)
@@ -289,6 +299,34 @@ class OnlinePeak:
             return np.full(len(self.levels), np.nan)
         seen = np.fromiter(self._headroom, dtype=np.float64)
         return np.asarray(level + np.quantile(seen, self.levels), dtype=np.float64)
+
+
+def time_of_day_columns(
+    y: FloatArray, start: int, lags: npt.NDArray[np.intp], lead: int, levels: FloatArray
+) -> FloatArray:
+    """:func:`~forecaster.peak.reference.seasonal_bound` at origins ``start`` to the end
+    of ``y``, shape ``(origin, level)``: the realised headrooms looked up once."""
+    headroom = lead_headroom(y, lead)
+    origins = np.arange(start, len(y))[:, None] - lags[None, :]
+    seen = np.where(origins >= 0, headroom[np.clip(origins, 0, None)], np.nan)
+    seen = np.where(np.isfinite(seen), seen, np.nan)
+    enough = np.count_nonzero(~np.isnan(seen), axis=1) >= SEASONAL_MIN
+    out = np.full((len(origins), len(levels)), np.nan)
+    if enough.any():
+        out[enough] = _row_quantiles(seen[enough], levels) + y[start:][enough, None]
+    return out
+
+
+def _row_quantiles(values: FloatArray, levels: FloatArray) -> FloatArray:
+    """Each row's ``levels`` quantiles of its non-NaN values, as ``np.quantile`` (linear)."""
+    ordered = np.sort(values, axis=1)  # NaN last
+    counts = np.count_nonzero(~np.isnan(values), axis=1)
+    position = levels[None, :] * (counts - 1)[:, None]
+    lower = np.floor(position).astype(np.intp)
+    upper = np.minimum(lower + 1, (counts - 1)[:, None])
+    rows = np.arange(len(values))[:, None]
+    low, high = ordered[rows, lower], ordered[rows, upper]
+    return np.asarray(low + (position - lower) * (high - low), dtype=np.float64)
 
 
 class Mixed(NamedTuple):

@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from forecaster.peak.online import OnlinePeak, issue
+from forecaster.peak.online import OnlinePeak, issue, time_of_day_columns
+from forecaster.peak.reference import seasonal_bound, seasonal_lags
 
 DAY = 48
 LEVELS = (0.5, 0.9, 0.99)
@@ -46,3 +47,18 @@ def test_the_seasonal_columns_read_nothing_after_the_last_origin() -> None:
     changed = y.copy()
     changed[start + count :] = 1e6
     np.testing.assert_array_equal(before, state.seasonal_columns(changed, start, count))
+
+
+def test_the_time_of_day_columns_are_the_reference_bound_at_each_origin() -> None:
+    rng = np.random.default_rng(2)
+    y = rng.gamma(2.0, 3.0, 9 * DAY)
+    y[rng.random(len(y)) < 0.05] = np.nan
+    levels = np.array(LEVELS)
+    for lead in (1, 4):
+        lags = seasonal_lags(DAY, lead)
+        start = 2 * DAY  # early origins: too few headrooms known, NaN
+        got = time_of_day_columns(y, start, lags, lead, levels)
+        want = np.array([seasonal_bound(y, p, lags, lead, levels) for p in range(start, len(y))])
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        assert np.isnan(got).any()
+        assert np.isfinite(got).any()
