@@ -37,8 +37,18 @@ DASK_CONNECT_TIMEOUT_S: Final = 10.0
 """Seconds to wait for a Dask scheduler before saying it is unreachable."""
 THREAD_VARIABLES: Final = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 """Thread-count variables of the numerical runtimes, set to 1 in pool workers."""
-WORKER_PRELOAD: Final = ("numpy", "pandas", "statsmodels.tsa.api", "sklearn.ensemble")
-"""Imported once by the fork server, so each new worker starts with them loaded."""
+WORKER_PRELOAD: Final = (
+    "numpy",
+    "pandas",
+    "statsmodels.tsa.api",
+    "sklearn.ensemble",
+    "forecaster.series_tasks",
+    "forecaster.models.catalog",
+    "forecaster.models.guarded",
+    "forecaster.peak.online",
+)
+"""Imported once by the fork server, so each new worker starts with them loaded (the
+forecast job's tasks and the models they unpickle; ``forecaster.series_tasks``)."""
 
 _pools: set[ProcessPoolExecutor] = set()
 """The local pools open in this process (:func:`cancel_local_work` stops them)."""

@@ -38,12 +38,11 @@ from forecaster.champion import ChampionForecaster
 from forecaster.exceptions import ForesightError
 from forecaster.fanout import fan_out
 from forecaster.fleet import with_fleet
-from forecaster.peak.fleet import fleet_frame
-from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.peak.online import anchor, serve_frame
 from forecaster.peak.types import SCALE
 from forecaster.pyfunc import SupportsPredict
 from forecaster.registry import LoadedModel, load_champion
+from forecaster.series_tasks import predict_peak, refit_predict, update_predict
 from forecaster.training import recent_history
 from forecaster.types import DS, UID, Levels, Progress
 from forecaster.unavailable import Unavailable
@@ -318,7 +317,7 @@ def forecast_fleet(
         report("forecast", done, total)
 
     items = [(uid, model.restricted_to([uid]), series) for uid, series in known]
-    made = _run(executor, _update_predict, items, (horizon, levels), told)
+    made = _run(executor, update_predict, items, (horizon, levels), told)
     out: dict[str, pd.DataFrame | Unavailable] = {}
     refits: dict[str, str] = {}
     for (uid, _), (frame, refit) in zip(known, made, strict=True):
@@ -335,7 +334,7 @@ def forecast_fleet(
         def told_rest(done: int, _: int) -> None:
             report("forecast", len(known) + done, total)
 
-        refitted = _run(executor, _refit_predict, tasks, (horizon, levels), told_rest)
+        refitted = _run(executor, refit_predict, tasks, (horizon, levels), told_rest)
         for (uid, _), one in zip(unknown, refitted, strict=True):
             out[uid] = one
             refits[uid] = "not fitted by the champion's training"
@@ -357,20 +356,6 @@ def _run(
         out.append(fn(*item, *shared))
         progress(done, len(items))
     return out
-
-
-def _update_predict(
-    uid: str, champion: ChampionForecaster, series: pd.DataFrame, horizon: int, levels: Levels
-) -> tuple[pd.DataFrame | Unavailable, str]:
-    """Update one series' fitted model and forecast; why a refit was needed, or "".
-
-    Module level, and the failure returned rather than raised, so executors can run it.
-    """
-    try:
-        fresh = champion.update(series)
-        return fresh.predict(horizon, levels), fresh.refits_.get(uid, "")
-    except ForesightError as exc:
-        return Unavailable.of(exc), ""
 
 
 def _trained_forecasts(
@@ -404,19 +389,6 @@ def _by_series(frame: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
         yield str(uid), rows
 
 
-def _refit_predict(
-    prototype: ChampionForecaster, series: pd.DataFrame, horizon: int, levels: Levels
-) -> pd.DataFrame | Unavailable:
-    """Refit the champion's choice on one series and forecast; why not when it fails.
-
-    Module level, and the failure returned rather than raised, so executors can run it.
-    """
-    try:
-        return prototype.unfitted().fit(series).predict(horizon, levels)
-    except ForesightError as exc:
-        return Unavailable.of(exc)
-
-
 def _peak_forecasts(
     loaded: LoadedModel, history: pd.DataFrame, executor: Executor | None
 ) -> pd.DataFrame | Unavailable | None:
@@ -427,8 +399,8 @@ def _peak_forecasts(
     if loaded.peak is None:
         return None
     if executor is None:
-        return _predict_peak(loaded.peak, history)
-    return executor.submit(_predict_peak, loaded.peak, history).result()
+        return predict_peak(loaded.peak, history)
+    return executor.submit(predict_peak, loaded.peak, history).result()
 
 
 def _served(
@@ -467,13 +439,3 @@ def _served(
     served = fan_out(executor, serve_frame, parts, (step,))
     out = pd.concat(served, ignore_index=False)
     return out.loc[fresh.index]
-
-
-def _predict_peak(
-    model: PeakQuantileForecaster, history: pd.DataFrame
-) -> pd.DataFrame | Unavailable:
-    """Module level, and the failure returned rather than raised, so executors can run it."""
-    try:
-        return model.predict_peak(fleet_frame(history, model.targets))
-    except (ForesightError, ValueError) as exc:
-        return Unavailable.of(exc, "the peak forecast failed: ")
