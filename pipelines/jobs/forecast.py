@@ -337,7 +337,8 @@ def forecast_fleet(
         refitted = _run(executor, refit_predict, tasks, (horizon, levels), told_rest)
         for (uid, _), one in zip(unknown, refitted, strict=True):
             out[uid] = one
-            refits[uid] = "not fitted by the champion's training"
+            if not isinstance(one, Unavailable):  # a failure is reported as a problem
+                refits[uid] = "not fitted by the champion's training"
     return SeriesForecasts({uid: out[uid] for uid, _ in groups}, refits, updated)
 
 
