@@ -17,7 +17,7 @@ cadence. ``--model-set`` picks the candidates trained (``full``, the default set
 ``fast``); the cycle refits whatever the champion chose per series.
 
 The cycle updates each series' model fitted at the training (``updated`` and
-``refitted`` count the series each way; see :func:`pipelines.jobs.forecast.forecast_fleet`).
+``refitted`` count the series each way; see :func:`pipelines.jobs.series_forecasts.forecast_fleet`).
 The cycles run at the training's newest observation; what updating instead of
 refitting does to accuracy is :mod:`benchmarks.forecast_update`'s to measure.
 

@@ -317,7 +317,7 @@ def forecast_command(
     from pipelines.config.tracking import tracking_config
     from pipelines.dataset import load_dataset
     from pipelines.executors import make_executor
-    from pipelines.jobs.forecast import forecast_series
+    from pipelines.jobs.series_forecasts import forecast_series
     from pipelines.reporting import forecast_table, progress_bar, write_frame
 
     with cli_errors():

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from forecaster.exceptions import ModelError, UpdateError
-from forecaster.models.base import FloatArray, OnePassForecaster, residuals_at
+from forecaster.models.base import FloatArray, OnePassForecaster
+from forecaster.models.residuals import residuals_at
 
 
 @dataclass(frozen=True)

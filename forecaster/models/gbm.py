@@ -28,7 +28,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from forecaster.exceptions import UpdateError
-from forecaster.models.base import FloatArray, residuals_at
+from forecaster.models.base import FloatArray
 from forecaster.models.boosting import (
     SHRINK_GRID,
     AnchoredBoosting,
@@ -37,6 +37,7 @@ from forecaster.models.boosting import (
     shift,
     shrink_weight,
 )
+from forecaster.models.residuals import residuals_at
 
 DEFAULT_ANCHORS: tuple[int, ...] = (1, 3, 12, 36, 72, 144, 288)
 

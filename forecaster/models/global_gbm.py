@@ -48,7 +48,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from forecaster.exceptions import InsufficientHistoryError, UpdateError
-from forecaster.models.base import FloatArray, residuals_at
+from forecaster.models.base import FloatArray
 from forecaster.models.boosting import (
     SHRINK_GRID,
     AnchoredBoosting,
@@ -67,6 +67,7 @@ from forecaster.models.global_features import (
     stack,
     step_features,
 )
+from forecaster.models.residuals import residuals_at
 from forecaster.types import DS, UID, SeriesFrame, Y
 
 DEFAULT_ANCHORS: Final[tuple[int, ...]] = (1, 3, 6, 12, 24, 36, 72, 144, 288)

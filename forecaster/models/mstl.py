@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.exceptions import ModelError, UpdateError
-from forecaster.models.base import FloatArray, residuals_at
+from forecaster.models.base import FloatArray
 from forecaster.models.ets import (
     SmoothingFamily,
     SmoothingState,
@@ -28,6 +28,7 @@ from forecaster.models.ets import (
     smoothing_filter,
     smoothing_forecast,
 )
+from forecaster.models.residuals import residuals_at
 
 
 @dataclass(frozen=True)

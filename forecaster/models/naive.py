@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forecaster.models.base import FloatArray, Forecaster, lagged_residuals
+from forecaster.models.base import FloatArray, Forecaster
+from forecaster.models.residuals import lagged_residuals
 from forecaster.types import PERSISTENCE
 
 

@@ -33,21 +33,20 @@ The state is rebuilt at every :func:`anchor`: it starts ``warmup`` before the da
 the origin and runs through it; the references read the series up to :data:`SEASON`
 and a lead further back (actuals only). So the bound at an origin is a function
 of the series and the raw forecasts of a bounded, fixed window, whoever computes it: the
-forecast job (:func:`served_bounds`, from the stored raw forecasts and the actuals,
-with no state kept between runs, so a crash or a restart loses nothing) and the
-decision replay (``pipelines.simulate.peak``) issue the same bound from the same
-inputs. Nothing after ``p`` is read.
+forecast job (:func:`~forecaster.peak.serving.served_bounds`, from the stored raw
+forecasts and the actuals, with no state kept between runs, so a crash or a restart
+loses nothing) and the decision replay (``pipelines.simulate.peak``) issue the same
+bound from the same inputs. Nothing after ``p`` is read.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Final, Literal, NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
 from forecaster.peak.calibration import (
@@ -67,17 +66,14 @@ from forecaster.peak.combine import (
 )
 from forecaster.peak.recovery import MIN_LEVEL, ReturnRule, held_level
 from forecaster.peak.reference import (
-    SEASON,
-    SEASONAL_MIN,
     naive_lags,
     seasonal_bound,
     seasonal_lags,
     seasonal_naive_bound,
     seasonal_naive_reference,
+    time_of_day_columns,
 )
-from forecaster.peak.target import lead_headroom
-from forecaster.peak.types import LEAD, SCALE, FloatArray
-from forecaster.types import DS, UID, Y, quantile_column, quantile_levels
+from forecaster.peak.types import FloatArray
 
 WARMUP: Final = pd.Timedelta(days=1)
 """History before an origin's day that the online state learns on."""
@@ -95,10 +91,6 @@ EXPERTS: Final[tuple[Expert, ...]] = (
 trailing-day reference, the raw model, the time-of-day reference and the seasonal
 references of the same time yesterday and last week (what each gained held out:
 ``docs/forecasting.md``)."""
-RAW_PREFIX: Final = "raw_"
-"""Prefix of a served frame's columns of the model's own quantiles (``raw_q0.9``)."""
-RETURN_LEVEL: Final = "return_level"
-"""Column of a served frame: the level the bounds were held at after an idle spell."""
 
 
 def anchor(origin: pd.Timestamp, warmup: pd.Timedelta = WARMUP) -> pd.Timestamp:
@@ -301,34 +293,6 @@ class OnlinePeak:
         return np.asarray(level + np.quantile(seen, self.levels), dtype=np.float64)
 
 
-def time_of_day_columns(
-    y: FloatArray, start: int, lags: npt.NDArray[np.intp], lead: int, levels: FloatArray
-) -> FloatArray:
-    """:func:`~forecaster.peak.reference.seasonal_bound` at origins ``start`` to the end
-    of ``y``, shape ``(origin, level)``: the realised headrooms looked up once."""
-    headroom = lead_headroom(y, lead)
-    origins = np.arange(start, len(y))[:, None] - lags[None, :]
-    seen = np.where(origins >= 0, headroom[np.clip(origins, 0, None)], np.nan)
-    seen = np.where(np.isfinite(seen), seen, np.nan)
-    enough = np.count_nonzero(~np.isnan(seen), axis=1) >= SEASONAL_MIN
-    out = np.full((len(origins), len(levels)), np.nan)
-    if enough.any():
-        out[enough] = _row_quantiles(seen[enough], levels) + y[start:][enough, None]
-    return out
-
-
-def _row_quantiles(values: FloatArray, levels: FloatArray) -> FloatArray:
-    """Each row's ``levels`` quantiles of its non-NaN values, as ``np.quantile`` (linear)."""
-    ordered = np.sort(values, axis=1)  # NaN last
-    counts = np.count_nonzero(~np.isnan(values), axis=1)
-    position = levels[None, :] * (counts - 1)[:, None]
-    lower = np.floor(position).astype(np.intp)
-    upper = np.minimum(lower + 1, (counts - 1)[:, None])
-    rows = np.arange(len(values))[:, None]
-    low, high = ordered[rows, lower], ordered[rows, upper]
-    return np.asarray(low + (position - lower) * (high - low), dtype=np.float64)
-
-
 class Mixed(NamedTuple):
     """Experts' mixes with what :func:`finish` needs beside them.
 
@@ -382,47 +346,10 @@ def day_rule(day: int) -> ReturnRule:
     """The return-from-idle rule on a grid of ``day`` steps a day.
 
     The one place the rule is derived: :class:`OnlinePeak` holds its bound with it and
-    :func:`serve_frame` reports the level it held, so the two cannot disagree.
+    :func:`~forecaster.peak.serving.serve_frame` reports the level it held, so the two
+    cannot disagree.
     """
     return ReturnRule.on_step(pd.Timedelta(days=1) / day)
-
-
-def served_bounds(
-    ds: pd.DatetimeIndex,
-    y: FloatArray,
-    raw: FloatArray,
-    scale: FloatArray,
-    levels: Sequence[float],
-    lead: int,
-    *,
-    step: pd.Timedelta,
-    warmup: pd.Timedelta = WARMUP,
-) -> FloatArray:
-    """Return the bounds issued at the last origin of a series, per level.
-
-    Args:
-        ds: the series' regular grid, ending at the origin.
-        y: its values (NaN where missing).
-        raw: the model's raw bounds, one row per position and a column per level
-            (NaN where no forecast was made at that origin).
-        scale: the series' scale per position (NaN where unknown: no forecast).
-        levels: the levels of ``raw``'s columns, increasing.
-        lead: the lead in steps.
-        step: the grid's step.
-        warmup: as :func:`anchor`.
-
-    Raises:
-        ValueError: the arrays disagree in length, or the grid is empty.
-    """
-    n = len(ds)
-    if n < 1 or not len(y) == len(raw) == len(scale) == n:
-        raise ValueError(
-            f"need a grid of 1 or more with y, raw and scale as long; got {n}, {len(y)}, "
-            f"{len(raw)}, {len(scale)}"
-        )
-    start = int(ds.searchsorted(anchor(ds[-1], warmup)))
-    state = OnlinePeak(levels, lead, steps_per_day(step))
-    return np.asarray(issue(state, y, start, raw[start:], scale[start:])[-1], dtype=np.float64)
 
 
 def issue(
@@ -430,9 +357,10 @@ def issue(
 ) -> FloatArray:
     """Step ``state`` through the origins ``start, start + 1, ...`` and return their bounds.
 
-    The one online loop: the forecast job (:func:`served_bounds`) and the decision
-    replay (``pipelines.simulate.peak``) both run it, so they issue the same bound from
-    the same inputs.
+    The one online loop: the forecast job
+    (:func:`~forecaster.peak.serving.served_bounds`) and the decision replay
+    (``pipelines.simulate.peak``) both run it, so they issue the same bound from the
+    same inputs.
 
     Args:
         state: a fresh state (or one last stepped at ``start - 1``).
@@ -451,81 +379,3 @@ def issue(
         unit = float(s) if math.isfinite(s) and s > 0 else 1.0
         out[i] = state.step(y, start + i, row, unit, seasonal[i])
     return out
-
-
-def serve_frame(
-    fresh: pd.DataFrame,
-    history: pd.DataFrame,
-    earlier: pd.DataFrame,
-    step: pd.Timedelta,
-    *,
-    warmup: pd.Timedelta = WARMUP,
-) -> pd.DataFrame:
-    """Return the served peak forecasts of a fresh raw peak frame.
-
-    Args:
-        fresh: ``PeakQuantileForecaster.predict_peak``'s frame made now
-            (``unique_id, ds, lead, last, scale, q<level>...``, ``ds`` the origin).
-        history: long frame ``unique_id, ds, y`` of the targets up to the origins.
-        earlier: the raw forecasts made before, same columns as ``fresh`` (only
-            ``unique_id, ds, lead, scale, q<level>...`` are read; the newest row of an
-            origin and lead wins when there are several).
-        step: the series' step.
-        warmup: as :func:`anchor`.
-
-    Returns:
-        ``fresh`` with ``q<level>`` the served bounds, ``raw_q<level>`` the model's and
-        ``return_level`` the level demand had before an idle spell it has just come
-        back from, which the bounds are held at or above (NaN where the rule is
-        silent: :mod:`forecaster.peak.recovery`).
-    """
-    levels = quantile_levels(fresh.columns)
-    columns = [quantile_column(q) for q in levels]
-    rule = day_rule(steps_per_day(step))
-    # Each series' actuals and each (series, lead)'s earlier raw forecasts are looked
-    # up once for the frame; only the online recursion itself runs origin by origin.
-    actuals = _newest_by(history[[UID, DS, Y]], [UID])
-    kept = [c for c in (UID, LEAD, DS, SCALE, *columns) if c in earlier.columns]
-    raws = _newest_by(earlier[kept], [UID, LEAD])
-    made = fresh[columns].to_numpy(dtype=np.float64)
-    made_scale = fresh[SCALE].to_numpy(dtype=np.float64)
-    bounds = np.full((len(fresh), len(columns)), np.nan)
-    held = np.full(len(fresh), np.nan)
-    rows = zip(fresh[UID].astype(str), fresh[DS], fresh[LEAD].astype(int), strict=True)
-    for i, (uid, origin, lead) in enumerate(rows):
-        since = anchor(pd.Timestamp(origin), warmup) - SEASON - lead * step
-        grid = pd.date_range(since, origin, freq=step)
-        y = _on_grid(actuals.get((uid,)), [Y], grid)[:, 0]
-        past = _on_grid(raws.get((uid, lead)), [*columns, SCALE], grid)
-        raw, scale = past[:, :-1], past[:, -1]
-        raw[-1], scale[-1] = made[i], made_scale[i]
-        bounds[i] = served_bounds(grid, y, raw, scale, levels, lead, step=step, warmup=warmup)
-        held[i] = held_level(y, len(y) - 1, rule)
-    out = fresh.copy()
-    for k, column in enumerate(columns):
-        out[f"{RAW_PREFIX}{column}"] = fresh[column]
-        out[column] = bounds[:, k]
-    out[RETURN_LEVEL] = held
-    return out
-
-
-def _newest_by(frame: pd.DataFrame, keys: list[str]) -> dict[tuple[Hashable, ...], pd.DataFrame]:
-    """Each group's rows indexed by ``ds``, the newest row of a repeated ``ds`` kept.
-
-    Keyed by ``(unique_id,)`` or ``(unique_id, lead)``: ids as str, leads as int.
-    """
-    frame = frame.assign(**{UID: frame[UID].astype(str)})
-    if LEAD in keys:
-        frame = frame.assign(**{LEAD: frame[LEAD].astype(int)})
-    out: dict[tuple[Hashable, ...], pd.DataFrame] = {}
-    for group, rows in frame.groupby(keys, sort=False):
-        key = group if isinstance(group, tuple) else (group,)
-        out[key] = rows.drop(columns=keys).drop_duplicates(DS, keep="last").set_index(DS)
-    return out
-
-
-def _on_grid(rows: pd.DataFrame | None, columns: list[str], grid: pd.DatetimeIndex) -> FloatArray:
-    """``columns`` of ``rows`` on ``grid`` (NaN where a time or a column is missing)."""
-    if rows is None:
-        return np.full((len(grid), len(columns)), np.nan)
-    return rows.reindex(index=grid, columns=columns).to_numpy(dtype=np.float64)

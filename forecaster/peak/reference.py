@@ -162,3 +162,31 @@ def seasonal_naive_reference(
     rolling = errors.rolling(window, min_periods=max(1, window // 2))
     out = [(base + rolling.quantile(float(q))).to_numpy(dtype=np.float64) for q in levels]
     return np.column_stack(out) if out else np.empty((len(values), 0))
+
+
+def time_of_day_columns(
+    y: FloatArray, start: int, lags: npt.NDArray[np.intp], lead: int, levels: FloatArray
+) -> FloatArray:
+    """:func:`~forecaster.peak.reference.seasonal_bound` at origins ``start`` to the end
+    of ``y``, shape ``(origin, level)``: the realised headrooms looked up once."""
+    headroom = lead_headroom(y, lead)
+    origins = np.arange(start, len(y))[:, None] - lags[None, :]
+    seen = np.where(origins >= 0, headroom[np.clip(origins, 0, None)], np.nan)
+    seen = np.where(np.isfinite(seen), seen, np.nan)
+    enough = np.count_nonzero(~np.isnan(seen), axis=1) >= SEASONAL_MIN
+    out = np.full((len(origins), len(levels)), np.nan)
+    if enough.any():
+        out[enough] = _row_quantiles(seen[enough], levels) + y[start:][enough, None]
+    return out
+
+
+def _row_quantiles(values: FloatArray, levels: FloatArray) -> FloatArray:
+    """Each row's ``levels`` quantiles of its non-NaN values, as ``np.quantile`` (linear)."""
+    ordered = np.sort(values, axis=1)  # NaN last
+    counts = np.count_nonzero(~np.isnan(values), axis=1)
+    position = levels[None, :] * (counts - 1)[:, None]
+    lower = np.floor(position).astype(np.intp)
+    upper = np.minimum(lower + 1, (counts - 1)[:, None])
+    rows = np.arange(len(values))[:, None]
+    low, high = ordered[rows, lower], ordered[rows, upper]
+    return np.asarray(low + (position - lower) * (high - low), dtype=np.float64)

@@ -25,7 +25,7 @@ import pandas as pd
 from sqlalchemy import Select, func, select
 
 from forecaster.exceptions import DataValidationError
-from forecaster.peak.online import RAW_PREFIX, RETURN_LEVEL
+from forecaster.peak.serving import RAW_PREFIX, RETURN_LEVEL
 from forecaster.peak.types import SCALE
 from forecaster.types import DS, UID, quantile_column, quantile_level, quantile_levels
 from pipelines.store.engine import Database

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forecaster.models.base import column_quantiles, residual_quantiles
+from forecaster.models.residuals import column_quantiles, residual_quantiles
 
 LEVELS = (0.05, 0.5, 0.9, 0.95)
 

@@ -8,12 +8,14 @@ import pytest
 
 from forecaster.peak.calibration import MIN_EXPECTED_MISSES, TUNED_GAMMA, calibrate, calibrates
 from forecaster.peak.combine import combine_bounds, snap_to_demand
-from forecaster.peak.online import SEASON, OnlinePeak, anchor, issue, serve_frame, served_bounds
+from forecaster.peak.online import OnlinePeak, anchor, issue
 from forecaster.peak.reference import (
+    SEASON,
     seasonal_naive_bound,
     seasonal_naive_reference,
     seasonal_reference,
 )
+from forecaster.peak.serving import serve_frame, served_bounds
 from forecaster.peak.target import lead_peak
 from forecaster.types import DS, UID, Y
 

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from forecaster.peak.online import OnlinePeak, issue, time_of_day_columns
-from forecaster.peak.reference import seasonal_bound, seasonal_lags
+from forecaster.peak.online import OnlinePeak, issue
+from forecaster.peak.reference import seasonal_bound, seasonal_lags, time_of_day_columns
 
 DAY = 48
 LEVELS = (0.5, 0.9, 0.99)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.peak.online import RETURN_LEVEL, OnlinePeak, day_rule, serve_frame, steps_per_day
+from forecaster.peak.online import OnlinePeak, day_rule, steps_per_day
 from forecaster.peak.recovery import (
     MIN_RETURNS,
     ReturnRule,
@@ -18,6 +18,7 @@ from forecaster.peak.recovery import (
     return_level,
     return_levels,
 )
+from forecaster.peak.serving import RETURN_LEVEL, serve_frame
 from forecaster.types import DS, UID, Y
 
 RULE = ReturnRule(idle=3, hold=6, before=6)

@@ -7,18 +7,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from forecaster.peak.online import (
-    RAW_PREFIX,
-    RETURN_LEVEL,
-    SEASON,
-    WARMUP,
-    anchor,
-    day_rule,
-    serve_frame,
-    served_bounds,
-    steps_per_day,
-)
+from forecaster.peak.online import WARMUP, anchor, day_rule, steps_per_day
 from forecaster.peak.recovery import held_level
+from forecaster.peak.reference import SEASON
+from forecaster.peak.serving import RAW_PREFIX, RETURN_LEVEL, serve_frame, served_bounds
 from forecaster.peak.types import LAST, LEAD, SCALE
 from forecaster.types import DS, UID, Y, quantile_column
 

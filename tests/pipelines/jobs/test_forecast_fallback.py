@@ -9,7 +9,7 @@ from forecaster.exceptions import DataValidationError, InsufficientHistoryError,
 from forecaster.registry import LoadedModel
 from forecaster.types import DS, MEAN, UID, Levels, Y
 from forecaster.unavailable import Unavailable
-from pipelines.jobs.forecast import forecast_series
+from pipelines.jobs.series_forecasts import forecast_series
 
 
 class Foreign:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from forecaster.metrics import naive_scale
-from forecaster.peak.online import serve_frame
+from forecaster.peak.serving import serve_frame
 from forecaster.registry import load_champion
 from forecaster.tracking import TrackingConfig
 from forecaster.training import recent_history

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from forecaster.exceptions import DataValidationError
-from forecaster.peak.online import served_bounds
+from forecaster.peak.serving import served_bounds
 from forecaster.types import DS, UID, Y
 from pipelines.config.pools import PoolConfig
 from pipelines.simulate.engine import simulate
