@@ -140,5 +140,9 @@ class PoolRule(PoolShape, Protocol):
         """Where the quantile comes from: ``newsvendor`` or ``quantile``."""
 
     @property
+    def safety_margin(self) -> float:
+        """Volatility units provisioned beyond the peak quantile (0: none; see ``policy.need``)."""
+
+    @property
     def scale_down(self) -> ScaleDownConfig:
         """How cautiously the pool shrinks."""

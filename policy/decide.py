@@ -41,6 +41,8 @@ from policy.types import (
 
 def _settings(pool: PoolRule) -> dict[str, float]:
     rule = {}
+    if pool.safety_margin:  # named only when set: a pool without one reads as before
+        rule["safety_margin"] = pool.safety_margin
     if pool.waiting_cost_ratio is not None and pool.quantile_rule == "newsvendor":
         rule["waiting_cost_ratio"] = pool.waiting_cost_ratio
     return rule | {
@@ -84,7 +86,13 @@ def _need(
     peak = (
         None
         if forecast is None
-        else peak_demand(forecast, now, pool.lead_time, demand=live.demand_gpus)
+        else peak_demand(
+            forecast,
+            now,
+            pool.lead_time,
+            demand=live.demand_gpus,
+            safety_margin=pool.safety_margin,
+        )
     )
     floor = reactive_floor(live.demand_gpus.value, pool.gpus_per_node)
     forecast_nodes: int | None = None

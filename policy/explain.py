@@ -237,8 +237,8 @@ def _forecast_words(
         )
     if from_peak and peak is not None and peak.raw is not None:
         rule += (
-            f", the model's {peak.raw:.4g} GPUs moved {peak.value - peak.raw:+.3g} by "
-            "online calibration and its mix with the trailing-day buffer,"
+            f", the model's {peak.raw:.4g} GPUs moved {peak.value - peak.margin - peak.raw:+.3g} "
+            "by online calibration and its mix with the trailing-day buffer,"
         )
     elif calibration is not None:
         rule += (
@@ -252,6 +252,7 @@ def _forecast_words(
             "before the idle spell it has just come back from (work that returns after "
             "an outage mostly comes back whole),"
         )
+    rule += _margin_words(peak, settings)
     if from_peak and peak is not None and peak.lead is not None:
         return (
             f"q{level:g} of the demand peak over the next {_duration(peak.lead)}"
@@ -270,6 +271,20 @@ def _forecast_words(
             f"at {gpn} GPUs per node and {settings['target_utilisation']:.0%} target "
             f"utilisation that is {stages.forecast_nodes} nodes"
         )
+
+
+def _margin_words(peak: PeakDemand | None, settings: Mapping[str, float]) -> str:
+    """Say what the pool's safety margin added, or why it could not."""
+    if peak is None:
+        return ""
+    if peak.margin > 0:
+        return (
+            f" plus a safety margin of {settings.get('safety_margin', 0.0):g} x the demand's "
+            f"recent volatility ({peak.margin:.3g} GPUs),"
+        )
+    if peak.margin_missing:
+        return f" (no safety margin: {peak.margin_missing})"
+    return ""
 
 
 def _limit_words(

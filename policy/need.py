@@ -19,6 +19,13 @@ quantile it would stack a second safety margin on the one the quantile level alr
 chose, so it is not applied there: the pool's ``quantile`` is the one knob of how much
 risk of waiting to buy. The per-horizon fallback keeps it, as the buffer it has always
 been for a bound that under-covers the peak.
+
+A pool's ``safety_margin`` buys headroom beyond the highest quantile worth serving: it
+adds ``safety_margin`` times the series' recent volatility (the peak forecast's
+``scale``, the unit the peak model measures headroom in) to the peak quantile, so a
+pool that wants almost no waiting can get it. It applies to a peak forecast that
+carries its scale; the per-horizon fallback has no such unit and gets none (the
+explanation says so). 0, the default, provisions the quantile alone.
 """
 
 from __future__ import annotations
@@ -73,6 +80,9 @@ class PeakDemand:
         returning: the level demand had before an idle spell it has just come back
             from, when ``value`` is held there (:mod:`forecaster.peak.recovery`); None
             otherwise.
+        margin: the GPUs the pool's ``safety_margin`` added to the quantile (included
+            in ``value``); 0 when it is 0 or cannot apply.
+        margin_missing: why a nonzero ``safety_margin`` was not applied; empty otherwise.
     """
 
     level: float
@@ -86,6 +96,8 @@ class PeakDemand:
     missing: str = ""
     raw: float | None = None
     returning: float | None = None
+    margin: float = 0.0
+    margin_missing: str = ""
 
     @property
     def utilisation_applies(self) -> bool:
@@ -103,6 +115,7 @@ def peak_demand(
     now: datetime,
     lead_time: timedelta,
     demand: Sample | None = None,
+    safety_margin: float = 0.0,
 ) -> PeakDemand | None:
     """Return the demand peak to provision for: the peak forecast, else the window's max.
 
@@ -113,17 +126,22 @@ def peak_demand(
         lead_time: the pool's node lead time.
         demand: the newest observed demand; a peak forecast made from older data has
             its headroom carried over to it (:meth:`PeakForecast.rebased`).
+        safety_margin: volatility units added beyond the peak quantile (the pool's
+            ``safety_margin``; see the module).
 
     Returns:
         The peak, or None when there is no peak forecast and no per-horizon point
         falls in the window.
     """
+    if not (math.isfinite(safety_margin) and safety_margin >= 0):
+        raise ValueError(f"safety_margin must be a finite number >= 0, got {safety_margin}")
     peak = forecast.peak
     if peak is not None:
         moved = peak if demand is None else peak.rebased(demand)
+        margin, why = margin_gpus(safety_margin, moved.scale)
         return PeakDemand(
             level=forecast.level,
-            value=max(0.0, moved.quantiles[forecast.level]),
+            value=max(0.0, moved.quantiles[forecast.level]) + margin,
             at=moved.end,
             by_level=MappingProxyType(
                 {level: max(0.0, v) for level, v in sorted(moved.quantiles.items())}
@@ -134,6 +152,8 @@ def peak_demand(
             rebased_from=moved.made_at,
             raw=None if moved.raw is None else moved.raw.get(forecast.level),
             returning=_held(moved, forecast.level),
+            margin=margin,
+            margin_missing=why,
         )
     end = window_end(now, lead_time, forecast.step)
     inside = [i for i, ts in enumerate(forecast.timestamps) if now <= ts <= end]
@@ -152,7 +172,24 @@ def peak_demand(
         by_level=MappingProxyType(by_level),
         points=len(inside),
         missing=forecast.peak_missing or "no peak forecast was given",
+        margin_missing=""
+        if safety_margin == 0
+        else "the per-horizon fallback has no volatility scale to size a safety margin by",
     )
+
+
+def margin_gpus(safety_margin: float, scale: float | None) -> tuple[float, str]:
+    """The GPUs ``safety_margin`` volatility units add, and why none when it cannot apply.
+
+    Args:
+        safety_margin: the pool's margin, in units of the series' volatility (>= 0).
+        scale: the series' volatility in GPUs (the peak forecast's ``scale``), or None.
+    """
+    if safety_margin == 0:
+        return 0.0, ""
+    if scale is None:
+        return 0.0, "the peak forecast carries no volatility scale (retrain to store it)"
+    return safety_margin * scale, ""
 
 
 def nodes_for_gpus(gpus: float, gpus_per_node: int, target_utilisation: float) -> int:

@@ -41,6 +41,9 @@ class PeakForecast:
         returning: the level demand had before an idle spell it had just come back
             from at the origin, which the quantiles from the median up were held at or
             above (:mod:`forecaster.peak.recovery`); None when they were not.
+        scale: the series' recent volatility at the origin, in GPUs (the peak model's
+            scale, :mod:`forecaster.peak.scale`): the unit of a pool's
+            ``safety_margin``; None when the forecast does not carry it.
     """
 
     quantiles: Mapping[float, float]
@@ -51,6 +54,7 @@ class PeakForecast:
     calibration: Calibration | None = None
     raw: Mapping[float, float] | None = None
     returning: float | None = None
+    scale: float | None = None
 
     def __post_init__(self) -> None:
         require_aware(self.origin, "PeakForecast.origin")
@@ -72,6 +76,11 @@ class PeakForecast:
             raise DataValidationError(
                 f"a peak forecast's returning level must be finite and >= 0 (or None), got "
                 f"{self.returning}"
+            )
+
+        if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
+            raise DataValidationError(
+                f"a peak forecast's scale must be finite and > 0 (or None), got {self.scale}"
             )
 
     @property

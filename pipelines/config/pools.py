@@ -140,6 +140,14 @@ class PoolConfig(_Strict):
         "a number > 0; unless quantile is set, the policy provisions at the newsvendor "
         "quantile ratio / (1 + ratio)",
     )
+    safety_margin: float = Field(
+        default=0.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="headroom beyond the peak quantile in units of the demand's recent "
+        "volatility (its mean absolute step-to-step change over the trailing day, the peak "
+        "model's scale), a finite number >= 0; 0 (the default) provisions the quantile alone",
+    )
     signals: dict[str, SignalSource] = Field(
         default_factory=_default_signals,
         description="a mapping of signal name to {promql, column}; defaults are kept for "
@@ -174,6 +182,13 @@ class PoolConfig(_Strict):
         if math.isfinite(ratio) and ratio > 0:
             return {**data, "quantile": newsvendor_quantile(ratio)}
         return data
+
+    @field_validator("safety_margin", mode="before")
+    @classmethod
+    def _margin_is_a_number(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # YAML's yes/true would otherwise read as 1
+            raise ValueError(f"safety_margin must be a number, not {value!r}")
+        return value
 
     @property
     def quantile_rule(self) -> str:

@@ -145,6 +145,7 @@ def _as_demand_forecast(made: PointForecast, level: float, step: timedelta) -> D
             origin=made.origin,
             last=made.last,
             lead=made.peak_lead * step,
+            scale=made.scale,
         )
     return DemandForecast(
         timestamps=made.timestamps,

@@ -46,10 +46,11 @@ import numpy as np
 import pandas as pd
 
 from forecaster.exceptions import DataValidationError, InsufficientHistoryError
-from forecaster.peak.calibration import MIN_EXPECTED_MISSES
-from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE
+from forecaster.peak.calibration import MIN_EXPECTED_MISSES, TUNED_GAMMA
+from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE, TUNED_SNAP
 from forecaster.peak.model import PeakQuantileForecaster
 from forecaster.peak.online import WARMUP, OnlinePeak, anchor, issue, steps_per_day
+from forecaster.peak.recovery import MIN_LEVEL
 from forecaster.peak.types import SCALE
 from forecaster.types import DS, UID, SeriesId, Y, quantile_column
 from pipelines.simulate.replay_forecast import PointForecast
@@ -79,6 +80,10 @@ class PeakReplayForecaster:
         halflife: combination loss half-life, in steps.
         min_misses: misses a level must expect over ACI's window to be calibrated (0:
             every level; see :func:`forecaster.peak.calibration.calibrates`).
+        gamma: ACI's step size.
+        snap: the snap to demand (:class:`forecaster.peak.online.OnlinePeak`).
+        min_level: the lowest level held at the level demand returns to after an idle
+            spell (:mod:`forecaster.peak.recovery`).
         models: a cache of daily fits to share between forecasters of the same fleet
             (the pools of one fleet share one global model per day).
     """
@@ -94,6 +99,9 @@ class PeakReplayForecaster:
         eta: float = TUNED_ETA,
         halflife: float = TUNED_HALFLIFE,
         min_misses: float = MIN_EXPECTED_MISSES,
+        gamma: float = TUNED_GAMMA,
+        snap: float = TUNED_SNAP,
+        min_level: float = MIN_LEVEL,
         models: ModelCache | None = None,
     ) -> None:
         missing = [c for c in (UID, DS, Y) if c not in fleet.columns]
@@ -114,6 +122,9 @@ class PeakReplayForecaster:
         self.eta = eta
         self.halflife = halflife
         self.min_misses = min_misses
+        self.gamma = gamma
+        self.snap = snap
+        self.min_level = min_level
         self._ds = pd.DatetimeIndex(rows[DS])
         self._y = rows[Y].to_numpy(dtype=np.float64)
         self._step = pd.Timedelta(self._ds[1] - self._ds[0])
@@ -140,6 +151,7 @@ class PeakReplayForecaster:
             )
         lead = max(1, min(horizon, history.pool.lead_steps))
         bounds = self._bounds(position, lead)
+        raw, unit = self._raw_bounds(position, lead)
         values = dict(zip(self.levels, bounds, strict=True))
         origin = now.to_pydatetime()
         return PointForecast(
@@ -148,6 +160,7 @@ class PeakReplayForecaster:
             quantiles={float(q): np.full(horizon, values[float(q)]) for q in levels},
             peak_lead=lead,
             last=observed,
+            scale=unit if np.isfinite(raw).any() and np.isfinite(unit) and unit > 0 else None,
         )
 
     # -- online state ----------------------------------------------------------------
@@ -168,6 +181,9 @@ class PeakReplayForecaster:
                 eta=self.eta,
                 halflife=self.halflife,
                 min_misses=self.min_misses,
+                gamma=self.gamma,
+                snap=self.snap,
+                min_level=self.min_level,
             )
             midnight = self._ds[position].floor("D")
             day_start = int(self._ds.searchsorted(midnight))

@@ -39,6 +39,8 @@ class PointForecast:
             (a flat path of the peak forecaster): the policy then provisions at it as
             it does a served peak forecast, without a utilisation margin.
         last: the demand at ``origin`` the peak's headroom is measured from.
+        scale: the series' volatility at ``origin`` the peak model worked in (the unit
+            of a pool's ``safety_margin``); None when the forecaster has none.
     """
 
     origin: datetime
@@ -46,6 +48,7 @@ class PointForecast:
     quantiles: dict[float, FloatArray]
     peak_lead: int | None = None
     last: float | None = None
+    scale: float | None = None
 
 
 class ReplayForecaster(Protocol):

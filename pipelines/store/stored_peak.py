@@ -7,11 +7,13 @@ The service (:mod:`api.forecasts`) and the twin's replay of the stored runs
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
 import pandas as pd
 
 from forecaster.peak.fleet import lead_steps
+from forecaster.peak.types import SCALE
 from forecaster.types import quantile_column, quantile_levels
 from pipelines.store.peak_forecasts import LAST, LEAD, ORIGIN, RAW, RETURN
 from policy.peak import PeakForecast
@@ -61,5 +63,15 @@ def stored_peak(
         lead=int(row[LEAD]) * step,
         raw=raw or None,
         returning=None if pd.isna(row[RETURN]) else float(row[RETURN]),
+        scale=_scale(row),
     )
     return peak, ""
+
+
+def _scale(row: pd.Series) -> float | None:
+    """The row's volatility scale, None where it has none (rows from before it was stored)."""
+    value = row.get(SCALE)
+    if value is None or pd.isna(value):
+        return None
+    scale = float(value)
+    return scale if math.isfinite(scale) and scale > 0 else None

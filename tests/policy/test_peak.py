@@ -205,3 +205,65 @@ def test_a_returning_level_must_be_a_number_of_gpus() -> None:
         replace(returned(), returning=float("nan"))
     with pytest.raises(DataValidationError, match="returning level"):
         replace(returned(), returning=-1.0)
+
+
+def scaled(q90: float = 60.0, scale: float | None = 4.0) -> PeakForecast:
+    return replace(peak(q90=q90), scale=scale)
+
+
+def test_a_safety_margin_adds_margin_times_the_volatility_to_the_peak_quantile() -> None:
+    none = run(forecast(scaled(q90=60.0, scale=4.0)))
+    some = run(forecast(scaled(q90=60.0, scale=4.0)), safety_margin=2.5)
+
+    # 60 + 2.5 x 4 = 70 GPUs -> ceil(70 / 8) = 9 nodes; without it 60 -> 8.
+    assert none.desired_nodes == 8
+    assert some.explanation.inputs["forecast_peak_gpus"].value == 70.0
+    assert some.explanation.stages.forecast_nodes == 9
+    assert some.desired_nodes == 9
+    assert "a safety margin of 2.5 x the demand's recent volatility (10 GPUs)" in (
+        some.explanation.summary
+    )
+    assert some.explanation.settings["safety_margin"] == 2.5
+
+
+def test_a_zero_safety_margin_changes_nothing() -> None:
+    plain = run(forecast(peak(q90=60.0)))
+    zero = run(forecast(scaled(q90=60.0, scale=4.0)), safety_margin=0.0)
+
+    assert zero.desired_nodes == plain.desired_nodes
+    assert zero.explanation.summary == plain.explanation.summary
+    assert zero.explanation.settings == plain.explanation.settings
+    assert "safety_margin" not in zero.explanation.settings
+
+
+def test_a_safety_margin_moves_with_the_headroom_to_newer_demand() -> None:
+    newer = live(demand=70.0, at=NOW - MIN)
+    rec = run(forecast(scaled(q90=60.0, scale=4.0)), newer, safety_margin=1.0)
+
+    # headroom 20 carried to 70 = 90, plus 1 x 4 = 94 GPUs -> 12 nodes
+    assert rec.explanation.inputs["forecast_peak_gpus"].value == 94.0
+    assert rec.desired_nodes == 12
+
+
+def test_a_safety_margin_without_a_scale_is_not_applied_and_said() -> None:
+    rec = run(forecast(scaled(q90=60.0, scale=None)), safety_margin=3.0)
+
+    assert rec.desired_nodes == 8
+    assert "no safety margin: the peak forecast carries no volatility scale" in (
+        rec.explanation.summary
+    )
+
+
+def test_the_per_horizon_fallback_gets_no_safety_margin_and_says_why() -> None:
+    rec = run(forecast(None, values=(41.0, 45.0, 99.0)), safety_margin=3.0)
+
+    assert rec.explanation.stages.forecast_nodes == 16  # as without a margin
+    assert "no safety margin: the per-horizon fallback has no volatility scale" in (
+        rec.explanation.summary
+    )
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_peak_forecasts_scale_must_be_a_positive_number(bad: float) -> None:
+    with pytest.raises(DataValidationError, match="scale must be finite and > 0"):
+        scaled(scale=bad)

@@ -165,6 +165,22 @@ ERROR_CASES = {
         "pools:\n  - {name: a, node_group_id: g, scale_down: {max_step_percent: 150}}\n",
         ["pool 'a' field scale_down.max_step_percent:", "(got 150)", "in [0, 100]"],
     ),
+    "negative safety margin": (
+        "pools:\n  - {name: a, node_group_id: g, safety_margin: -1}\n",
+        ["pool 'a' field safety_margin:", "(got -1)", "a finite number >= 0"],
+    ),
+    "safety margin not a number": (
+        "pools:\n  - {name: a, node_group_id: g, safety_margin: lots}\n",
+        ["pool 'a' field safety_margin:", "valid number", "(got 'lots')", ">= 0"],
+    ),
+    "infinite safety margin": (
+        "pools:\n  - {name: a, node_group_id: g, safety_margin: .inf}\n",
+        ["pool 'a' field safety_margin:", "finite number", "(got inf)"],
+    ),
+    "boolean safety margin": (
+        "pools:\n  - {name: a, node_group_id: g, safety_margin: true}\n",
+        ["pool 'a' field safety_margin: safety_margin must be a number, not True"],
+    ),
     "bad name": (
         "pools:\n  - {name: A100_Train, node_group_id: g}\n",
         ["pool 'A100_Train' field name:", "a DNS label"],
@@ -280,3 +296,10 @@ def test_the_newsvendor_quantile_follows_the_cost_ratio() -> None:
         newsvendor_quantile(0.0)
     with pytest.raises(ValueError, match="waiting_cost_ratio"):
         PoolConfig.model_validate(base | {"waiting_cost_ratio": -2})
+
+
+def test_the_safety_margin_defaults_to_none_and_takes_a_number(tmp_path: Path) -> None:
+    plain = PoolConfig(name="a", node_group_id="g")
+    assert plain.safety_margin == 0.0
+    path = write(tmp_path, "pools:\n  - {name: a, node_group_id: g, safety_margin: 2.5}\n")
+    assert load_pools(path).get("a").safety_margin == 2.5

@@ -221,3 +221,44 @@ def test_aci_leaves_the_levels_its_window_cannot_calibrate_unless_told():
     b = np.array([every._bounds(p, 2) for p in positions])
     np.testing.assert_array_equal(a[:, 0], b[:, 0])
     assert not np.allclose(a[:, 1], b[:, 1])
+
+
+def test_a_safety_margin_past_the_top_quantile_reaches_lower_waiting_at_higher_cost():
+    frame = fleet(seed=2)
+    models: ModelCache = {}
+    forecaster = PeakReplayForecaster(frame, "p0/demand_gpus", LEVELS, params=SMALL, models=models)
+    results = {}
+    for margin in (0.0, 4.0):
+        config = pool(0.95).model_copy(update={"safety_margin": margin})
+        policy = ForesightPolicy(config, forecaster)
+        results[margin] = simulate(replay_of(frame), config, policy)
+        assert policy.last is not None
+        if margin:  # the served words say what the margin added
+            assert "a safety margin of 4 x the demand's recent volatility" in (
+                policy.last.explanation.summary
+            )
+
+    assert results[4.0].waiting_gpu_hours < results[0.0].waiting_gpu_hours
+    assert results[4.0].gpu_hours_provisioned > results[0.0].gpu_hours_provisioned
+
+
+class Scales(Recorder):
+    """Keeps the scale every replayed peak forecast carried."""
+
+    def __init__(self, inner: PeakReplayForecaster) -> None:
+        super().__init__(inner)
+        self.scales: list[float | None] = []
+
+    def forecast(self, history: History, horizon: int, levels: Sequence[float]) -> PointForecast:
+        made = super().forecast(history, horizon, levels)
+        self.scales.append(made.scale)
+        return made
+
+
+def test_the_replayed_peak_forecast_carries_the_models_scale():
+    frame = fleet(seed=1)
+    recorder = Scales(PeakReplayForecaster(frame, "p0/demand_gpus", LEVELS, params=SMALL))
+    config = pool(0.9)
+    simulate(replay_of(frame), config, ForesightPolicy(config, recorder))
+    assert recorder.scales
+    assert all(s is not None and s > 0 for s in recorder.scales)
