@@ -20,17 +20,29 @@ to the oracle, in hindsight), the oracle, Foresight and the two references.
   nothing later; its raw quantiles calibrated and combined online exactly as the
   forecast job does before storing them (:mod:`forecaster.peak.online`); each step the
   bound goes through ``policy.decide``. Its quantile is swept from 0.05 to 0.999,
-  so it reaches as low and as high a cost as the references.
+  then past it through the pool's ``safety_margin`` (q0.999 plus 0.5 to 60 times the
+  series' volatility), so it reaches as low and as high a cost as the references.
   ``--model champion`` replays the per-horizon champion (the fallback when a version
   has no peak model), ``--model FAMILY`` pins one family of it, for diagnosis.
 - References (persistence / seasonal naive + k standard deviations, k swept 0 to 4):
   the same policy chain (target utilisation, reactive floor, bounds, stabilisation),
-  differing from Foresight only in the forecast.
+  differing from Foresight only in the forecast; and a static size of the
+  prehistory's mean demand + k standard deviations (``static-ksd``).
+
+Held out by family (default): the online layer's constants (ACI's step size, the mix's
+sharpness and half-life, the snap to demand, the lowest level held after an idle
+spell) are, for each case, the ones ``peak_quantile.py`` chose on the tune windows of
+the *other* trace families (:mod:`benchmarks.peak_lofo`, read from its JSON,
+``--constants``); a family it did not score (outside ``--data``) gets the constants
+chosen on all the shared families. ``--in-sample`` serves the constants chosen on
+every family's tune window instead, labelled so. Constants still chosen in-sample long
+ago and not re-chosen per family are listed in the output (``not_held_out``).
 
 Comparisons are at equal cost only (:mod:`pipelines.simulate.equal_cost`): every
 policy's best gap closed at cost <= 1.02 / 1.05 / 1.10 x the oracle's GPU-hours, and
 Foresight's frontier against each other policy's, interpolated at each other's costs.
-The verdict is computed from those figures.
+The verdict is computed from those figures, and so is the lead over the best simple
+buffer at caps 1.01-1.5x per case and per family (:mod:`benchmarks.buffer_lead`).
 
 Accounting: the traces' 10-min step (5-min, each value held twice, for the 5-min lead);
 unmet demand is carried to the next step (``--accounting no-carry`` drops it after one
@@ -71,6 +83,7 @@ from benchmarks.decision_report import (  # noqa: E402
     report,
     score,
 )
+from benchmarks.families import family_of  # noqa: E402
 from benchmarks.inputs import (  # noqa: E402
     INPUT_ERRORS,
     add_input_options,
@@ -81,6 +94,7 @@ from benchmarks.inputs import (  # noqa: E402
     pick_series,
     pool_signal_ids,
 )
+from benchmarks.peak_lofo import SERVED, Constants  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.estimator import Estimator  # noqa: E402
 from forecaster.exceptions import ConfigError, DataValidationError, SourceError  # noqa: E402
@@ -107,12 +121,26 @@ from pipelines.simulate.result import (  # noqa: E402
     accounting,
     accounting_line,
 )
-from pipelines.simulate.static import smallest_static_meeting  # noqa: E402
+from pipelines.simulate.static import StaticPolicy, smallest_static_meeting  # noqa: E402
 from policy.config import ScaleDownConfig  # noqa: E402
 
 LEADS_MIN = (5, 10, 20)
 QUANTILES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
 KS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
+MARGINS = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0, 30.0, 60.0)
+"""``safety_margin`` values swept at the highest quantile (volatility units)."""
+STATIC_KS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)
+"""``k`` of the static size ``mean + k sd`` of the prehistory's demand."""
+CONSTANTS_FROM = ROOT / "benchmarks" / "results" / "peak_quantile.json"
+NOT_HELD_OUT = (
+    "the peak model's hyperparameters (PeakQuantileForecaster defaults; the Earth VC "
+    "fleet's VC_PARAMS) and its features and scale definition, chosen on Earth windows "
+    "before #40",
+    "ACI's minimum expected misses (MIN_EXPECTED_MISSES = 5, --aci-min-misses)",
+    "the online mix's experts (which references it mixes), chosen on every family",
+    "ACI's window and the warmup of the online state",
+)
+"""What the served path still uses as chosen in-sample, not re-chosen per family here."""
 VCS = ("vc6YE", "vcvlY", "vcLJZ", "vcpDC")
 LORA_PEAK_GPUS = 256.0
 GPUS_PER_NODE = 8
@@ -270,8 +298,15 @@ def run_case(
     scale_down: ScaleDownConfig | None = None,
     prehistory: timedelta = PREHISTORY,
     aci_min_misses: float = MIN_EXPECTED_MISSES,
+    family: str = "",
+    constants: Constants = SERVED,
+    chosen: str = "in-sample",
 ) -> dict[str, Any]:
-    """Replay every policy on one case at one lead time and return its figures."""
+    """Replay every policy on one case at one lead time and return its figures.
+
+    ``constants`` are the online layer's (``chosen`` says how: ``held out`` when picked
+    without ``family``, ``in-sample`` otherwise).
+    """
     series = on_step(series, lead)
     step = series.index[1] - series.index[0]
     split = series.index[0] + prehistory
@@ -301,6 +336,11 @@ def run_case(
             QUANTILES,
             params=fleet.params,
             min_misses=aci_min_misses,
+            gamma=constants.gamma,
+            eta=constants.eta,
+            halflife=constants.halflife,
+            snap=constants.snap,
+            min_level=constants.min_level,
             models=peak_models,
         )
         forecaster, fit_log = peak, peak.fit_log
@@ -319,6 +359,15 @@ def run_case(
         policy = ForesightPolicy(pool.model_copy(update={"quantile": q}), forecaster)
         runs.append(("foresight", f"q{q:g}", sim(policy)))
         terms[f"q{q:g}"] = dict(policy.terms)
+    if fleet is not None:  # past the highest quantile: the pool's safety margin
+        top = QUANTILES[-1]
+        for margin in MARGINS:
+            pool_m = pool.model_copy(update={"quantile": top, "safety_margin": margin})
+            policy = ForesightPolicy(pool_m, forecaster)
+            runs.append(("foresight", f"q{top:g}+m{margin:g}", sim(policy)))
+            terms[f"q{top:g}+m{margin:g}"] = dict(policy.terms)
+    for k, nodes in static_sizes(pre, pool).items():
+        runs.append(("static-ksd", f"k{k:g} ({nodes} nodes)", sim(StaticPolicy(nodes))))
     for ref, base in REFERENCES.items():
         for k in KS:
             runs.append(
@@ -336,6 +385,7 @@ def run_case(
     ]
     case = {
         "case": name,
+        "family": family or name,
         "lead_minutes": minutes(lead),
         "step_minutes": minutes(step),
         "accounting": accounting(step, carry=carry),
@@ -344,6 +394,8 @@ def run_case(
         "replay_end": str(replay.index[-1]),
         "aci_min_misses": aci_min_misses if fleet is not None else None,
         "return_level": True if fleet is not None else None,  # always held, as served
+        "online_constants": constants.as_dict() if fleet is not None else None,
+        "constants_chosen": chosen if fleet is not None else None,
         "pool": {
             "max_nodes": pool.max_nodes,
             "gpus_per_node": GPUS_PER_NODE,
@@ -360,6 +412,59 @@ def run_case(
     case = score(case)
     case["figure"] = str(plot_case(case, figures, accounting_line(step, carry=carry)))
     return case
+
+
+def static_sizes(pre: pd.Series, pool: PoolConfig) -> dict[float, int]:
+    """Static sizes ``ceil((mean + k sd) / gpus per node)`` of the prehistory, per ``k``.
+
+    Within the pool's bounds; a ``k`` giving a size an earlier ``k`` gave is left out.
+    """
+    mean, sd = float(pre.mean()), float(pre.std(ddof=0))
+    sizes: dict[float, int] = {}
+    for k in STATIC_KS:
+        nodes = math.ceil(max(0.0, mean + k * sd) / pool.gpus_per_node - 1e-9)
+        nodes = min(pool.max_nodes, max(pool.min_nodes, nodes))
+        if nodes not in sizes.values():
+            sizes[k] = nodes
+    return sizes
+
+
+def case_constants(
+    families: dict[str, str], folds: dict[str, Constants] | None, fallback: Constants
+) -> dict[str, tuple[Constants, str]]:
+    """Per case, the online constants and how they were chosen.
+
+    Args:
+        families: case -> its trace family.
+        folds: family -> the constants chosen without it (held out); None: in-sample.
+        fallback: the constants for a family no fold left out (one the choice never
+            saw, so held out too) and for the in-sample run.
+    """
+    if folds is None:
+        return dict.fromkeys(families, (fallback, "in-sample"))
+    return {case: (folds.get(family, fallback), "held out") for case, family in families.items()}
+
+
+def read_folds(path: Path) -> tuple[dict[str, Constants], Constants]:
+    """The per-family held-out constants ``peak_quantile.py`` chose, and its all-family choice.
+
+    Raises:
+        SourceError: the file is missing or was not written by a held-out run.
+    """
+    if not path.is_file():
+        raise SourceError(
+            f"--constants {path} does not exist; run benchmarks/peak_quantile.py first "
+            "(held out by family) or pass --in-sample"
+        )
+    saved = json.loads(path.read_text())
+    if not saved.get("folds"):
+        raise SourceError(
+            f"--constants {path} holds no per-family folds (an --in-sample run?); run "
+            "benchmarks/peak_quantile.py held out, or pass --in-sample"
+        )
+    folds = {f: Constants(**v["constants"]) for f, v in saved["folds"].items()}
+    production = saved.get("production", {}).get("constants")
+    return folds, Constants(**production) if production else SERVED
 
 
 def fitted_families(fit_log: Sequence[pd.Timestamp], cache: FitCache) -> list[dict[str, Any]]:
@@ -453,6 +558,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="misses a level must expect over ACI's window to be calibrated (default 5: "
         "not above 0.9826; 0 calibrates every level)",
     )
+    parser.add_argument(
+        "--in-sample",
+        action="store_true",
+        help="serve the online constants chosen on every family's tune window (the old "
+        "in-sample way, labelled so); default: each family's chosen without it",
+    )
+    parser.add_argument(
+        "--constants",
+        type=Path,
+        default=CONSTANTS_FROM,
+        help="peak_quantile.py's JSON with the per-family held-out constants (default "
+        "benchmarks/results/peak_quantile.json)",
+    )
     add_input_options(
         parser,
         "cases (default names such as earth_total, or series ids)",
@@ -466,7 +584,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--rescore reads --output {args.output}, which does not exist")
         saved = json.loads(args.output.read_text())
         cases = [score(c) for c in saved["cases"]]
-        return report(console, cases, saved["elapsed_seconds"], args.output, leads)
+        return report(
+            console,
+            cases,
+            saved["elapsed_seconds"],
+            args.output,
+            leads,
+            mode=saved.get("mode", ""),
+            not_held_out=saved.get("not_held_out", ()),
+        )
     scale_down = None
     if args.scale_down:
         window, _, rest = str(args.scale_down).partition(",")
@@ -488,8 +614,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     prehistory = timedelta(days=args.prehistory_days)
     try:
         cases_in, fleets = read_cases(args, peak=args.model == PEAK, prehistory=prehistory)
+        folds, production = (None, SERVED) if args.in_sample else read_folds(args.constants)
     except INPUT_ERRORS as exc:
         return input_error(parser.prog, exc)
+    families = {
+        name: family_of(DEFAULT_CASES[name])
+        if name in DEFAULT_CASES and not args.data
+        else family_of(fleets[name].target)
+        if name in fleets
+        else name
+        for name in cases_in
+    }
+    chosen = case_constants(families, folds, production)
     peak_models: dict[tuple[str, pd.Timedelta], ModelCache] = {}
     settings = load_settings(root=ROOT)
     if args.model != PEAK:
@@ -523,6 +659,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     scale_down=scale_down,
                     prehistory=prehistory,
                     aci_min_misses=args.aci_min_misses,
+                    family=families[name],
+                    constants=chosen[name][0],
+                    chosen=chosen[name][1],
                 )
             )
             console.print(
@@ -532,7 +671,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             partial = {"partial": True, "elapsed_seconds": time.perf_counter() - started}
             args.output.parent.mkdir(parents=True, exist_ok=True)
             args.output.write_text(json.dumps(partial | {"cases": results}, default=str))
-    return report(console, results, time.perf_counter() - started, args.output, leads)
+    return report(
+        console,
+        results,
+        time.perf_counter() - started,
+        args.output,
+        leads,
+        mode=mode_label(args.in_sample, args.constants),
+        not_held_out=NOT_HELD_OUT,
+    )
+
+
+def mode_label(in_sample: bool, constants: Path) -> str:
+    """How the online constants were chosen, as the output says it."""
+    if in_sample:
+        return (
+            "IN-SAMPLE (--in-sample): the online constants chosen on every family's tune "
+            "window, the scored family's included"
+        )
+    return (
+        "held out by family: each case's online constants chosen on the other families' "
+        f"tune windows ({constants.name}'s folds)"
+    )
 
 
 def lead_minutes(text: str) -> list[int]:

@@ -18,6 +18,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.buffer_lead import CAPS, family_rows, lead_at_caps, targets
 from pipelines.simulate.equal_cost import (
     BUDGETS,
     at_least_as_good,
@@ -56,6 +57,8 @@ def score(case: dict[str, Any]) -> dict[str, Any]:
     case["where_both_reach"] = {
         ref: where_both_reach(every[SUBJECT], every[ref]) for ref in REFS if ref in every
     }
+    case["buffer_lead"] = lead_at_caps(every)
+    case.setdefault("family", case["case"])
     return case
 
 
@@ -200,14 +203,68 @@ def average_table(rows: Sequence[dict[str, Any]], lead: int) -> Table:
     return table
 
 
+def lead_table(cases: Sequence[dict[str, Any]]) -> Table:
+    """Per case and lead: Foresight's lead over the best simple buffer at each cost cap."""
+    table = Table(title="Lead over the best simple buffer at cost <= cap x oracle (equal cost)")
+    table.add_column("case")
+    table.add_column("family")
+    table.add_column("lead", justify="right")
+    for cap in CAPS:
+        table.add_column(f"{cap:g}", justify="right")
+    table.add_column("mean (caps)", justify="right")
+    table.add_column("worst", justify="right")
+    for c in cases:
+        row = c["buffer_lead"]
+        table.add_row(
+            c["case"],
+            c["family"],
+            str(c["lead_minutes"]),
+            *(_f(v["lead"], 3) for v in row["caps"].values()),
+            f"{_f(row['mean_lead'], 3)} ({row['caps_both_reach']})",
+            _f(row["worst_lead"], 3),
+        )
+    return table
+
+
+def family_table(rows: Sequence[dict[str, Any]]) -> Table:
+    """Per family and lead: the mean over its cases of the lead at each cap."""
+    table = Table(title="Lead over the best simple buffer, mean over the family's cases")
+    table.add_column("family")
+    table.add_column("lead", justify="right")
+    table.add_column("cases", justify="right")
+    for cap in CAPS:
+        table.add_column(f"{cap:g}", justify="right")
+    table.add_column("mean (caps)", justify="right")
+    table.add_column("worst", justify="right")
+    for r in rows:
+        table.add_row(
+            r["family"],
+            str(r["lead_minutes"]),
+            str(r["cases"]),
+            *(_f(v, 3) for v in r["lead_at_cap"].values()),
+            _f(r["mean_lead"], 3),
+            _f(r["worst_lead"], 3),
+        )
+    return table
+
+
 def report(
     console: Console,
     cases: list[dict[str, Any]],
     elapsed: float,
     output: Path,
     leads: Sequence[int],
+    *,
+    mode: str = "",
+    not_held_out: Sequence[str] = (),
 ) -> int:
-    """Print the tables and the verdict, write the JSON."""
+    """Print the tables and the verdict, write the JSON.
+
+    ``mode`` says how the constants were chosen (held out by family or in-sample);
+    ``not_held_out`` lists what the served path still uses as chosen in-sample.
+    """
+    if mode:
+        console.print(f"Constants: {mode}")
     console.print(case_table(cases))
     for c in cases:
         if c["case"] == HEADLINE[0] and c["lead_minutes"] == HEADLINE[1]:
@@ -216,8 +273,14 @@ def report(
     averages = average_rows(cases)
     for lead in leads:
         console.print(average_table(averages, lead))
+    console.print(lead_table(cases))
+    families = family_rows(cases)
+    console.print(family_table(families))
     judged = verdict(cases)
+    judged["issue_40_targets"] = targets(cases, families)
     console.print(f"Verdict: {json.dumps(judged, indent=1)}")
+    for item in not_held_out:
+        console.print(f"Not held out (chosen in-sample before, not re-chosen per family): {item}")
     if cases:
         console.print(f"Accounting: {json.dumps(cases[0]['accounting'])}")
     console.print(f"Replay elapsed {elapsed:.0f} s (shared machine: 2 cores used by several jobs).")
@@ -226,7 +289,11 @@ def report(
             "see benchmarks/decision_quality.py: reactive packed is the reactive reference; "
             "gap closed and cost ratio are against the oracle; comparisons at equal cost"
         ),
+        "mode": mode,
+        "not_held_out": list(not_held_out),
         "budgets": list(BUDGETS),
+        "caps": list(CAPS),
+        "families": families,
         "elapsed_seconds": elapsed,
         "verdict": judged,
         "averages": averages,
