@@ -7,7 +7,11 @@ benchmark has always shown. At each cost cap (1.01x to 1.5x the oracle's GPU-hou
 each policy's best gap closed at that cost or less is read off its frontier
 (:func:`pipelines.simulate.frontier.benefit_at`); the lead is Foresight's minus the
 best buffer's. A cap counts only where both reach it (each has a setting that cheap),
-so neither wins by sitting where the other has no point.
+so neither wins by sitting where the other has no point. A setting that closes less
+than none of the gap (waits more than reactive: a static size below demand waits
+for ever, as the carried backlog grows) is no buffer anyone would run, and is not
+counted as reaching its cost, for Foresight as for the buffers: a lead is never
+taken over a setting worse than doing nothing.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ def lead_at_caps(
     Raises:
         KeyError: no ``foresight`` points or no buffer among ``policies``.
     """
-    mine = policies[SUBJECT]
+    usable = {name: [(x, y) for x, y in pts if y >= 0] for name, pts in policies.items()}
+    mine = usable[SUBJECT]
     present = [b for b in buffers if b in policies]
     if not present:
         raise KeyError(f"none of the buffers {list(buffers)} is among {sorted(policies)}")
@@ -54,7 +59,7 @@ def lead_at_caps(
     leads: list[float] = []
     for cap in caps:
         ours = benefit_at(mine, cap)
-        theirs = {b: benefit_at(policies[b], cap) for b in present}
+        theirs = {b: benefit_at(usable[b], cap) for b in present}
         reached = {b: v for b, v in theirs.items() if math.isfinite(v)}
         best_name = max(reached, key=lambda b: reached[b]) if reached else ""
         best = reached.get(best_name, math.nan)

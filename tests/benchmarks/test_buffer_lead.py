@@ -49,6 +49,19 @@ def test_a_buffer_reaching_further_is_a_negative_lead() -> None:
     assert got["worst_lead"] == pytest.approx(-0.09)
 
 
+def test_a_setting_worse_than_reactive_does_not_reach_its_cost() -> None:
+    policies = {
+        "foresight": [(1.02, 0.4), (1.1, 0.9)],
+        "static-ksd": [(1.02, -3000.0), (1.5, 1.0)],
+        "ref-persistence": [(1.08, 0.8)],
+    }
+    got = lead_at_caps(policies, caps=(1.02, 1.1, 1.5))
+    assert math.isnan(got["caps"]["1.02"]["lead"])  # not +3000.4 over a static starving demand
+    assert got["caps"]["1.1"]["lead"] == pytest.approx(0.1)
+    assert got["caps"]["1.5"]["lead"] == pytest.approx(-0.1)
+    assert got["caps_both_reach"] == 2
+
+
 def test_no_buffer_is_a_mistake_said_at_once() -> None:
     with pytest.raises(KeyError, match="none of the buffers"):
         lead_at_caps({"foresight": [(1.0, 0.5)]})
