@@ -92,6 +92,23 @@ def read_input(args: argparse.Namespace) -> pd.DataFrame | None:
     return None if shared is None else load_series(shared)
 
 
+def read_series(args: argparse.Namespace) -> pd.DataFrame | None:
+    """The validated series the arguments pick (``--series``, ``--quick``'s few by
+    default under ``--quick``); None without ``--data`` files or shared traces.
+
+    Raises:
+        DataValidationError, SourceError: a file or a series id is unusable.
+    """
+    raw = read_input(args)
+    if raw is None:
+        return None
+    wanted = list(args.series or [])
+    if args.quick and not wanted:
+        wanted = list(QUICK)
+    df, _ = validate_series(keep_series(raw, wanted or None))
+    return df
+
+
 def load_series(data_dir: Path) -> pd.DataFrame:
     """Today's series from the shared traces, named ``<entity>/<signal>`` (not validated)."""
     frames = [
@@ -300,16 +317,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_input_options(parser, "series ids")
     args = parser.parse_args(argv)
     try:
-        raw = read_input(args)
-        if raw is None:
-            print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
-            return 1
-        wanted = list(args.series or [])
-        if args.quick and not wanted:
-            wanted = list(QUICK)
-        df, _ = validate_series(keep_series(raw, wanted or None))
+        df = read_series(args)
     except INPUT_ERRORS as exc:
         return input_error(parser.prog, exc)
+    if df is None:
+        print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
+        return 1
     settings = load_settings(root=ROOT)
     steps = df.groupby(UID)[DS].apply(lambda s: s.diff().median())
     started = time.perf_counter()

@@ -44,10 +44,9 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.forecast_accuracy import QUICK, read_input  # noqa: E402
-from benchmarks.inputs import INPUT_ERRORS, add_input_options, input_error, keep_series  # noqa: E402
+from benchmarks.forecast_accuracy import read_series  # noqa: E402
+from benchmarks.inputs import INPUT_ERRORS, add_input_options, input_error  # noqa: E402
 from forecaster.champion import ChampionForecaster  # noqa: E402
-from forecaster.contract import validate_series  # noqa: E402
 from forecaster.metrics import horizon_steps, naive_scale  # noqa: E402
 from forecaster.models.guarded import GUARDED, with_combinations  # noqa: E402
 from forecaster.training import recent_history  # noqa: E402
@@ -213,16 +212,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_input_options(parser, "series ids")
     args = parser.parse_args(argv)
     try:
-        raw = read_input(args)
-        if raw is None:
-            print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
-            return 1
-        wanted = list(args.series or [])
-        if args.quick and not wanted:
-            wanted = list(QUICK)
-        df, _ = validate_series(keep_series(raw, wanted or None))
+        df = read_series(args)
     except INPUT_ERRORS as exc:
         return input_error(parser.prog, exc)
+    if df is None:
+        print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
+        return 1
     after = [pd.Timedelta(a) for a in args.after]
     console = Console()
     # A fleet is the series of one step that cover the same days (one trace): the
