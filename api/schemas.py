@@ -308,6 +308,9 @@ class PoolOut(_Out):
     cost_per_node_hour: float
     target_utilisation: float
     quantile: float
+    safety_margin: float = Field(
+        description="volatility units provisioned beyond the peak quantile (0: none)"
+    )
     signals: dict[str, SignalOut]
     services: list[ServiceOut]
     scale_down: ScaleDownOut

@@ -23,6 +23,7 @@ def pool_out(pool: PoolConfig, node_group_warning: str | None = None) -> PoolOut
         cost_per_node_hour=pool.cost_per_node_hour,
         target_utilisation=pool.target_utilisation,
         quantile=pool.quantile,
+        safety_margin=pool.safety_margin,
         signals={
             name: SignalOut(promql=pool.promql(name), column=source.column)
             for name, source in pool.signals.items()

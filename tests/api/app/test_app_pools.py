@@ -36,3 +36,21 @@ def test_pools_show_the_node_group_warning_of_each_pool(
     warnings = {pool["name"]: pool["node_group_warning"] for pool in body["pools"]}
     assert warnings["beta"] is None
     assert "instance group URL" in warnings["alpha"]
+
+
+def test_pools_show_each_pools_safety_margin(
+    make_services: MakeServices, make_app: Callable[..., FastAPI], pools: PoolsConfig
+) -> None:
+    configured = PoolsConfig.model_validate(
+        {
+            "pools": [
+                pools.pools[0].model_dump(mode="json"),
+                {**pools.pools[1].model_dump(mode="json"), "safety_margin": 2.5},
+            ],
+        }
+    )
+    with TestClient(make_app(make_services(pools=configured))) as client:
+        body = client.get("/pools").json()
+
+    margins = {pool["name"]: pool["safety_margin"] for pool in body["pools"]}
+    assert margins == {"alpha": 0.0, "beta": 2.5}
