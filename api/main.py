@@ -39,6 +39,7 @@ from api.grpc_expander.wiring import start_configured_expander
 from api.latency import LatencyTracker
 from api.limits import install_limits
 from api.metrics import AppMetrics, RequestTimer
+from api.polled_reads import PolledReads
 from api.routers import (
     chain,
     forecast,
@@ -315,6 +316,7 @@ def _install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     app.state.metrics = metrics
     # Added last, so outermost: the timer also sees the 413s of the body limit.
     install_limits(app)
+    app.add_middleware(PolledReads)
     app.add_middleware(RequestTimer, histogram=metrics.request_seconds)
     guarded = [Depends(authorize)]
     for router in routers:
