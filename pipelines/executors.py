@@ -14,6 +14,14 @@ thread: Dask's nanny already starts workers with ``OMP_NUM_THREADS=1`` (and the 
 OpenBLAS equivalents), and the local pool's workers do the same in their initializer.
 Without it every worker's BLAS spreads over all cores and the workers fight for them
 (statsmodels' exponential smoothing took 1.6x the CPU time of a single thread).
+
+A job that runs every few minutes (the forecast job) asks for a *kept* pool
+(``make_executor(..., keep="forecast")``): the pool outlives the run and the next run
+of the same name gets it back, so a cycle does not pay for starting processes and
+importing the models' modules in them. A kept pool found broken (a worker died, say
+killed for memory) is replaced before it is handed out, and a run that fails (a worker
+died mid-run) drops its pool, so the run after it starts on a fresh one. :func:`cancel_local_work`
+stops kept pools too.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -52,6 +60,8 @@ forecast job's tasks and the models they unpickle; ``forecaster.series_tasks``).
 
 _pools: set[ProcessPoolExecutor] = set()
 """The local pools open in this process (:func:`cancel_local_work` stops them)."""
+_kept: dict[str, tuple[int, ProcessPoolExecutor]] = {}
+"""Kept pools (with their size) by the name they were asked for with, open between runs."""
 _pools_lock = threading.Lock()
 
 
@@ -66,6 +76,8 @@ def cancel_local_work() -> int:
     """
     with _pools_lock:
         pools = list(_pools)
+        _pools.clear()
+        _kept.clear()  # a stopped pool is never handed out again
     for pool in pools:
         pool.shutdown(wait=False, cancel_futures=True)
     return len(pools)
@@ -88,6 +100,7 @@ def make_executor(
     dask_address: str | None = None,
     *,
     connect_timeout_s: float = DASK_CONNECT_TIMEOUT_S,
+    keep: str | None = None,
 ) -> Iterator[Executor | None]:
     """Yield the executor work fans out to, and shut it down afterwards.
 
@@ -98,6 +111,9 @@ def make_executor(
             goes to that cluster and ``workers`` is ignored (the cluster's workers
             decide the parallelism).
         connect_timeout_s: how long to wait for the Dask scheduler.
+        keep: keep the local pool open after the run under this name, and reuse the
+            one kept under it (replaced when broken or of another size); for a job
+            run every few minutes. Ignored with Dask or a single worker.
 
     Raises:
         ConfigError: the Dask scheduler at ``dask_address`` cannot be reached (the
@@ -110,6 +126,21 @@ def make_executor(
     if workers <= 1:
         yield None
         return
+    if keep is not None:
+        with _kept_pool(keep, workers) as pool:
+            yield pool
+        return
+    pool = _new_pool(workers)
+    try:
+        with pool:
+            yield pool
+    finally:
+        with _pools_lock:
+            _pools.discard(pool)
+
+
+def _new_pool(workers: int) -> ProcessPoolExecutor:
+    """A local pool of ``workers`` processes, registered for :func:`cancel_local_work`."""
     # Workers come from a fork server, not forked from this process: a fork would
     # inherit its sockets (the port `foresight serve` listens on stayed taken while a
     # worker lived) and whatever locks its threads held at that instant.
@@ -120,12 +151,49 @@ def make_executor(
     )
     with _pools_lock:
         _pools.add(pool)
+    return pool
+
+
+@contextmanager
+def _kept_pool(name: str, workers: int) -> Iterator[ProcessPoolExecutor]:
+    """The pool kept under ``name``, healthy and of ``workers``; dropped if it breaks."""
+    with _pools_lock:
+        size, pool = _kept.pop(name, (workers, None))
+    if pool is not None and (size != workers or not _usable(pool)):
+        _drop(pool)
+        pool = None
+    pool = pool or _new_pool(workers)
     try:
-        with pool:
-            yield pool
-    finally:
-        with _pools_lock:
-            _pools.discard(pool)
+        yield pool
+    except BaseException:
+        # A worker died, the run failed with tasks still queued, or it was cancelled:
+        # the next run starts on a fresh pool, never behind this run's leftovers.
+        _drop(pool)
+        raise
+    _keep(name, workers, pool)
+
+
+def _usable(pool: ProcessPoolExecutor) -> bool:
+    """Whether a kept pool can take work: not shut down, no worker died."""
+    try:
+        # Raises at once when a worker died since the last run (BrokenExecutor) or the
+        # pool was shut down (RuntimeError); otherwise a no-op task.
+        pool.submit(int)
+    except (BrokenExecutor, RuntimeError):
+        return False
+    return True
+
+
+def _keep(name: str, workers: int, pool: ProcessPoolExecutor) -> None:
+    with _pools_lock:
+        if pool in _pools:  # not stopped by cancel_local_work meanwhile
+            _kept[name] = (workers, pool)
+
+
+def _drop(pool: ProcessPoolExecutor) -> None:
+    with _pools_lock:
+        _pools.discard(pool)
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 @contextmanager

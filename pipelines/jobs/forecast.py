@@ -25,7 +25,8 @@ reads only recorded runs, so it never serves a run's forecasts without its peaks
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+import logging
+from concurrent.futures import BrokenExecutor, Executor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
@@ -50,11 +51,13 @@ from pipelines.jobs.history import newest_sample, read_history, training_plan
 from pipelines.jobs.phases import Phases
 from pipelines.jobs.report import JobReport
 from pipelines.jobs.runtime import borrowed_store, finish, no_progress, outcome_of, utc_now
-from pipelines.jobs.series_forecasts import forecast_fleet
+from pipelines.jobs.series_forecasts import SeriesForecasts, forecast_fleet
 from pipelines.store.peak_forecasts import LEAD, ORIGIN, RAW
 from pipelines.store.store import Store
 
 R = TypeVar("R")
+
+logger = logging.getLogger(__name__)
 
 JOB = "forecast"
 SAMPLE_AT_NOW = timedelta(microseconds=1)
@@ -164,19 +167,18 @@ def _forecast_and_store(
         recent = recent_history(history.frame, plan.max_train)
     problems = dict(history.problems)
     groups = [(str(uid), series) for uid, series in recent.groupby(UID, sort=True)]
-    with make_executor(settings.scheduler.workers, settings.scheduler.dask_address) as executor:
-        # The pools' own quantiles too: the service reads what is stored, fits nothing.
-        levels = tuple(sorted({*plan.levels, *plan.peak_levels}))
-        with phases("refit_predict"):
-            made = forecast_fleet(loaded, groups, plan.horizon, levels, executor, report)
-        with phases("peak"):
-            peaks = _peak_forecasts(loaded, recent, executor)
-        served = None
-        if isinstance(peaks, Unavailable):
-            problems[PEAK_PROBLEM] = str(peaks)
-        elif peaks is not None:
-            with phases("peak_online"):
-                served = _served(store, peaks, recent, history.step, executor)
+    # The pools' own quantiles too: the service reads what is stored, fits nothing.
+    levels = tuple(sorted({*plan.levels, *plan.peak_levels}))
+    work = (settings, store, loaded, groups, recent, history.step, plan.horizon, levels)
+    try:
+        made, peaks, served = _fanned_out(*work, report, phases)
+    except BrokenExecutor as exc:
+        # A worker died (killed for memory, say) and took the kept pool with it: the
+        # cycle is made again on a fresh pool rather than lost.
+        logger.warning("a forecast worker died (%s); running the cycle again on a new pool", exc)
+        made, peaks, served = _fanned_out(*work, report, phases)
+    if isinstance(peaks, Unavailable):
+        problems[PEAK_PROBLEM] = str(peaks)
     for uid, one in made.frames.items():
         if isinstance(one, Unavailable):
             problems[uid] = f"not forecast: {one}"
@@ -196,6 +198,36 @@ def _forecast_and_store(
     return _Run(
         stored.rows, stored.peak_rows, series, plan.horizon, problems, made.updated, made.refits
     )
+
+
+def _fanned_out(
+    settings: Settings,
+    store: Store,
+    loaded: LoadedModel,
+    groups: list[tuple[str, pd.DataFrame]],
+    recent: pd.DataFrame,
+    step: pd.Timedelta,
+    horizon: int,
+    levels: tuple[float, ...],
+    report: Progress,
+    phases: Phases,
+) -> tuple[SeriesForecasts, pd.DataFrame | Unavailable | None, pd.DataFrame | None]:
+    """The per-series forecasts, the raw peaks and the served ones, on the job's kept pool.
+
+    The pool outlives the run (:func:`pipelines.executors.make_executor`'s ``keep``):
+    a cycle every few minutes does not start processes.
+    """
+    address = settings.scheduler.dask_address
+    with make_executor(settings.scheduler.workers, address, keep=JOB) as executor:
+        with phases("refit_predict"):
+            made = forecast_fleet(loaded, groups, horizon, levels, executor, report)
+        with phases("peak"):
+            peaks = _peak_forecasts(loaded, recent, executor)
+        served = None
+        if peaks is not None and not isinstance(peaks, Unavailable):
+            with phases("peak_online"):
+                served = _served(store, peaks, recent, step, executor)
+    return made, peaks, served
 
 
 def _finished(

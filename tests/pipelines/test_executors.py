@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor
 
 import pytest
 from distributed import LocalCluster
@@ -121,3 +122,71 @@ def _open_socket_inodes() -> list[str]:
         if target.startswith("socket:"):
             found.append(target)
     return found
+
+
+def test_a_kept_pool_serves_the_next_run_of_its_name_with_the_same_workers() -> None:
+    with make_executor(2, keep="cycle") as first:
+        assert isinstance(first, ProcessPoolExecutor)
+        pids = {first.submit(os.getpid).result() for _ in range(4)}
+    with make_executor(2, keep="cycle") as second:
+        assert second is first
+        assert {second.submit(os.getpid).result() for _ in range(4)} <= pids
+    with make_executor(2, keep="other") as other:
+        assert other is not first
+    assert cancel_local_work() == 2  # both kept pools stopped
+    with make_executor(2, keep="cycle") as after:
+        assert after is not first  # a stopped pool is never handed out again
+        assert after is not None
+        assert after.submit(int, 3).result() == 3
+    assert cancel_local_work() == 1
+
+
+def test_a_kept_pool_of_another_size_is_replaced() -> None:
+    with make_executor(2, keep="cycle") as first:
+        assert first is not None
+    with make_executor(3, keep="cycle") as second:
+        assert second is not first
+    cancel_local_work()
+
+
+def test_a_kept_pool_whose_worker_died_between_runs_is_replaced() -> None:
+    with make_executor(2, keep="cycle") as first:
+        assert first is not None
+        victim = first.submit(os.getpid).result()
+    os.kill(victim, signal.SIGKILL)
+    _wait_until_broken(first)
+    with make_executor(2, keep="cycle") as second:
+        assert second is not first
+        assert second is not None
+        assert second.submit(int, 5).result(timeout=30) == 5
+    cancel_local_work()
+
+
+def test_a_run_whose_worker_died_leaves_a_fresh_pool_for_the_next() -> None:
+    with pytest.raises(BrokenExecutor), make_executor(2, keep="cycle") as first:
+        _kill_a_worker_and_submit(first)
+    with make_executor(2, keep="cycle") as second:
+        assert second is not first
+        assert second is not None
+        assert second.submit(int, 5).result(timeout=30) == 5
+    cancel_local_work()
+
+
+def _kill_a_worker_and_submit(pool: Executor | None) -> None:
+    """A run during which one of the pool's workers dies: its next task is refused."""
+    assert isinstance(pool, ProcessPoolExecutor)
+    pool.submit(os.kill, pool.submit(os.getpid).result(), signal.SIGKILL)
+    _wait_until_broken(pool)
+    pool.submit(int).result()
+
+
+def _wait_until_broken(pool: ProcessPoolExecutor) -> None:
+    """Until the pool has noticed its dead worker (its management thread does it)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            pool.submit(int)
+        except BrokenExecutor:
+            return
+        time.sleep(0.05)
+    pytest.fail("the pool never noticed its dead worker")
