@@ -7,8 +7,12 @@ executor: a local process pool of ``--workers``), after one training with
 fleet is ``N / 5`` pools with the sample's five signals each (allocated, queued and
 demand GPUs, nodes, GPU utilisation; demand derived by the store as the job's ingest
 derives it), 14 days at 5 min, seeded: a daily cycle of random level, amplitude and
-phase, noise and bursts. The cycle is run twice (the first loads the champion from
-the registry) and each run's ``phase_seconds`` (``load``, ``read``,
+phase, noise and bursts. The cycle is run ``--cycles`` times (3), as the scheduler
+runs it: the first at the training's newest observation, in a process that has not
+run one yet (it loads the champion, starts the job's worker pool and builds the peak
+model's online states from scratch); each later one a step later, after one new
+sample of every signal (the value of a day before) is stored, with the pool and the
+states the run before left. Each run's ``phase_seconds`` (``load``, ``read``,
 ``refit_predict``, ``peak``, ``peak_online``, ``store``) is reported with its wall
 and CPU seconds (this process and the pool's workers) and the load average.
 
@@ -17,12 +21,12 @@ cadence. ``--model-set`` picks the candidates trained (``full``, the default set
 ``fast``); the cycle refits whatever the champion chose per series.
 
 The cycle updates each series' model fitted at the training (``updated`` and
-``refitted`` count the series each way; see :func:`pipelines.jobs.series_forecasts.forecast_fleet`).
-The cycles run at the training's newest observation; what updating instead of
-refitting does to accuracy is :mod:`benchmarks.forecast_update`'s to measure.
+``refitted`` count the series each way; see :func:`pipelines.jobs.series_forecasts.forecast_fleet`);
+what updating instead of refitting does to accuracy is
+:mod:`benchmarks.forecast_update`'s to measure.
 
 Run: ``python benchmarks/forecast_cycle.py [--sizes 15 100 1000] [--model-set full]
-[--workdir DIR]``. Prints a table and writes ``benchmarks/results/forecast_cycle.json``
+[--cycles 3] [--workdir DIR]``. Prints a table and writes ``benchmarks/results/forecast_cycle.json``
 (sizes measured before and not now are kept, each with when it was measured). Training
 1,000 series takes 10 minutes or more on 2 cores: with ``--workdir`` each size's
 deployment (store, registry) is kept in ``DIR/<size>`` and a later run reuses its
@@ -57,6 +61,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.training_scale import cpu_seconds, load1  # noqa: E402
 from pipelines.config.pools import PoolConfig  # noqa: E402
 from pipelines.config.settings import Settings, load_settings  # noqa: E402
+from pipelines.executors import cancel_local_work  # noqa: E402
 from pipelines.jobs.forecast import run_forecast  # noqa: E402
 from pipelines.jobs.train import run_train  # noqa: E402
 from pipelines.store.store import open_store  # noqa: E402
@@ -134,10 +139,21 @@ def deployment_dir(workdir: Path | None, size: int) -> Iterator[Path]:
         yield Path(tmp)
 
 
+def next_samples(history: pd.DataFrame, at: pd.Timestamp) -> pd.DataFrame:
+    """One new sample of every signal at ``at``: its value a day before (seeded data)."""
+    day_before = history[history["ds"] == at - pd.Timedelta(days=1)]
+    return day_before.assign(ds=at)
+
+
 def measure(
-    size: int, workers: int, model_set: str, console: Console, workdir: Path | None = None
+    size: int,
+    workers: int,
+    model_set: str,
+    console: Console,
+    workdir: Path | None = None,
+    cycles: int = 3,
 ) -> dict[str, Any]:
-    """Train once on ``size`` series (or reuse ``workdir``'s training), then time two cycles."""
+    """Train once on ``size`` series (or reuse ``workdir``'s training), then time the cycles."""
     pools = max(1, size // SIGNALS_PER_POOL)
     with deployment_dir(workdir, size) as root:
         settings = deployment(root, pools, workers, model_set)
@@ -155,17 +171,21 @@ def measure(
                     raise SystemExit(f"training failed at {size} series: {trained.summary}")
             else:
                 console.print(f"{size} series: reusing the champion trained in {root}")
-            cycles = []
-            for attempt in (1, 2):
+            runs = []
+            for attempt in range(1, cycles + 1):
+                now = pd.Timestamp(end) + (attempt - 1) * STEP
+                if attempt > 1:
+                    store.samples.upsert_with_demand(next_samples(history, now))
                 before_cpu, before_load = cpu_seconds(), load1()
                 started = time.perf_counter()
-                made = run_forecast(settings, store=store, now=end)
+                made = run_forecast(settings, store=store, now=now.to_pydatetime())
                 wall = time.perf_counter() - started
                 if made.outcome not in ("ok", "partial"):
                     raise SystemExit(f"the cycle failed at {size} series: {made.summary}")
-                cycles.append(
+                runs.append(
                     {
                         "cycle": attempt,
+                        "now": now.isoformat(),
                         "wall_s": round(wall, 2),
                         "cpu_s": round(cpu_seconds() - before_cpu, 2),
                         "series": made.details["series"],
@@ -179,6 +199,8 @@ def measure(
                     }
                 )
                 console.print(f"{size} series: cycle {attempt} {wall:.1f} s")
+    # The next size's first cycle starts its own pool, as a new scheduler process would.
+    cancel_local_work()
     return {
         "series": size,
         "pools": pools,
@@ -186,7 +208,7 @@ def measure(
         "workers": workers,
         "train_s": None if train_s is None else round(train_s, 1),
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "cycles": cycles,
+        "cycles": runs,
     }
 
 
@@ -220,6 +242,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[15, 100, 1000])
     parser.add_argument("--model-set", choices=("full", "fast"), default="full")
     parser.add_argument("--workers", type=int, default=2, help="local process pool size")
+    parser.add_argument("--cycles", type=int, default=3, help="cycles run, a step apart")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
         "--workdir",
@@ -232,7 +255,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(f"--sizes must be at least {SIGNALS_PER_POOL} (one pool's signals)")
     console = Console()
     rows = [
-        measure(size, args.workers, args.model_set, console, args.workdir) for size in args.sizes
+        measure(size, args.workers, args.model_set, console, args.workdir, args.cycles)
+        for size in args.sizes
     ]
     console.print(table(rows))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -34,9 +34,10 @@ the origin and runs through it; the references read the series up to :data:`SEAS
 and a lead further back (actuals only). So the bound at an origin is a function
 of the series and the raw forecasts of a bounded, fixed window, whoever computes it: the
 forecast job (:func:`~forecaster.peak.serving.served_bounds`, from the stored raw
-forecasts and the actuals, with no state kept between runs, so a crash or a restart
-loses nothing) and the decision replay (``pipelines.simulate.peak``) issue the same
-bound from the same inputs. Nothing after ``p`` is read.
+forecasts and the actuals; a state it keeps between runs is continued only while
+those inputs are unchanged, so a crash or a restart loses nothing) and the decision
+replay (``pipelines.simulate.peak``) issue the same bound from the same inputs.
+Nothing after ``p`` is read.
 """
 
 from __future__ import annotations

@@ -4,11 +4,19 @@ The online loop itself is :mod:`forecaster.peak.online`; this module feeds it on
 series and lead at a time from frames: the actuals, the raw forecasts earlier runs
 stored and the one made now (:func:`serve_frame`), and the bound at a series' last
 origin (:func:`served_bounds`).
+
+Rebuilding a state steps it through every origin since its :func:`~forecaster.peak.online.anchor`
+(a day and up to a day more). A caller that runs every few minutes keeps what
+:func:`serve_states` returns and hands it to the next run: a state whose inputs (the
+grid, the actuals, the raw forecasts and scales it stepped through) are unchanged
+is continued through the new origins only, which issues the same bounds as a
+rebuild (the online loop reads nothing after an origin); any other is rebuilt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
@@ -53,15 +61,90 @@ def served_bounds(
     Raises:
         ValueError: the arrays disagree in length, or the grid is empty.
     """
+    state = _stepped(ds, y, raw, scale, tuple(levels), lead, step, warmup, None)
+    return state.bounds
+
+
+StateKey = tuple[str, int]
+"""A served state's series id and lead (steps)."""
+
+
+@dataclass(frozen=True)
+class Stepped:
+    """The online state of one series and lead after its last origin, and what it read.
+
+    Attributes:
+        grid: the series' grid, ending at the origin the state last issued.
+        y: the actuals on ``grid``.
+        raw: the raw bounds per position of ``grid`` and level.
+        scale: the scale per position of ``grid``.
+        levels: the levels of ``raw``'s columns.
+        warmup: as :func:`anchor`.
+        state: the state, stepped through ``grid``'s last origin.
+        bounds: what it issued there, per level.
+    """
+
+    grid: pd.DatetimeIndex
+    y: FloatArray
+    raw: FloatArray
+    scale: FloatArray
+    levels: tuple[float, ...]
+    warmup: pd.Timedelta
+    state: OnlinePeak
+    bounds: FloatArray
+
+    def continues(
+        self,
+        grid: pd.DatetimeIndex,
+        y: FloatArray,
+        raw: FloatArray,
+        scale: FloatArray,
+        levels: tuple[float, ...],
+        warmup: pd.Timedelta,
+    ) -> bool:
+        """Whether ``grid``'s inputs extend the ones this state stepped through, unchanged."""
+        n = len(self.grid)
+        return (
+            levels == self.levels
+            and warmup == self.warmup
+            and len(grid) >= n
+            and grid[:n].equals(self.grid)
+            and np.array_equal(y[:n], self.y, equal_nan=True)
+            and np.array_equal(raw[:n], self.raw, equal_nan=True)
+            and np.array_equal(scale[:n], self.scale, equal_nan=True)
+        )
+
+
+def _stepped(
+    ds: pd.DatetimeIndex,
+    y: FloatArray,
+    raw: FloatArray,
+    scale: FloatArray,
+    levels: tuple[float, ...],
+    lead: int,
+    step: pd.Timedelta,
+    warmup: pd.Timedelta,
+    before: Stepped | None,
+) -> Stepped:
+    """The state at ``ds``'s last origin: ``before`` continued when it can be, else rebuilt.
+
+    ``before``'s state is stepped on in place: the caller gives up its copy.
+    """
     n = len(ds)
     if n < 1 or not len(y) == len(raw) == len(scale) == n:
         raise ValueError(
             f"need a grid of 1 or more with y, raw and scale as long; got {n}, {len(y)}, "
             f"{len(raw)}, {len(scale)}"
         )
-    start = int(ds.searchsorted(anchor(ds[-1], warmup)))
-    state = OnlinePeak(levels, lead, steps_per_day(step))
-    return np.asarray(issue(state, y, start, raw[start:], scale[start:])[-1], dtype=np.float64)
+    if before is not None and before.continues(ds, y, raw, scale, levels, warmup):
+        state, start = before.state, len(before.grid)
+        if start == n:  # nothing new: what it issued at this origin stands
+            return before
+    else:
+        start = int(ds.searchsorted(anchor(ds[-1], warmup)))
+        state = OnlinePeak(levels, lead, steps_per_day(step))
+    issued = issue(state, y, start, raw[start:], scale[start:])[-1]
+    return Stepped(ds, y, raw, scale, levels, warmup, state, np.asarray(issued, dtype=np.float64))
 
 
 def serve_frame(
@@ -90,7 +173,30 @@ def serve_frame(
         back from, which the bounds are held at or above (NaN where the rule is
         silent: :mod:`forecaster.peak.recovery`).
     """
-    levels = quantile_levels(fresh.columns)
+    return serve_states(fresh, history, earlier, step, warmup=warmup)[0]
+
+
+def serve_states(
+    fresh: pd.DataFrame,
+    history: pd.DataFrame,
+    earlier: pd.DataFrame,
+    step: pd.Timedelta,
+    states: Mapping[StateKey, Stepped] | None = None,
+    *,
+    warmup: pd.Timedelta = WARMUP,
+) -> tuple[pd.DataFrame, dict[StateKey, Stepped]]:
+    """:func:`serve_frame`, continuing the states of an earlier run where they still hold.
+
+    Args:
+        fresh, history, earlier, step, warmup: as :func:`serve_frame`.
+        states: what an earlier call returned (its states are stepped on in place:
+            the caller gives them up); a state whose inputs changed is rebuilt.
+
+    Returns:
+        The served frame, and each row's state after its origin by ``(id, lead)``,
+        for the next call.
+    """
+    levels = tuple(quantile_levels(fresh.columns))
     columns = [quantile_column(q) for q in levels]
     rule = day_rule(steps_per_day(step))
     # Each series' actuals and each (series, lead)'s earlier raw forecasts are looked
@@ -102,6 +208,8 @@ def serve_frame(
     made_scale = fresh[SCALE].to_numpy(dtype=np.float64)
     bounds = np.full((len(fresh), len(columns)), np.nan)
     held = np.full(len(fresh), np.nan)
+    before = dict(states or {})
+    after: dict[StateKey, Stepped] = {}
     rows = zip(fresh[UID].astype(str), fresh[DS], fresh[LEAD].astype(int), strict=True)
     for i, (uid, origin, lead) in enumerate(rows):
         since = anchor(pd.Timestamp(origin), warmup) - SEASON - lead * step
@@ -110,14 +218,17 @@ def serve_frame(
         past = _on_grid(raws.get((uid, lead)), [*columns, SCALE], grid)
         raw, scale = past[:, :-1], past[:, -1]
         raw[-1], scale[-1] = made[i], made_scale[i]
-        bounds[i] = served_bounds(grid, y, raw, scale, levels, lead, step=step, warmup=warmup)
+        key = (uid, lead)
+        stepped = _stepped(grid, y, raw, scale, levels, lead, step, warmup, before.pop(key, None))
+        after[key] = stepped
+        bounds[i] = stepped.bounds
         held[i] = held_level(y, len(y) - 1, rule)
     out = fresh.copy()
     for k, column in enumerate(columns):
         out[f"{RAW_PREFIX}{column}"] = fresh[column]
         out[column] = bounds[:, k]
     out[RETURN_LEVEL] = held
-    return out
+    return out, after
 
 
 def _newest_by(frame: pd.DataFrame, keys: list[str]) -> dict[tuple[Hashable, ...], pd.DataFrame]:

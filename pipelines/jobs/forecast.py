@@ -12,11 +12,11 @@ training, see :mod:`forecaster.peak.fitting`), the job also predicts, from the s
 history and through the same executor, the quantiles of every pool's demand peak over
 each trained lead, made at each series' newest observation (the origin), calibrates
 and combines them online (:mod:`forecaster.peak.online`: ACI and a mix with the
-trailing-day buffer, the state rebuilt each run from the raw forecasts earlier runs
-stored and the actuals) and stores served and raw quantiles in ``peak_forecasts``
-beside the per-horizon rows. The peak model is global and
-fitted at training time: predicting is one pass over the fleet, no refit. The API
-reads both and fits nothing (see :mod:`api.forecasts`).
+trailing-day buffer, the state built from the raw forecasts earlier runs stored and
+the actuals, continued from the run before while those are unchanged) and stores
+served and raw quantiles in ``peak_forecasts`` beside the per-horizon rows. The peak
+model is global and fitted at training time: predicting is one pass over the fleet, no
+refit. The API reads both and fits nothing (see :mod:`api.forecasts`).
 
 A run is one unit: its per-horizon rows, its peak rows and the run's record are
 committed in one transaction (:mod:`pipelines.store.forecast_runs`), and the service
@@ -26,18 +26,19 @@ reads only recorded runs, so it never serves a run's forecasts without its peaks
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import BrokenExecutor, Executor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-import numpy as np
 import pandas as pd
 
 from forecaster.exceptions import ForesightError
 from forecaster.fanout import fan_out
 from forecaster.peak.online import anchor
-from forecaster.peak.serving import serve_frame
+from forecaster.peak.reference import SEASON
+from forecaster.peak.serving import StateKey, Stepped, serve_states
 from forecaster.peak.types import SCALE
 from forecaster.registry import LoadedModel, load_champion
 from forecaster.series_tasks import predict_peak
@@ -298,11 +299,13 @@ def _served(
 ) -> pd.DataFrame:
     """The fresh raw peak forecasts calibrated and combined online, as they are served.
 
-    The online state is rebuilt from the raw forecasts stored by earlier runs and the
-    actuals (:func:`forecaster.peak.serving.serve_frame`); nothing is kept between runs.
-    Each series' bounds depend on its own rows only, so the series are served in a
-    few tasks on ``executor`` (each with its own series' rows), in this process
-    without one.
+    The online state is built from the raw forecasts stored by earlier runs and the
+    actuals (:func:`forecaster.peak.serving.serve_states`). The states the last run
+    of this process left are handed to it: one whose inputs are unchanged is stepped
+    through the new origins only, the others are rebuilt, so a crash or a restart
+    costs time, never a different bound. Each series' bounds depend on its own rows
+    only, so the series are served in a few tasks on ``executor`` (each with its own
+    series' rows and states), in this process without one.
     """
     if fresh.empty:
         return fresh
@@ -313,15 +316,54 @@ def _served(
     earlier = stored[[UID, ORIGIN, LEAD, SCALE, *raw]].rename(
         columns={ORIGIN: DS, **{c: c.removeprefix(RAW) for c in raw}}
     )
+    # The online loop reads the actuals from a season before its anchor on.
+    actuals = history[(history[DS] >= since - SEASON) & history[UID].isin(uids)]
+    states = _online.take()
     if executor is None or len(uids) < 2:
-        return serve_frame(fresh, history, earlier, step)
+        served, after = serve_states(fresh, actuals, earlier, step, states)
+        _online.keep(after)
+        return served
     tasks = min(len(uids), SERVE_TASKS)
-    parts = []
-    for chunk in np.array_split(np.asarray(uids, dtype=object), tasks):
-        wanted = set(chunk.tolist())
-        parts.append(
-            tuple(frame[frame[UID].astype(str).isin(wanted)] for frame in (fresh, history, earlier))
-        )
-    served = fan_out(executor, serve_frame, parts, (step,))
-    out = pd.concat(served, ignore_index=False)
+    task_of = {uid: k * tasks // len(uids) for k, uid in enumerate(uids)}
+    split = [_split(frame, task_of, tasks) for frame in (fresh, actuals, earlier)]
+    shares: list[dict[StateKey, Stepped]] = [{} for _ in range(tasks)]
+    for key, state in states.items():
+        if key[0] in task_of:
+            shares[task_of[key[0]]][key] = state
+    parts = [(*frames, step, share) for *frames, share in zip(*split, shares, strict=True)]
+    results = fan_out(executor, serve_states, parts)
+    _online.keep({key: state for _, part in results for key, state in part.items()})
+    out = pd.concat([frame for frame, _ in results], ignore_index=False)
     return out.loc[fresh.index]
+
+
+def _split(frame: pd.DataFrame, task_of: dict[str, int], tasks: int) -> list[pd.DataFrame]:
+    """``frame``'s rows by the task of their series (one pass over the frame)."""
+    task = frame[UID].astype(str).map(task_of)
+    groups = dict(iter(frame.groupby(task, sort=False)))
+    return [groups.get(k, frame.iloc[:0]) for k in range(tasks)]
+
+
+class _OnlineStates:
+    """The served peak states the last run of this process left, for the next to continue.
+
+    The forecast job runs every few minutes in one process (the scheduler's); its
+    states are a cache: whoever takes them gives them up (they are stepped on in
+    place), and a run that fails before keeping new ones leaves none.
+    """
+
+    def __init__(self) -> None:
+        self._states: dict[StateKey, Stepped] = {}
+        self._lock = threading.Lock()
+
+    def take(self) -> dict[StateKey, Stepped]:
+        with self._lock:
+            states, self._states = self._states, {}
+        return states
+
+    def keep(self, states: dict[StateKey, Stepped]) -> None:
+        with self._lock:
+            self._states = states
+
+
+_online = _OnlineStates()
