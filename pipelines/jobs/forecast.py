@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import BrokenExecutor, Executor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -159,8 +160,9 @@ def _forecast_and_store(
     """Read the history, forecast every series and the peaks, commit them as one run.
 
     ``phases`` times each: ``read``, ``refit_predict`` (the per-series refits and
-    forecasts), ``peak`` (the peak model's pass over the fleet), ``peak_online`` (its
-    online calibration and mix) and ``store`` (the one transaction).
+    forecasts), ``peak`` (the wait for the peak model's pass over the fleet, which runs
+    beside them), ``peak_online`` (its online calibration and mix) and ``store`` (the
+    one transaction).
     """
     with phases("read"):
         history = read_history(store, settings, end=end, days=settings.max_train_days)
@@ -220,10 +222,13 @@ def _fanned_out(
     """
     address = settings.scheduler.dask_address
     with make_executor(settings.scheduler.workers, address, keep=JOB) as executor:
+        # The peak model's one task goes first: a worker runs it while the others work
+        # through the per-series tasks, rather than all but one idling after them.
+        peak_task = _peak_forecasts(loaded, recent, executor)
         with phases("refit_predict"):
             made = forecast_fleet(loaded, groups, horizon, levels, executor, report)
         with phases("peak"):
-            peaks = _peak_forecasts(loaded, recent, executor)
+            peaks = peak_task()
         served = None
         if peaks is not None and not isinstance(peaks, Unavailable):
             with phases("peak_online"):
@@ -276,18 +281,24 @@ def _unchanged(store: Store, version: str, observed: datetime | None) -> str:
     )
 
 
+PeakTask = Callable[[], pd.DataFrame | Unavailable | None]
+"""Waits for (or, without an executor, makes) the peak forecasts."""
+
+
 def _peak_forecasts(
     loaded: LoadedModel, history: pd.DataFrame, executor: Executor | None
-) -> pd.DataFrame | Unavailable | None:
-    """The peak quantiles of every demand series at its newest observation.
+) -> PeakTask:
+    """The peak quantiles of every demand series at its newest observation, started.
 
-    None when the version has no peak model; why not when it fails.
+    Submitted to ``executor`` now; what it returns waits for them. They are None when
+    the version has no peak model, why not when they fail.
     """
-    if loaded.peak is None:
-        return None
+    peak = loaded.peak
+    if peak is None:
+        return lambda: None
     if executor is None:
-        return predict_peak(loaded.peak, history)
-    return executor.submit(predict_peak, loaded.peak, history).result()
+        return lambda: predict_peak(peak, history)
+    return executor.submit(predict_peak, peak, history).result
 
 
 def _served(
