@@ -21,10 +21,12 @@ to the oracle, in hindsight), the oracle, Foresight and the two references.
   forecast job does before storing them (:mod:`forecaster.peak.online`); each step the
   bound goes through ``policy.decide``. Its quantile is swept from 0.05 to 0.999,
   then past it through the pool's ``safety_margin`` (q0.999 plus 0.5 to 60 times the
-  series' volatility), so it reaches as low and as high a cost as the references.
+  series' volatility), so it reaches as low and as high a cost as the references; and
+  with a ``min_nodes`` floor at the prehistory's static sizes (``static-ksd``'s) under
+  a few quantiles (:mod:`benchmarks.decision_sweep`).
   ``--model champion`` replays the per-horizon champion (the fallback when a version
   has no peak model), ``--model FAMILY`` pins one family of it, for diagnosis.
-- References (persistence / seasonal naive + k standard deviations, k swept 0 to 4):
+- References (persistence / seasonal naive + k standard deviations, k swept 0 to 6):
   the same policy chain (target utilisation, reactive floor, bounds, stabilisation),
   differing from Foresight only in the forecast; and a static size of the
   prehistory's mean demand + k standard deviations (``static-ksd``).
@@ -83,6 +85,12 @@ from benchmarks.decision_report import (  # noqa: E402
     report,
     score,
 )
+from benchmarks.decision_sweep import (  # noqa: E402
+    KS,
+    QUANTILES,
+    foresight_settings,
+    static_sizes,
+)
 from benchmarks.families import family_of  # noqa: E402
 from benchmarks.inputs import (  # noqa: E402
     INPUT_ERRORS,
@@ -125,12 +133,6 @@ from pipelines.simulate.static import StaticPolicy, smallest_static_meeting  # n
 from policy.config import ScaleDownConfig  # noqa: E402
 
 LEADS_MIN = (5, 10, 20)
-QUANTILES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
-KS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
-MARGINS = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0, 30.0, 60.0)
-"""``safety_margin`` values swept at the highest quantile (volatility units)."""
-STATIC_KS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)
-"""``k`` of the static size ``mean + k sd`` of the prehistory's demand."""
 CONSTANTS_FROM = ROOT / "benchmarks" / "results" / "peak_quantile.json"
 NOT_HELD_OUT = (
     "the peak model's hyperparameters (PeakQuantileForecaster defaults; the Earth VC "
@@ -354,20 +356,15 @@ def run_case(
             cache=cache,
         )
         forecaster, fit_log = walk, walk.fit_log
+    statics = {nodes: (k, sim(StaticPolicy(nodes))) for k, nodes in static_sizes(pre, pool).items()}
+    floors = {nodes: cost_ratio(result, oracle) for nodes, (_, result) in statics.items()}
     terms: dict[str, dict[str, int]] = {}
-    for q in QUANTILES:
-        policy = ForesightPolicy(pool.model_copy(update={"quantile": q}), forecaster)
-        runs.append(("foresight", f"q{q:g}", sim(policy)))
-        terms[f"q{q:g}"] = dict(policy.terms)
-    if fleet is not None:  # past the highest quantile: the pool's safety margin
-        top = QUANTILES[-1]
-        for margin in MARGINS:
-            pool_m = pool.model_copy(update={"quantile": top, "safety_margin": margin})
-            policy = ForesightPolicy(pool_m, forecaster)
-            runs.append(("foresight", f"q{top:g}+m{margin:g}", sim(policy)))
-            terms[f"q{top:g}+m{margin:g}"] = dict(policy.terms)
-    for k, nodes in static_sizes(pre, pool).items():
-        runs.append(("static-ksd", f"k{k:g} ({nodes} nodes)", sim(StaticPolicy(nodes))))
+    for setting, swept in foresight_settings(pool, margins=fleet is not None, floors=floors):
+        policy = ForesightPolicy(swept, forecaster)
+        runs.append(("foresight", setting, simulate(replay, swept, policy, carry=carry)))
+        terms[setting] = dict(policy.terms)
+    for nodes, (k, result) in statics.items():
+        runs.append(("static-ksd", f"k{k:g} ({nodes} nodes)", result))
     for ref, base in REFERENCES.items():
         for k in KS:
             runs.append(
@@ -412,21 +409,6 @@ def run_case(
     case = score(case)
     case["figure"] = str(plot_case(case, figures, accounting_line(step, carry=carry)))
     return case
-
-
-def static_sizes(pre: pd.Series, pool: PoolConfig) -> dict[float, int]:
-    """Static sizes ``ceil((mean + k sd) / gpus per node)`` of the prehistory, per ``k``.
-
-    Within the pool's bounds; a ``k`` giving a size an earlier ``k`` gave is left out.
-    """
-    mean, sd = float(pre.mean()), float(pre.std(ddof=0))
-    sizes: dict[float, int] = {}
-    for k in STATIC_KS:
-        nodes = math.ceil(max(0.0, mean + k * sd) / pool.gpus_per_node - 1e-9)
-        nodes = min(pool.max_nodes, max(pool.min_nodes, nodes))
-        if nodes not in sizes.values():
-            sizes[k] = nodes
-    return sizes
 
 
 def case_constants(

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from benchmarks.buffer_lead import family_rows, lead_at_caps, targets
-from benchmarks.decision_quality import case_constants, read_folds, static_sizes
+from benchmarks.decision_quality import case_constants, read_folds
+from benchmarks.decision_sweep import static_sizes
 from benchmarks.peak_lofo import SERVED, Constants
 from forecaster.exceptions import SourceError
 from pipelines.config.pools import PoolConfig

@@ -1,0 +1,83 @@
+"""The settings each policy of ``decision_quality.py`` is swept over: its frontier's points.
+
+A frontier is every setting a user could choose, so a coarse grid understates a policy
+wherever the cap falls between two of its points (the best gap at a cost or less is a
+step function of the grid). Foresight and the buffers are swept at the same density.
+
+- Foresight: its pool's ``quantile``; past the highest, its ``safety_margin``; and a
+  ``min_nodes`` floor (a pool setting the policy's bounds serve) at each static size of
+  the prehistory, combined with a few quantiles, so that where a fixed size is the
+  cheapest way to stop waiting Foresight can be that size and still follow the peaks
+  above it.
+- Persistence and seasonal naive + ``k`` standard deviations: ``k`` from 0 to 6.
+- A static ``mean + k sd`` of the prehistory's demand: ``k`` from 0 to 6.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Final
+
+import pandas as pd
+
+from pipelines.config.pools import PoolConfig
+
+QUANTILES: Final = (
+    *(0.05, 0.1, 0.2, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9),
+    *(0.95, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999),
+)
+"""The pool's ``quantile`` values swept (the peak model is fitted at each, as the forecast
+job fits it at every pool's level)."""
+KS: Final = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0)
+"""``k`` of the persistence and seasonal naive buffers."""
+MARGINS: Final = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0, 30.0, 60.0)
+"""``safety_margin`` values swept at the highest quantile (volatility units)."""
+STATIC_KS: Final = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0)
+"""``k`` of the static size ``mean + k sd`` of the prehistory's demand."""
+FLOOR_QUANTILES: Final = (0.05, 0.9, 0.99)
+"""Quantiles combined with each ``min_nodes`` floor."""
+FLOOR_COSTS: Final = (1.0, 1.5)
+"""The floors swept: those whose static size alone costs within these multiples of the
+oracle's GPU-hours. A costlier one makes the pair costlier still, past every cap
+scored; a cheaper one sits below the demand the reactive floor already serves."""
+
+
+def static_sizes(pre: pd.Series, pool: PoolConfig) -> dict[float, int]:
+    """Static sizes ``ceil((mean + k sd) / gpus per node)`` of the prehistory, per ``k``.
+
+    Within the pool's bounds; a ``k`` giving a size an earlier ``k`` gave is left out.
+    """
+    mean, sd = float(pre.mean()), float(pre.std(ddof=0))
+    sizes: dict[float, int] = {}
+    for k in STATIC_KS:
+        nodes = math.ceil(max(0.0, mean + k * sd) / pool.gpus_per_node - 1e-9)
+        nodes = min(pool.max_nodes, max(pool.min_nodes, nodes))
+        if nodes not in sizes.values():
+            sizes[k] = nodes
+    return sizes
+
+
+def foresight_settings(
+    pool: PoolConfig, *, margins: bool, floors: dict[int, float]
+) -> Iterator[tuple[str, PoolConfig]]:
+    """Foresight's swept pools, each with its label.
+
+    Args:
+        pool: the case's pool.
+        margins: whether the forecast carries a scale (the peak model) so the safety
+            margin applies.
+        floors: ``min_nodes`` values to sweep, each with the cost ratio its static size
+            alone reached (those outside :data:`FLOOR_COSTS` are skipped).
+    """
+    for q in QUANTILES:
+        yield f"q{q:g}", pool.model_copy(update={"quantile": q})
+    if margins:
+        top = QUANTILES[-1]
+        for m in MARGINS:
+            yield f"q{top:g}+m{m:g}", pool.model_copy(update={"quantile": top, "safety_margin": m})
+    for nodes, cost in sorted(floors.items()):
+        if not (FLOOR_COSTS[0] <= cost <= FLOOR_COSTS[1] and 0 < nodes <= pool.max_nodes):
+            continue
+        for q in FLOOR_QUANTILES:
+            yield f"q{q:g}+min{nodes}", pool.model_copy(update={"quantile": q, "min_nodes": nodes})
