@@ -13,7 +13,9 @@ selection windows; the champion's reported scores and the promotion gate use onl
 held-out ones, which selection never saw (neither as training data nor as actuals).
 MLflow gets both, as ``selection/<metric>/<model>/<horizon>`` and
 ``heldout/<metric>/<model>/<horizon>`` (the champion's and persistence's; every
-family's in ``scores_by_model.json``), so a reviewer cannot mistake one for the other.
+backtested family's in ``scores_by_model.json``), so a reviewer cannot mistake one for
+the other. Under ``guarded`` only the guarded choice's members are backtested
+(:func:`scored_candidates`): its rows and the gate need nothing else.
 
 The training also fits one global peak-quantile model on every pool's demand
 (:mod:`forecaster.peak.fitting`) at the plan's ``peak_leads`` and ``peak_levels``, and
@@ -87,7 +89,7 @@ from forecaster.training_run import (
     log_training,
     nested_metrics,
 )
-from forecaster.types import PERSISTENCE, UID, Progress
+from forecaster.types import MODEL, PERSISTENCE, UID, Progress
 
 __all__ = [
     "Progress",
@@ -249,8 +251,9 @@ def _backtest(
 ) -> BacktestResult:
     """The nested backtest of the candidates, with the median's and guarded choice's rows."""
     # A plain backtest unless a candidate is joint (global_gbm): see forecaster.fleet.
+    fitted = scored_candidates(plan, candidates)
     result = nested_fleet_backtest(
-        calibrated(candidates),  # rows carry the errors the guarded choice is built from
+        calibrated(fitted),  # rows carry the errors the guarded choice is built from
         df,
         horizon=plan.horizon,
         n_windows=plan.n_windows,
@@ -262,9 +265,25 @@ def _backtest(
         progress=lambda done, total: report("backtest", done, total),
         executor=executor,
     )
-    names = [c.model_name for c in candidates]
-    frame = with_guarded_rows(with_median_rows(result.frame, names), guarded_members(names))
+    names = [c.model_name for c in fitted]
+    frame = result.frame
+    if len(fitted) == len(candidates):  # the median of a subset would not be the median
+        frame = with_median_rows(frame, names)
+    frame = with_guarded_rows(frame, guarded_members(names))
     return replace(result, frame=frame)
+
+
+def scored_candidates(plan: TrainingPlan, candidates: Sequence[Estimator]) -> list[Estimator]:
+    """The candidates a training backtests: under ``guarded``, the choice's members only.
+
+    The guarded champion's rows are built from its members' rows alone, and the gate
+    compares it with persistence (a member): fitting the other families (ETS and MSTL
+    are most of a training's CPU) would only add their scores to the run.
+    """
+    if plan.champion != "guarded":
+        return list(candidates)
+    members = set(guarded_members([c.model_name for c in candidates]))
+    return [c for c in candidates if c.model_name in members] or list(candidates)
 
 
 def _judge(
@@ -280,7 +299,9 @@ def _judge(
     executor: Executor | None,
 ) -> GateDecision:
     """Run every check of the gate (:mod:`forecaster.gate`) on the held-out windows."""
-    prototypes = with_combinations(candidates)
+    # Only what this backtest has rows of can stand for the incumbent's families.
+    backtested = set(heldout.frame[MODEL]) if not heldout.frame.empty else set()
+    prototypes = {n: p for n, p in with_combinations(candidates).items() if n in backtested}
     rows = _incumbent_rows(df, plan, heldout.frame, prototypes, incumbent, executor=executor)
     point = promotion_gate(champion_rows(heldout.frame, selection), rows, scales=heldout.scales)
     relative = relative_mase(scores, selection)

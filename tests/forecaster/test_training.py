@@ -162,6 +162,8 @@ def test_the_guarded_rule_serves_and_scores_the_guarded_choice_without_selection
     scores = outcome.scores.set_index(["unique_id", "model", "horizon"])["mase"]
     guarded = scores.xs("guarded", level="model")
     assert guarded.equals(scores.xs("persistence", level="model"))  # scored held out
+    # Only the choice's members are backtested: the others' fits would only be scored.
+    assert set(outcome.scores["model"]) == {"persistence", "guarded"}
     loaded = load_champion("demand", models_dir=tmp_path / "m", tracking=tracking)
     served = loaded.model.predict(6, (0.5, 0.9))
     recent = df.groupby("unique_id").tail(PLAN.max_train)
