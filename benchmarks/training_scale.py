@@ -127,9 +127,9 @@ class Measured:
     failures: int
     projected: bool = False
     cpu_s: float | None = None
-    """CPU seconds of this process and the local pool's workers during the training
-    (Dask's workers are not this process's children, so not counted): on a shared
-    machine it moves far less with other jobs' load than the wall time."""
+    """CPU seconds of this process and its live descendants (the local pool's workers,
+    a ``LocalCluster``'s workers) during the training: on a shared machine it moves far
+    less with other jobs' load than the wall time."""
 
 
 def load1() -> float:
@@ -144,6 +144,25 @@ def cpu_seconds() -> float:
         resource.getrusage(resource.RUSAGE_CHILDREN),
     )
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def descendants_cpu_seconds() -> float:
+    """User plus system CPU seconds of the live descendants of this process (Linux /proc)."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended meanwhile
+        pid = int(stat.parent.name)
+        parents[pid], ticks[pid] = int(fields[1]), int(fields[11]) + int(fields[12])
+    mine: set[int] = set()
+    frontier = {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - mine
+        mine |= frontier
+    return sum(ticks[pid] for pid in mine) / os.sysconf("SC_CLK_TCK")
 
 
 def time_training(
@@ -172,8 +191,11 @@ def time_training(
                 run_name=f"bench {models} {backend} {n}",
                 executor=executor,
             )
+            # The pool's workers are the forkserver's children, never reaped by this
+            # process: read their CPU while they live (they start with the pool).
+            workers = descendants_cpu_seconds()
         seconds = time.perf_counter() - began
-        cpu = cpu_seconds() - cpu_before  # the pool's workers were joined on exit
+        cpu = cpu_seconds() - cpu_before + workers
     return Measured(
         models, backend, n, round(seconds, 2), round(seconds / n, 3), before, load1(),
         outcome.promoted, len(outcome.failures), cpu_s=round(cpu, 1),
