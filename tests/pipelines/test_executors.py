@@ -25,6 +25,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.fixture(autouse=True)
+def _no_pools_of_earlier_tests() -> None:
+    """Stop what earlier tests left open: the forecast job keeps its pool between runs."""
+    cancel_local_work()
+
+
 def test_one_worker_runs_in_process() -> None:
     with make_executor(1) as executor:
         assert executor is None
