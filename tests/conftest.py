@@ -21,3 +21,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     and the operating system reclaims the memory.
     """
     gc.freeze()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the process pools the forecast jobs of the tests kept open.
+
+    A kept pool outlives its job (``make_executor(keep=...)``); left open at exit,
+    ``concurrent.futures`` joins its manager thread at shutdown, and a CI run's pytest
+    was seen waiting there for good after printing its summary.
+    """
+    from pipelines.executors import cancel_local_work
+
+    cancel_local_work()
