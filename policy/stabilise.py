@@ -18,12 +18,17 @@ shorter than the window never removes a node. Three more rules:
   recommendation, makes the answer idempotent: repeated queries and several replicas
   give the same number until the nodes are actually gone.
 
-One decision per instant and forecast: a second decision at the time of the last one
-made from a newer forecast (the service decides when a push arrives and again when the
-forecast run of that same instant is read) replaces the first rather than adding to
-it, as the replay makes one decision per step with the newest forecast; otherwise the
-first, made from the older forecast, could hold a scale-down for a whole window. Two
-decisions at one instant from the same forecast (replicas, a re-read) both count.
+One decision per instant and forecast: a decision at the time of the last one made
+from a newer forecast (the service decides when a push arrives and again when the
+forecast run of that same instant is read) replaces the decisions of that instant
+from the older forecast rather than adding to them, as the replay makes one decision
+per step with the newest forecast; otherwise they, made from the older forecast, could
+hold a scale-down for a whole window. Decisions at one instant from the same forecast
+(replicas, a re-read, a restarted service deciding again) all count, and a newer
+forecast replaces all of them, not only the last: a service killed after the push
+decided and started again before the step's forecast run decides twice from the older
+forecast, and the second alone being replaced made its later scale-downs differ from
+an uninterrupted run's.
 
 The state keeps only spans that can still be a window maximum: an earlier value no
 larger than a later one never can (the later one stays in the window longer), so the
@@ -91,8 +96,11 @@ def record(
     """
     require_aware(now, "now")
     if _supersedes(state, now, basis) and state.previous is not None:
-        state = state.previous  # replaces the decision made at this instant from older data
-    before = replace(state, previous=None)
+        state = state.previous  # replaces the decisions made at this instant from older data
+    if _same_forecast(state, now, basis) and state.previous is not None:
+        before = state.previous  # this instant's decisions from one forecast go as one
+    else:
+        before = replace(state, previous=None)
     spans = list(state.spans)
     if spans:
         # The previous value held until it was replaced now (never shrink under skew).
@@ -122,6 +130,11 @@ def _supersedes(state: StabilisationState, now: datetime, basis: datetime | None
     """Whether a decision at ``now`` from ``basis`` replaces the last one (see the module)."""
     last = state.last_basis
     return state.last_decision_at == now and basis is not None and last is not None and basis > last
+
+
+def _same_forecast(state: StabilisationState, now: datetime, basis: datetime | None) -> bool:
+    """Whether a decision at ``now`` from ``basis`` joins the last one's instant and forecast."""
+    return state.last_decision_at == now and basis is not None and state.last_basis == basis
 
 
 def stabilise(

@@ -79,10 +79,10 @@ class StabilisationState:
         last_scale_up_at: the latest decision that asked for more nodes than were ready.
         last_basis: when the forecast of the latest decision was made (None: no
             forecast).
-        previous: the state as it was before the decision at ``last_decision_at``
-            (itself without a ``previous``): a second decision at the same instant
-            from a newer forecast replaces that one instead of being added to it (see
-            :func:`policy.stabilise.record`).
+        previous: the state as it was before the decisions at ``last_decision_at``
+            from the forecast ``last_basis`` (itself without a ``previous``): a
+            decision at the same instant from a newer forecast replaces them all
+            instead of being added to them (see :func:`policy.stabilise.record`).
     """
 
     spans: tuple[DesiredSpan, ...] = ()

@@ -424,6 +424,25 @@ def test_two_decisions_at_one_instant_from_the_same_forecast_both_count() -> Non
     assert (second.nodes, second.limited_by) == (10, "window")
 
 
+def test_a_newer_forecast_replaces_every_decision_of_the_instant_from_the_older_one() -> None:
+    # A service killed after the push of ``NOW`` was decided (10 nodes, older forecast)
+    # and started again decides once more from that forecast (9) before the forecast
+    # run of ``NOW`` is read (6): the result is the uninterrupted run's, which decided
+    # 10 and then 6.
+    state = warmed((6, 30, 5))
+    older = NOW - 10 * MIN
+    pushed = stabilise(10, 8, state, CALM, NOW, basis=older)
+    restarted = stabilise(9, 8, pushed.state, CALM, NOW, basis=older)
+    assert (restarted.nodes, restarted.limited_by) == (10, "window")
+
+    killed = stabilise(6, 8, restarted.state, CALM, NOW, basis=NOW)
+    uninterrupted = stabilise(6, 8, pushed.state, CALM, NOW, basis=NOW)
+
+    assert killed == uninterrupted
+    assert killed.nodes == 7
+    assert killed.state.previous == replace(state, previous=None)
+
+
 def test_a_decision_a_moment_later_still_counts_the_earlier_one() -> None:
     state = warmed((6, 30, 5))
     first = stabilise(10, 8, state, CALM, NOW, basis=NOW - 10 * MIN)
