@@ -5,7 +5,7 @@ and trace routes included). It answers 413 at once when ``Content-Length`` decla
 much, and otherwise counts the bytes as the app reads them, so a chunked or lying
 sender is stopped after ``limit`` bytes rather than after the whole body sits in
 memory. Compressed trace exports are also checked after decompression (see
-:func:`api.callchain.decode_export_request`).
+:func:`api.callchain.otlp.export.decode_export`).
 
 The limit is ``settings.service.max_body_bytes``; the lifespan puts it on
 ``app.state.max_body_bytes`` (:data:`DEFAULT_MAX_BODY_BYTES` until then).

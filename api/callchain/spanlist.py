@@ -26,14 +26,12 @@ Fields:
 
 Unknown fields are rejected, so a misspelt ``duration`` is an error rather than a span
 of unknown length. :func:`decode_span_list_batch` keeps the valid spans of a list and
-reports each invalid one (the route's partial success); :func:`decode_span_list`
-refuses the whole list for one bad span.
+reports each invalid one (the route's partial success).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Any, Final
 
@@ -42,7 +40,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
@@ -53,7 +50,6 @@ from api.callchain.types import Decoded, Span, SpanKind, SpanStatus, datetime_to
 from forecaster.exceptions import DataValidationError
 
 _ID_PATTERN: Final = r"^[0-9A-Za-z._:-]{1,64}$"
-_MAX_REPORTED_ERRORS: Final = 10
 
 SpanId = Annotated[str, Field(pattern=_ID_PATTERN)]
 """A trace or span id of the simple format."""
@@ -135,48 +131,8 @@ class SpanIn(BaseModel):
         )
 
 
-_SPAN_LIST: Final = TypeAdapter(list[SpanIn])
-
-
 def _to_ns(value: int | datetime) -> int:
     return value if isinstance(value, int) else datetime_to_ns(value)
-
-
-def spans_from_models(models: Iterable[SpanIn]) -> list[Span]:
-    """Turn validated :class:`SpanIn` models (e.g. a FastAPI body) into span records.
-
-    Raises:
-        DataValidationError: a span ends before it starts; the message gives its index.
-    """
-    spans = []
-    for index, model in enumerate(models):
-        try:
-            spans.append(model.to_span())
-        except DataValidationError as exc:
-            raise DataValidationError(f"span [{index}]: {exc}") from exc
-    return spans
-
-
-def decode_span_list(body: bytes | str) -> list[Span]:
-    """Decode the JSON body of ``POST /signals/spans``.
-
-    Raises:
-        DataValidationError: the body is not a JSON array of valid spans; the message
-            lists the first problems with their index and field.
-    """
-    try:
-        models = _SPAN_LIST.validate_json(body)
-    except ValidationError as exc:
-        problems = [
-            f"{'.'.join(str(part) for part in error['loc']) or 'body'}: {error['msg']}"
-            for error in exc.errors()[:_MAX_REPORTED_ERRORS]
-        ]
-        more = exc.error_count() - len(problems)
-        suffix = f" (and {more} more)" if more > 0 else ""
-        raise DataValidationError(
-            "the span list is invalid: " + "; ".join(problems) + suffix
-        ) from exc
-    return spans_from_models(models)
 
 
 def decode_span_list_batch(body: bytes | str) -> Decoded:

@@ -19,26 +19,9 @@ from api.callchain.otlp.media import (
     media_type,
 )
 from api.callchain.otlp.protobuf import decode_protobuf_batch
-from api.callchain.types import Decoded, Span, UnsupportedMediaTypeError
+from api.callchain.types import Decoded, UnsupportedMediaTypeError
 
 _PROTOBUF_TYPES: Final = frozenset({PROTOBUF, "application/protobuf"})
-
-
-def decode_export_request(
-    body: bytes,
-    content_type: str | None,
-    content_encoding: str | None = None,
-    *,
-    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
-) -> list[Span]:
-    """Decode the body of ``POST /v1/traces`` into spans, refusing any invalid span.
-
-    The strict form of :func:`decode_export` (same arguments and errors, and a
-    :class:`~forecaster.exceptions.DataValidationError` for the first invalid span).
-    """
-    return decode_export(
-        body, content_type, content_encoding, max_decompressed_bytes=max_decompressed_bytes
-    ).require_all()
 
 
 def decode_export(

@@ -23,16 +23,6 @@ _UINT64_MAX: Final = 2**64 - 1
 _UINT64_DIGITS: Final = len(str(_UINT64_MAX))
 
 
-def decode_json(body: bytes | str) -> list[Span]:
-    """Decode an ``ExportTraceServiceRequest`` in the OTLP JSON mapping, strictly.
-
-    Raises:
-        DataValidationError: the body is not JSON, not an export request, or a span is
-            invalid; the message gives the path of the offending field.
-    """
-    return decode_json_batch(body).require_all()
-
-
 def decode_json_batch(body: bytes | str) -> Decoded:
     """Decode an OTLP JSON ``ExportTraceServiceRequest`` into valid and rejected spans.
 

@@ -14,15 +14,6 @@ from api.pacing import Pacer
 from forecaster.exceptions import DataValidationError
 
 
-def decode_protobuf(body: bytes) -> list[Span]:
-    """Decode a protobuf ``ExportTraceServiceRequest``, refusing any invalid span.
-
-    Raises:
-        DataValidationError: the bytes are not an export request, or a span is invalid.
-    """
-    return decode_protobuf_batch(body).require_all()
-
-
 def decode_protobuf_batch(body: bytes) -> Decoded:
     """Decode a protobuf ``ExportTraceServiceRequest`` into valid and rejected spans.
 

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from api.callchain.otlp.export import decode_export_request, export_response
+from api.callchain.otlp.export import decode_export, export_response
 from api.callchain.stats import service_stats
 from api.callchain.types import Span
 from forecaster.exceptions import DataValidationError
@@ -47,7 +47,7 @@ class _Handler(BaseHTTPRequestHandler):
         content_type = self.headers.get("Content-Type")
         encoding = self.headers.get("Content-Encoding")
         try:
-            spans = decode_export_request(body, content_type, encoding)
+            spans = decode_export(body, content_type, encoding).require_all()
         except DataValidationError as exc:
             self.send_error(400, str(exc))
             return

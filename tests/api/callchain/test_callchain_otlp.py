@@ -18,10 +18,10 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Status
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
-from api.callchain.otlp.export import decode_export_request, export_response
-from api.callchain.otlp.json_mapping import decode_json
+from api.callchain.otlp.export import decode_export, export_response
+from api.callchain.otlp.json_mapping import decode_json_batch
 from api.callchain.otlp.media import JSON, PROTOBUF
-from api.callchain.otlp.protobuf import decode_protobuf
+from api.callchain.otlp.protobuf import decode_protobuf_batch
 from api.callchain.types import PayloadTooLargeError, Span, UnsupportedMediaTypeError
 from forecaster.exceptions import DataValidationError
 
@@ -34,6 +34,21 @@ SPEC = [
     ("ranker", "aaa19b7ec3c1b176", "eee19b7ec3c1b175", "rank", 2, 10, 150, 2),
     ("embedder", "bbb19b7ec3c1b177", "aaa19b7ec3c1b176", "embed", 2, 20, 40, 1),
 ]
+
+
+def decode_export_request(
+    body: bytes, content_type: str, encoding: str | None = None, **limits: int
+) -> list[Span]:
+    """The strict decode: every span valid, or the first problem raised."""
+    return decode_export(body, content_type, encoding, **limits).require_all()
+
+
+def decode_json(body: bytes | str) -> list[Span]:
+    return decode_json_batch(body).require_all()
+
+
+def decode_protobuf(body: bytes) -> list[Span]:
+    return decode_protobuf_batch(body).require_all()
 
 
 def _protobuf_request() -> ExportTraceServiceRequest:
