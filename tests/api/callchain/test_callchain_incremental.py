@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from api.callchain.incremental import ChainWindow
-from api.callchain.stats import service_stats
 from api.callchain.types import Span
+from tests.api.callchain.reference_stats import service_stats
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 T0 = 1_714_564_800_000_000_000

@@ -23,9 +23,9 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from api.callchain.otlp.export import decode_export, export_response
-from api.callchain.stats import service_stats
 from api.callchain.types import Span
 from forecaster.exceptions import DataValidationError
+from tests.api.callchain.reference_stats import service_stats
 
 T0 = 1_714_564_800_000_000_000
 MS = 1_000_000

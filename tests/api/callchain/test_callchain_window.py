@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from api.callchain.stats import percentile, service_stats, union_ns
+from api.callchain.stats import union_ns
 from api.callchain.types import Span, SpanStatus
+from tests.api.callchain.reference_stats import percentile, service_stats
 
 T0_NS = 1_714_564_800_000_000_000
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
