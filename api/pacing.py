@@ -5,7 +5,7 @@ the switch interval (``sys.getswitchinterval()``, 5 ms by default). So a request
 reaches the event loop while a worker thread decodes a span batch, settles spans or
 stores a push waits up to 5 ms before its handler even starts, and longer when two
 such threads pass the GIL between them first: that wait, not the handlers' own cost,
-made the read tail under span ingest and pushes (issues #13 and #18).
+makes the read tail under span ingest and pushes.
 
 :class:`Pacer` bounds it: a loop calls :meth:`Pacer.tick` between items, and once
 ``budget`` of work has passed since the last pause the pacer sleeps for ``pause``.

@@ -172,8 +172,7 @@ def _serve_until_stopped(application: FastAPI, settings: AppSettings, host: str,
     from api.server import server_config, use_switch_interval
 
     # Hundreds of thousands of long-lived objects (modules, classes) come with the
-    # imports; freezing them keeps full collections from stalling requests for a few
-    # hundred milliseconds (benchmarks/api_load.py measured ~240 ms).
+    # imports; freezing them keeps full collections from stalling requests.
     gc.collect()
     gc.freeze()
     use_switch_interval(settings.service)

@@ -49,7 +49,7 @@ class Bucket:
 def merge(buckets: list[Bucket]) -> dict[str, ServiceStats]:
     """Merge the buckets' sketches into one :class:`ServiceStats` per service."""
     merged: dict[str, _Service] = {}
-    pacer = Pacer()  # ~0.2 ms a bucket, 6 ms for a 5-minute window of four services
+    pacer = Pacer()
     for bucket in buckets:
         pacer.tick()
         for name, part in bucket.services.items():

@@ -1,12 +1,11 @@
 """Per-service call-chain statistics kept incrementally: their cost does not grow with the window.
 
-Keeping every span of the window and recomputing the statistics from all of them (the
-former ``SpanWindow``) costs about 10 us per span: 2 s for the 60 000 spans of 5
-minutes at 200 spans/s, time a serving process cannot spare. :class:`ChainWindow`
-offers ``add``, ``stats`` and ``len`` but folds each span into per-service streaming
-quantile sketches (DDSketch, 0.1 % relative accuracy) once, in time buckets of
-``bucket`` width; the statistics of the window merge the buckets younger than
-``max_age``, a cost set by the number of buckets and services, not of spans.
+Recomputing the statistics from every span of the window costs time per span that a
+serving process cannot spare. :class:`ChainWindow` offers ``add``, ``stats`` and
+``len`` but folds each span into per-service streaming quantile sketches (DDSketch,
+0.1 % relative accuracy) once, in time buckets of ``bucket`` width; the statistics of
+the window merge the buckets younger than ``max_age``, a cost set by the number of
+buckets and services, not of spans (figures in docs/api.md).
 
 A span is folded in when it *settles*, ``settle`` after it arrived: by then its parent
 and its children have usually arrived too (an SDK exports children first, its parent
@@ -57,9 +56,8 @@ _Key = tuple[str, str]
 _Held = tuple[str, str, str | None, str, str, int, int, SpanKind, SpanStatus]
 """A held span: :class:`Span`'s fields in their order, as a plain tuple. The garbage
 collector stops tracking a tuple of strings and integers, so the tens of thousands of
-spans held for lookups add nothing to its collections; held as ``Span`` objects they
-made every collection walk them (at 2,000 spans/s, pauses of ~4 ms every second and
-of 25-36 ms every 10 s that a request arriving meanwhile waited out)."""
+spans held for lookups add nothing to its collections (as ``Span`` objects, every
+collection would walk them while a request waits)."""
 _TRACE: Final = 0
 _SPAN: Final = 1
 _PARENT: Final = 2

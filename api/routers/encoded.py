@@ -3,10 +3,10 @@
 A pool's wire model (:class:`~api.schemas.PoolRecommendation`) is built once when the
 pool is decided and never changed after, so its JSON is too: :func:`pool_json` encodes
 it on first use and keeps the bytes for as long as the model lives. A read of every
-pool then joins bytes instead of serialising 100 models (issue #37), and the joined
-pools of a set are kept too (:class:`_Joined`), keyed by the models they were joined
-from: a new decision of any pool in the set is a new model, so the next read joins
-anew, and until then every read of the set reuses one array (issue #41).
+pool then joins bytes instead of serialising every model, and the joined pools of a
+set are kept too (:class:`_Joined`), keyed by the models they were joined from: a new
+decision of any pool in the set is a new model, so the next read joins anew, and
+until then every read of the set reuses one array.
 
 :func:`set_json` puts the pools' bytes in the set's envelope. ``generated_at`` is made
 per request (the decision clock's time); the envelope around it comes from the schema,
