@@ -7,43 +7,7 @@ are never stale and cost nothing between scrapes; :class:`RequestTimer` is a pla
 ASGI middleware observing each request's duration under its route *template*
 (``/recommendation/{pool}``, never the raw path, so label sets stay bounded).
 
-Exposed (``foresight_`` prefix):
-
-- ``min_nodes{pool}``, ``max_nodes{pool}`` (the configured bounds, for alerts),
-- ``desired_nodes{pool}``, ``current_nodes{pool}``, ``headroom_pods{pool}``,
-  ``latency_extra_nodes{pool}``: the current recommendation.
-- ``model_age_seconds{pool}``: age of the stored demand forecast the recommendation
-  used (since the forecast job made it; past 3 steps the pool decides reactively).
-- ``live_forecast_error{pool}``: the recent live forecast error (MASE), when measured.
-- ``live_coverage{pool}``, ``calibration_offset_gpus{pool}``: how often the pool's raw
-  quantile forecast covered demand lately, and the GPUs live calibration adds to it
-  (from the evaluate job; see :mod:`api.live_error`), when measured.
-- ``data_age_seconds{pool}``: age of the pool's newest live sample.
-- ``model_info{version,source}``: 1 for the loaded champion.
-- ``model_served_version``, ``model_champion_version`` (``@champion`` at the last
-  registry check), ``model_version_differs`` (1 when they differ) and
-  ``model_registry_reachable`` (1 when the last check answered); see
-  :mod:`api.champion`.
-- ``recommendation_available{pool}``: 1 when the pool has a recommendation.
-- ``spans_in_window``: spans held for call-chain analysis.
-- ``span_services_overflow_total``: spans counted as service ``other`` because the
-  window already held ``callchain.max_services`` distinct names.
-- ``webhook_outbox_items{status}``: webhook deliveries pending, delivered and dead
-  (:mod:`api.outbox_metrics`).
-- ``publish_object_result{object,result}``, ``publish_objects{result}``,
-  ``publish_last_run_timestamp_seconds{outcome}``: the last publish run per object
-  (:mod:`api.publish_metrics`).
-- per call-chain service, from the latest analysis: ``service_p95_ms{service,pool}``
-  (p95 call duration), ``service_own_p95_ms{service,pool}`` (p95 exclusive time),
-  ``service_slo_ms{service,pool}`` (its threshold, when judged),
-  ``service_calls{service,pool}`` (calls in the window), and
-  ``service_bottleneck{service,pool,verdict}`` (1 when blamed: verdict ``bottleneck``,
-  ``not_gpu_bound`` or ``outside_gpu_pools``, else 0); ``pool`` is ``""`` for a service
-  on no GPU pool.
-- ``scorecard_waiting_gpu_hours{pool,window,side}``, ``scorecard_node_hours{...}``,
-  ``scorecard_coverage_ratio{pool,window}``, ``scorecard_samples{pool,window}``: the
-  shadow scorecard (:mod:`api.scorecard_metrics`).
-- ``http_request_duration_seconds{method,route,status}``: a histogram.
+What each metric means is in docs/api.md (``GET /metrics``) and its HELP text.
 """
 
 from __future__ import annotations

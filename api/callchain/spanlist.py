@@ -9,21 +9,7 @@ The body is a JSON array of spans::
        "start": 1714564800010000000, "end": 1714564800150000000, "status": "error"}
     ]
 
-Fields:
-
-- ``trace_id``, ``span_id``: ids of 1-64 characters from ``[0-9A-Za-z._:-]``; a span
-  id is unique within its trace.
-- ``parent_span_id``: the caller's span id in the same trace; absent, null or "" for a
-  root span.
-- ``service``: the service that did the work (matched against the pools' services).
-- ``name``: the operation, optional.
-- ``start``: RFC 3339 with a timezone (``Z`` or an offset; microsecond precision) or
-  Unix time in integer nanoseconds (a number or a decimal string).
-- ``end`` (same forms as ``start``) or ``duration_ms`` (a number >= 0): exactly one.
-- ``kind``: ``unspecified`` (default), ``internal``, ``server``, ``client``,
-  ``producer`` or ``consumer``.
-- ``status``: ``unset`` (default), ``ok`` or ``error``.
-
+The fields and their forms are those of the table in docs/api.md (``POST /signals/spans``).
 Unknown fields are rejected, so a misspelt ``duration`` is an error rather than a span
 of unknown length. :func:`decode_span_list_batch` keeps the valid spans of a list and
 reports each invalid one (the route's partial success).
@@ -71,7 +57,7 @@ def _unix_nanos_or_text(value: Any) -> Any:
 
 
 class SpanIn(BaseModel):
-    """One span of the simple span list (see the module documentation)."""
+    """One span of the simple span list (its fields: docs/api.md, ``POST /signals/spans``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
