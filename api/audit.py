@@ -27,9 +27,6 @@ class AuditTrail:
 
     The last key of each pool is read from the store once, then remembered (the
     caller serialises appends: the service holds its lock).
-
-    Args:
-        store: the store holding the trail.
     """
 
     def __init__(self, store: Store) -> None:

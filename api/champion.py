@@ -117,7 +117,6 @@ class ChampionFollower:
     """Keeps one replica's served model in step with ``@champion``.
 
     Args:
-        service: the replica's recommendation service.
         source: where the champion comes from.
         clock: wall time, for ``checked_at``.
     """

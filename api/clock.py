@@ -166,8 +166,6 @@ def warn_another_clock(
         seen: the ``(pool, what, at)`` already logged; updated.
         pool: the pool whose input it is.
         what: the input, for the message.
-        at: its time.
-        now: the decision's time.
     """
     key = (pool, what, at)
     if key in seen:

@@ -78,7 +78,6 @@ class DecisionInputs:
 
     Attributes:
         services: the app's services (settings, sources).
-        live: the newest live readings.
         forecasts: the stored forecasts of the served model.
         warned: the inputs from another clock already logged (mutated: logged once).
     """

@@ -55,13 +55,11 @@ class PoolForecast:
     """The stored demand forecast of one pool, or why there is none.
 
     Attributes:
-        pool: the pool name.
         frame: the stored per-horizon rows ``unique_id, ds, step, model, mean, q<level>...``.
         forecast: the same at the pool's quantile, with the peak forecast, as the policy
             takes it.
         model_version: the model version that made it (the served one).
         generated_at: when the forecast job made it; None without a forecast.
-        step: the series step.
         last_observed: the forecast's origin, the newest observation it was made from.
         reason: why there is no forecast; empty when there is one.
     """

@@ -63,7 +63,6 @@ def ingest(
     """Check and store pushed samples, deriving demand where its parts moved.
 
     Args:
-        store: where the samples go.
         pools: the configured pools (and the signals each declares).
         rows: the pushed samples (see :func:`pushed_rows`).
         window: the times a sample may carry (see :mod:`api.sample_checks`).

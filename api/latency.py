@@ -46,7 +46,6 @@ class LatencyTracker:
     """The latest call-chain analysis of a span window, per pool.
 
     Args:
-        window: the spans to analyse.
         pools: the configured pools (their services and SLOs).
         clock: the window's clock, the same the trace routes add spans with (wall
             time: spans settle and expire by their arrival, whatever the decisions'

@@ -59,11 +59,7 @@ def declared_length(scope: Scope) -> int | None:
 
 
 class BodyLimitMiddleware:
-    """Answer 413 for bodies over the app's limit, while they are read.
-
-    Args:
-        app: the wrapped ASGI app.
-    """
+    """Answer 413 for bodies over the app's limit, while they are read."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

@@ -77,12 +77,7 @@ def _latest_rows(frame: pd.DataFrame) -> dict[str, Sample]:
 
 
 class LiveIndex:
-    """The newest readings of every pool's live signals.
-
-    Args:
-        store: where the samples are.
-        pools: the pools to track.
-    """
+    """The newest readings of every pool's live signals."""
 
     def __init__(self, store: Store, pools: Sequence[PoolConfig]) -> None:
         self._store = store

@@ -91,7 +91,6 @@ def build_services(settings: AppSettings, *, seed_from_sample: bool = True) -> S
     """Open the pools, the store and the champion of ``settings``.
 
     Args:
-        settings: the deployment's settings.
         seed_from_sample: fill pools without samples from the committed sample data.
 
     Raises:

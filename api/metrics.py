@@ -263,7 +263,6 @@ class RequestTimer:
     """ASGI middleware observing each HTTP request's duration in a histogram.
 
     Args:
-        app: the wrapped ASGI app.
         histogram: labelled by method, route template and status.
     """
 

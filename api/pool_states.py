@@ -36,11 +36,7 @@ ATTEMPTS: Final = 3
 
 
 class PoolLocks:
-    """One lock per pool; a batch of pools is taken in name order, so batches never deadlock.
-
-    Args:
-        pools: the names of the pools.
-    """
+    """One lock per pool; a batch of pools is taken in name order, so batches never deadlock."""
 
     def __init__(self, pools: Iterable[str]) -> None:
         self._locks = {name: threading.Lock() for name in pools}
@@ -89,8 +85,6 @@ def update_states(
     The caller holds the pools' :class:`PoolLocks`.
 
     Args:
-        repository: the store's pool states.
-        pools: the pools to decide for.
         decide: the decision of one pool from its state.
         updated_at: the decision time, stored with the states.
 

@@ -70,7 +70,6 @@ class WebhookPlan:
     """One configured URL's share of a publication.
 
     Attributes:
-        target_url: the receiver.
         changed: whether the set differs from the last one queued for it.
         idempotency_key: the key of the new delivery (None when unchanged).
         item_id: the outbox item queued, None in a dry run or when unchanged.
@@ -135,7 +134,6 @@ def publishing_service(
 
     Args:
         settings: the deployment's settings (pools file, model registry).
-        store: the open store.
         clock: ``system``, ``replay`` (as of the newest sample: old sample data), or a
             clock function.
 

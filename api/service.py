@@ -317,7 +317,6 @@ class RecommendationService:
         the batch (see :func:`~api.pool_states.update_states`).
 
         Args:
-            pools: the pools to decide for.
             wait: False (a read of one pool) to return None at once rather than wait
                 for a decision in progress: of this pool, or of another one holding
                 the service lock.

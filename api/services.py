@@ -56,8 +56,6 @@ class Services:
     records ``registry``, and a replay may swap ``clock``.
 
     Attributes:
-        settings: the deployment's settings.
-        pools: the configured pools.
         store: the store (samples, state, audit trail).
         model: the loaded champion, None when none could be loaded (decisions are
             then reactive, and ``/readyz`` says why).

@@ -239,14 +239,6 @@ class AppSettings(Settings):
 
 
 def load_app_settings(config_file: Path | None = None, **overrides: Any) -> AppSettings:
-    """Build the deployment's settings (:func:`~pipelines.config.settings.load_settings`).
-
-    Args:
-        config_file: optional YAML file of settings; environment variables override it.
-        **overrides: field values that beat every other source (tests, CLI options).
-
-    Raises:
-        ConfigError: the config file is missing or malformed, or a value is invalid;
-            the message names the field and how to fix it.
-    """
+    """Build the deployment's settings: :func:`~pipelines.config.settings.load_settings`
+    of :class:`AppSettings`, with its arguments and errors."""
     return load_settings(config_file, settings_class=AppSettings, **overrides)

@@ -36,7 +36,6 @@ class StoreWriteProbe:
     """Commits a heartbeat row on demand; at most one write in flight.
 
     Args:
-        store: the store to write to.
         timeout_s: how long a check waits for the write.
     """
 

@@ -139,9 +139,7 @@ def update_baselines(
     on its own while its value is past ``freeze_above`` times it.
 
     Args:
-        state: the baselines so far.
         stats: the current window's statistics.
-        now: the time of this update.
         half_life: after this long, the previous baseline weighs half.
         min_calls: services with fewer calls in the window are not updated (their p95
             is noise).

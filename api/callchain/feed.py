@@ -73,7 +73,6 @@ class SpanFeed:
     """Adds span batches to a sink from one thread, through a queue bounded in spans.
 
     Args:
-        sink: the span window.
         max_queued_spans: the most spans waiting at once, >= 1.
     """
 

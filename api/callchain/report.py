@@ -49,7 +49,6 @@ class ServiceReport:
     """The verdict on one service, for the explanation and a dashboard.
 
     Attributes:
-        service: the service name.
         pool: the pool it runs on, None when no pool lists it.
         status: how its p95 call duration stands against its threshold.
         call_count: calls in the window.
@@ -66,7 +65,6 @@ class ServiceReport:
         own_limit_ms: the most exclusive p95 that is healthy: the smaller of its
             threshold and k x its usual exclusive p95; None when neither is known.
         own_slow: its own work is past ``own_limit_ms`` (it is blamed for that alone).
-        culprit: it is blamed.
         scaled_with: the culprits upstream of it that it is scaled with.
         extra_nodes: the nodes it asks of its pool before the cap and GPU check.
         note: the verdict in words.

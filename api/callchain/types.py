@@ -86,10 +86,8 @@ class Span:
         span_id: the span id, unique within the trace.
         parent_span_id: the parent's span id, None for a root span.
         service: the service that emitted the span (OTLP resource ``service.name``).
-        name: the operation name.
         start_ns: start, Unix time in nanoseconds.
         end_ns: end, Unix time in nanoseconds, >= ``start_ns``.
-        kind: the span kind.
         status: the status code; ``"error"`` counts as an error.
     """
 
@@ -157,7 +155,6 @@ class ServiceStats:
     a caller sees); several spans of the same service nested in one call count once.
 
     Attributes:
-        service: the service name.
         span_count: spans of the service in the window.
         call_count: calls of the service in the window (what the percentiles are over).
         p50_ms: median call duration in milliseconds (NaN, like every percentile here,

@@ -99,12 +99,9 @@ class PoolBuffer:
     """One pool's desired buffer in both shapes.
 
     Attributes:
-        pool: the pool name.
         replicas: placeholder pods wanted (the recommendation's ``headroom_pods``).
         gpus_per_pod: GPUs each placeholder requests.
         pod_template: the PodTemplate the CapacityBuffer refers to.
-        capacity_buffer: the CapacityBuffer.
-        deployment: the overprovisioning Deployment.
     """
 
     pool: str

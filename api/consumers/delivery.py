@@ -108,9 +108,6 @@ class DeliveryResult:
     """One item's fate in one pass.
 
     Attributes:
-        item_id: the outbox item.
-        target_url: the receiver.
-        idempotency_key: the delivery's key.
         outcome: what happened (see :data:`Outcome`).
         status_code: the receiver's HTTP status, None when there was no response.
         error: why it was not delivered, None when it was.
@@ -150,7 +147,6 @@ def deliver_due(
     """Claim the due items once, send each (oldest first per URL), settle each.
 
     Args:
-        outbox: the persistent outbox.
         http: the client that POSTs (tests pass one over ``httpx.MockTransport``).
         policy: signing, timeout, batch size and backoff.
         clock: the time of claims, signatures and settlements.

@@ -20,10 +20,6 @@ from forecaster.exceptions import ConfigError
 def load_configuration(publish: PublishSettings) -> tuple[Configuration, str]:
     """Load the client configuration the publish settings name, and say where it came from.
 
-    Order: ``publish.kubeconfig`` (with ``kube_context``); else the in-cluster service
-    account (unless a context is named, which only a kubeconfig has); else
-    ``~/.kube/config``.
-
     Raises:
         ConfigError: nothing to load, or the kubeconfig / context is unusable.
     """

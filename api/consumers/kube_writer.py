@@ -74,8 +74,6 @@ class Change:
 
     Attributes:
         action: create, replace, unchanged, delete or planned.
-        kind: the object's kind.
-        name: its name.
         namespace: its namespace, None when cluster-scoped.
         dry_run: True when nothing was persisted.
         detail: what differs (``path: old -> new`` lines), or a summary.

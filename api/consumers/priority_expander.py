@@ -75,7 +75,6 @@ class RankedPool:
     """One pool's place in the priority order, with the numbers that put it there.
 
     Attributes:
-        pool: the pool name.
         node_group_id: the id cluster-autoscaler sees.
         regex: the anchored regex for ``node_group_id``.
         shortfall_gpus: ``(desired - current) x gpus_per_node``; None without a
@@ -126,7 +125,6 @@ def rank_pools(
     """Order pools by the ranking rule and give each place its priority.
 
     Args:
-        pools: the configured pools.
         recommendations: the latest recommendation per pool; those of pools not in
             ``pools`` are ignored.
         spacing: the gap between consecutive slots, >= 1.
@@ -327,7 +325,6 @@ def priority_expander_configmap(
     """Build the priority expander ConfigMap from the latest recommendations.
 
     Args:
-        pools: the configured pools.
         recommendations: the latest recommendation per pool.
         namespace: cluster-autoscaler's namespace.
         spacing: the gap between consecutive pool priorities.

@@ -104,7 +104,6 @@ def verify(
     Args:
         body: the raw request body as received.
         signature: the ``X-Foresight-Signature`` header.
-        secret: the shared secret.
         timestamp: the ``X-Foresight-Timestamp`` header (Unix seconds).
         now: the receiver's clock.
         tolerance: the largest accepted difference between ``now`` and the timestamp,
@@ -145,7 +144,6 @@ def changed(
 
     Args:
         previous: the last payload delivered, None when nothing was delivered yet.
-        current: the new payload.
         ignore: keys that do not count as a change (see :data:`VOLATILE_KEYS`).
     """
     if previous is None:
@@ -161,7 +159,6 @@ def idempotency_key(
     """Return the delivery's idempotency key, a SHA-256 hex digest.
 
     Args:
-        body: the payload.
         previous_key: the key of the delivery before this one; chaining makes a set
             that returns to an earlier state (A, B, A) a new delivery, not a duplicate.
         ignore: keys left out of the hash, as for :func:`changed`.

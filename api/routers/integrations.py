@@ -7,12 +7,7 @@ API server would reject (a failed check is a 502 naming it, never a broken manif
 Format: YAML by default (``kubectl apply -f -``), JSON with ``?format=json`` or an
 ``Accept: application/json`` header; ``?format=`` wins over ``Accept``.
 
-Priority ranking rule: pools with the largest predicted shortfall first, i.e.
-``(desired_nodes - current_nodes) x gpus_per_node`` GPUs, then the cheaper per GPU
-(``cost_per_node_hour / gpus_per_node``); pools the rule cannot tell apart share a
-priority; pools without a recommendation rank last. Place ``r`` of ``n`` gets priority
-``10 x (n - r)`` (moved off any number a hand-made entry uses) and a ``.*`` catch-all
-sits alone at priority 0.
+The priority ranking rule is :mod:`api.consumers.priority_expander`'s.
 
 The priority ConfigMap served is the one ``foresight publish`` would write: merged with
 the live ConfigMap's hand-made entries when the cluster can be read. The YAML's first

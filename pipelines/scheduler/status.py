@@ -34,7 +34,6 @@ class JobStatus:
 
     Attributes:
         id: the job store id (``foresight.<name>``).
-        name: the job's name.
         trigger: when it fires, as the leader stored it (or as configured here
             when no leader has stored it yet).
         scheduled: whether a leader has stored the job.

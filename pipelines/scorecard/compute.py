@@ -67,7 +67,6 @@ def score(
         nodes: ready nodes that existed, indexed by tz-aware time.
         plan: the recommendations (any order), each in force from when it was made
             until the next.
-        gpus_per_node: the pool's GPUs per node.
         lead_time: the pool's lead time (>= 0).
         step: the longest a sample holds for (the series' sampling step).
         end: the end of every window ("now"; tz-aware).

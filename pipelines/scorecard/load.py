@@ -38,7 +38,6 @@ def pool_scorecard(
 
     Args:
         store: the store the service and the ingest job write.
-        pool: the pool.
         now: the end of every window (the service's clock).
         windows: the windows to score (at least one).
         timeline_points: the most samples of the shortest window's timeline.

@@ -52,7 +52,6 @@ class WindowScore:
     are all known.
 
     Attributes:
-        window: which window.
         start: its first instant (inclusive).
         end: its end (exclusive): the time the scorecard was made.
         waiting_gpu_hours: GPU-hours of demand above the GPUs of the pool's nodes.
@@ -95,9 +94,7 @@ class PoolScorecard:
     """A pool's scorecard over every window asked for, and the timeline of the shortest.
 
     Attributes:
-        pool: the pool's name.
         generated_at: the end of every window ("now").
-        gpus_per_node: the pool's GPUs per node.
         lead_time: the pool's lead time (a recommendation's nodes count from one lead
             time after it was made).
         cost_per_node_hour: the pool's node-hour price, to price the added node-hours.

@@ -37,7 +37,6 @@ class FileSource:
         layout: ``"long"``, ``"wide"`` or ``"auto"``.
         time_col: the time column; by default the first usual name found.
         id_cols: the columns naming the entity in a long file.
-        value_cols: the value columns.
         prefix: prepended to every series name of the file.
     """
 

@@ -173,7 +173,6 @@ class PrometheusSource:
     """A :class:`~pipelines.sources.protocol.MetricSource` over Prometheus's HTTP API.
 
     Args:
-        config: the server and its options.
         transport: an httpx transport to send requests through (tests pass an
             ``httpx.MockTransport``); default a real network transport.
         sleep: how to wait between tries (tests pass a recorder).

@@ -33,7 +33,6 @@ def promql_queries(
     """Map each pool signal's series id to its PromQL, placeholders filled in.
 
     Args:
-        pools: the pools to query.
         signals: only these signals; default every signal of each pool. A signal
             without PromQL (a file-only signal) is left out.
     """
@@ -56,7 +55,6 @@ def file_queries(
     is expected to hold the series under its own id, ``<pool>/<signal>``.
 
     Args:
-        pools: the pools to read.
         signals: only these signals; default every signal of each pool.
     """
     wanted = None if signals is None else set(signals)

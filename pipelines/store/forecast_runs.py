@@ -41,8 +41,6 @@ class ForecastRun:
     """The record of one complete forecast run.
 
     Attributes:
-        model_version: the model version that made it.
-        generated_at: its generation time.
         observed_until: the newest observation it was made from; None for runs
             recorded before it was kept.
     """
@@ -66,11 +64,7 @@ class StoredRun:
 
 
 class ForecastRunRepository:
-    """Forecast runs keyed by ``(model_version, generated_at)``.
-
-    Args:
-        database: the store's database.
-    """
+    """Forecast runs keyed by ``(model_version, generated_at)``."""
 
     def __init__(self, database: Database) -> None:
         self._db = database
@@ -95,7 +89,6 @@ class ForecastRunRepository:
             model_version: the model version that made both.
             generated_at: the run's generation time (tz-aware); a retry with the same
                 time overwrites the run.
-            step: the series step.
             observed_until: the newest observation the run was made from.
 
         Returns:

@@ -41,9 +41,6 @@ class ForecastRepository:
     time again overwrites them, so a retried forecast job stores each step once.
     :meth:`latest` and :meth:`newest` read only rows of recorded runs, so they never see
     a run half written.
-
-    Args:
-        database: the store's database.
     """
 
     def __init__(self, database: Database) -> None:
@@ -58,10 +55,7 @@ class ForecastRepository:
     ) -> pd.DataFrame:
         """Return the most recently generated forecast of a series (empty if none).
 
-        Only rows of a recorded (complete) forecast run count.
-
         Args:
-            series_id: the series.
             model_version: only forecasts this model version made; None: any.
             until: only forecasts generated at or before it (a reader on a replay
                 clock skips runs another clock dated in its future).
@@ -86,8 +80,6 @@ class ForecastRepository:
         until: datetime | None = None,
     ) -> dict[str, datetime]:
         """Return when each series' newest forecast was generated (one query).
-
-        Only rows of a recorded (complete) forecast run count.
 
         Args:
             series_ids: the series to look at; those without a forecast are left out.

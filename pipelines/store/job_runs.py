@@ -42,11 +42,7 @@ class JobRun:
 
 
 class JobRunRepository:
-    """Record job runs as they start and finish, and read the latest ones back.
-
-    Args:
-        database: the store's database.
-    """
+    """Record job runs as they start and finish, and read the latest ones back."""
 
     def __init__(self, database: Database) -> None:
         self._db = database
@@ -55,7 +51,6 @@ class JobRunRepository:
         """Record that ``job`` started and return the run's id.
 
         Args:
-            job: the job's name.
             runner: who runs it (host and pid), to tell replicas apart.
             started_at: when it started (tz-aware); default now.
         """
@@ -88,7 +83,6 @@ class JobRunRepository:
 
         Args:
             run_id: the id :meth:`start` returned.
-            outcome: how it went.
             summary: one human line.
             finished_at: when it finished (tz-aware); default now.
             problems: per series (or target) what went wrong.

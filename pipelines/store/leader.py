@@ -37,11 +37,7 @@ class Leader:
 
 
 class LeaderRepository:
-    """Record and read the scheduler's leader.
-
-    Args:
-        database: the store's database.
-    """
+    """Record and read the scheduler's leader."""
 
     def __init__(self, database: Database) -> None:
         self._db = database

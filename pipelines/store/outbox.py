@@ -94,11 +94,7 @@ class RetryOutcome:
 
 
 class OutboxRepository:
-    """Enqueue, claim and settle webhook deliveries.
-
-    Args:
-        database: the store's database.
-    """
+    """Enqueue, claim and settle webhook deliveries."""
 
     def __init__(self, database: Database) -> None:
         self._db = database

@@ -48,9 +48,6 @@ class PeakForecastRepository:
     run (:meth:`ForecastRunRepository.commit
     <pipelines.store.forecast_runs.ForecastRunRepository.commit>`); the same generation
     time again overwrites them, so a retried forecast job stores each lead once.
-
-    Args:
-        database: the store's database.
     """
 
     def __init__(self, database: Database) -> None:

@@ -33,11 +33,7 @@ class DesiredNodes(NamedTuple):
 
 
 class RecommendationRepository:
-    """Append-only history of the recommendations published per pool.
-
-    Args:
-        database: the store's database.
-    """
+    """Append-only history of the recommendations published per pool."""
 
     def __init__(self, database: Database) -> None:
         self._db = database
@@ -53,7 +49,6 @@ class RecommendationRepository:
         """Record a recommendation and return its id.
 
         Args:
-            pool: the node pool's name.
             generated_at: when it was computed (tz-aware).
             desired_nodes: the number of nodes recommended.
             action: what it asks for (e.g. ``"scale_up"``), as the policy names it.
@@ -110,7 +105,6 @@ class RecommendationRepository:
         stays cheap.
 
         Args:
-            pool: the node pool's name.
             start: first instant (tz-aware).
             end: end, exclusive (tz-aware).
 

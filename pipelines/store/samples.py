@@ -51,11 +51,7 @@ class SampleRow(TypedDict):
 
 
 class SampleRepository:
-    """Samples keyed by ``(series_id, ts)``; writing a window twice stores it once.
-
-    Args:
-        database: the store's database.
-    """
+    """Samples keyed by ``(series_id, ts)``; writing a window twice stores it once."""
 
     def __init__(self, database: Database) -> None:
         self._db = database

@@ -33,11 +33,7 @@ class StoredState:
 
 
 class PoolStateRepository:
-    """The stabilisation state of the scale policy, one JSON document per pool.
-
-    Args:
-        database: the store's database.
-    """
+    """The stabilisation state of the scale policy, one JSON document per pool."""
 
     def __init__(self, database: Database) -> None:
         self._db = database
@@ -73,7 +69,6 @@ class PoolStateRepository:
         on the stored state, uses :meth:`replace_if_unchanged`.
 
         Args:
-            pool: the node pool's name.
             state: JSON-compatible data.
             updated_at: when it changed (tz-aware); default now.
         """

@@ -27,7 +27,6 @@ def stored_peak(
     Args:
         peaks: one run's peak rows of one series (``PeakForecastRepository.at``).
         lead_time: the pool's lead time; the shortest stored lead covering it is used.
-        step: the series step.
         level: the pool's quantile; the rows must carry it.
     """
     if peaks.empty:

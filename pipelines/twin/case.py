@@ -253,7 +253,6 @@ class JobForecaster:
     """Runs the forecast job (:func:`pipelines.jobs.forecast.run_forecast`) for a time.
 
     Args:
-        settings: the deployment's settings.
         store: the store the service reads (the job borrows it).
     """
 

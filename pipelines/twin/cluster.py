@@ -63,7 +63,6 @@ class Reading:
     Attributes:
         allocated_gpus: GPUs held by running work (the ready GPUs, at most, are busy).
         queue_gpus: GPUs requested by pending work: the wanted work that does not fit.
-        nodes: ready nodes.
     """
 
     allocated_gpus: float

@@ -74,7 +74,6 @@ class GroupResult:
     """A multi-group run's figures.
 
     Attributes:
-        step: the series step.
         waiting_gpu_hours: the shared backlog summed over steps, in GPU-hours.
         groups: per group: node-hours, cost, scale-ups and downs, nodes added by the
             expander's choice for pending pods (``expander_nodes``).

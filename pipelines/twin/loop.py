@@ -92,7 +92,6 @@ class StepRecord:
     """What happened at one step, for the run's log and the checks.
 
     Attributes:
-        ts: the step's time.
         desired_nodes: what the service recommended.
         headroom_pods: placeholder pods recommended.
         mode: ``predictive`` or ``reactive``.
@@ -205,7 +204,6 @@ def run_twin(
     Args:
         pool: the pool the service decides for (as in its pools file).
         demand: GPUs of work wanted per step (UTC index, the service's step).
-        client: the running service.
         forecaster: runs the forecast job for a step's time.
         initial_nodes: ready nodes at step 0.
         semantics: how the cluster applies a recommendation (:mod:`.cluster`).

@@ -54,7 +54,6 @@ class GroupCase:
     """What a multi-pool twin run replays.
 
     Attributes:
-        name: the case's name.
         pools: the pools, in the order running work fills their nodes.
         history: long frame ``unique_id, ds, y`` of every pool's signals before the window.
         demand: GPUs of work wanted per step (work every pool's nodes can run).
@@ -107,7 +106,6 @@ class GroupStep:
     """One step of a multi-pool run: each pool's answer and the ConfigMap's preference.
 
     Attributes:
-        ts: the step's time.
         desired: desired nodes per pool.
         preferred: the node group the served ConfigMap prefers among all groups.
     """

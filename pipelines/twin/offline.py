@@ -51,7 +51,6 @@ def replay_on_cluster(
 
     Args:
         demand: GPUs of work wanted per step (UTC index on a regular step).
-        pool: the pool replayed.
         policy: decides each step from the history (reset first).
         initial_nodes: ready nodes at step 0.
         semantics: how the cluster acts on each decision, as in the twin.

@@ -34,9 +34,7 @@ class CaseReport:
     """A twin run and the replay of the same case.
 
     Attributes:
-        case: the case.
         semantics: the cluster's consumer semantics.
-        twin: the twin's run.
         replay: the offline replay with the twin's stored forecast runs, on the same
             cluster model and semantics.
         replay_desired: the replay's desired nodes per step.

@@ -34,7 +34,6 @@ def decode_export(
     """Decode the body of ``POST /v1/traces``: its valid spans and the rejected ones.
 
     Args:
-        body: the raw request body.
         content_type: the ``Content-Type`` header; parameters such as ``charset`` are
             ignored.
         content_encoding: the ``Content-Encoding`` header: None, ``identity``, ``gzip``
