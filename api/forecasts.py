@@ -130,9 +130,6 @@ class ForecastCache:
         version is the one last seen; otherwise one query finds the newest run of every
         pool's demand forecast, and only the pools where it moved are read again.
 
-        Returns:
-            The pools whose forecast changed.
-
         Raises:
             StoreError: the store could not be read.
         """

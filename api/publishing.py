@@ -178,9 +178,6 @@ def publish_once(
         service: a ready recommendation service (the scheduler keeps one); default
             :func:`publishing_service`.
 
-    Returns:
-        The outcome.
-
     Raises:
         PublishError: the ConfigMap or a buffer is invalid (nothing was written), or
             a write was refused or the cluster unreachable while applying.

@@ -72,9 +72,6 @@ def score(
         end: the end of every window ("now"; tz-aware).
         windows: the windows to score.
 
-    Returns:
-        The score of each window, as the module docstring defines it.
-
     Raises:
         DataValidationError: a series is not indexed by tz-aware times.
         ValueError: ``gpus_per_node``, ``lead_time`` or ``step`` is out of range.

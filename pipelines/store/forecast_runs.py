@@ -91,9 +91,6 @@ class ForecastRunRepository:
                 time overwrites the run.
             observed_until: the newest observation the run was made from.
 
-        Returns:
-            The row counts stored.
-
         Raises:
             DataValidationError: a frame is malformed; nothing was stored.
             StoreError: the database failed; nothing of the run was stored.

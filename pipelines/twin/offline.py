@@ -55,9 +55,6 @@ def replay_on_cluster(
         initial_nodes: ready nodes at step 0.
         semantics: how the cluster acts on each decision, as in the twin.
 
-    Returns:
-        The figures, with the replay's accounting.
-
     Raises:
         DataValidationError: the demand series is not a clean regular series.
     """
