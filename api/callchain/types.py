@@ -236,16 +236,6 @@ class Decoded(NamedTuple):
                 rejected.append(f"span {span.span_id!r} of trace {span.trace_id!r}: {problem}")
         return Decoded(kept, rejected)
 
-    def require_all(self) -> list[Span]:
-        """Return the spans, or raise when any was rejected (strict callers).
-
-        Raises:
-            DataValidationError: a span was rejected; the message names it.
-        """
-        if self.rejected:
-            raise DataValidationError(self.rejected[0])
-        return self.spans
-
     def require_some(self) -> Decoded:
         """Return self unless spans were sent and none is valid.
 

@@ -26,6 +26,7 @@ from api.callchain.otlp.export import decode_export, export_response
 from api.callchain.types import Span
 from forecaster.exceptions import DataValidationError
 from tests.api.callchain.reference_stats import service_stats
+from tests.api.callchain.strict import require_all
 
 T0 = 1_714_564_800_000_000_000
 MS = 1_000_000
@@ -47,7 +48,7 @@ class _Handler(BaseHTTPRequestHandler):
         content_type = self.headers.get("Content-Type")
         encoding = self.headers.get("Content-Encoding")
         try:
-            spans = decode_export(body, content_type, encoding).require_all()
+            spans = require_all(decode_export(body, content_type, encoding))
         except DataValidationError as exc:
             self.send_error(400, str(exc))
             return

@@ -24,6 +24,7 @@ from api.callchain.otlp.media import JSON, PROTOBUF
 from api.callchain.otlp.protobuf import decode_protobuf_batch
 from api.callchain.types import PayloadTooLargeError, Span, UnsupportedMediaTypeError
 from forecaster.exceptions import DataValidationError
+from tests.api.callchain.strict import require_all
 
 T0 = 1_714_564_800_000_000_000
 TRACE = "5b8efff798038103d269b633813fc60c"
@@ -40,15 +41,15 @@ def decode_export_request(
     body: bytes, content_type: str, encoding: str | None = None, **limits: int
 ) -> list[Span]:
     """The strict decode: every span valid, or the first problem raised."""
-    return decode_export(body, content_type, encoding, **limits).require_all()
+    return require_all(decode_export(body, content_type, encoding, **limits))
 
 
 def decode_json(body: bytes | str) -> list[Span]:
-    return decode_json_batch(body).require_all()
+    return require_all(decode_json_batch(body))
 
 
 def decode_protobuf(body: bytes) -> list[Span]:
-    return decode_protobuf_batch(body).require_all()
+    return require_all(decode_protobuf_batch(body))
 
 
 def _protobuf_request() -> ExportTraceServiceRequest:

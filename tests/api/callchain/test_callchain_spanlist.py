@@ -9,13 +9,14 @@ import pytest
 from api.callchain.spanlist import SpanIn, decode_span_list_batch
 from api.callchain.types import Span
 from forecaster.exceptions import DataValidationError
+from tests.api.callchain.strict import require_all
 
 T0_NS = 1_714_564_800_000_000_000  # 2024-05-01T12:00:00Z
 
 
 def decode_span_list(body: bytes | str) -> list[Span]:
     """The strict decode: every span valid, or the first problem raised."""
-    return decode_span_list_batch(body).require_all()
+    return require_all(decode_span_list_batch(body))
 
 
 def test_rfc3339_and_unix_nanos_give_the_same_span() -> None:
