@@ -73,7 +73,6 @@ class Change:
     """One object's change.
 
     Attributes:
-        action: create, replace, unchanged, delete or planned.
         namespace: its namespace, None when cluster-scoped.
         dry_run: True when nothing was persisted.
         detail: what differs (``path: old -> new`` lines), or a summary.
