@@ -122,13 +122,25 @@ class ForecastCache:
                 self._forecasts.setdefault(pool.name, made)
         return made
 
-    def reload(self, pools: Iterable[PoolConfig]) -> set[str]:
+    def reload(
+        self,
+        pools: Iterable[PoolConfig],
+        publish: Callable[[set[str], Callable[[], None]], None] | None = None,
+    ) -> set[str]:
         """Re-read the pools whose newest stored forecast is not the one held.
 
         Only complete forecast runs are seen (a run's per-horizon and peak rows are
         committed together): nothing is read while the newest run of the served
         version is the one last seen; otherwise one query finds the newest run of every
         pool's demand forecast, and only the pools where it moved are read again.
+
+        Args:
+            pools: the pools to look at.
+            publish: called with the re-read pools and the swap of their forecasts
+                into the cache, once they are all read; the caller runs the swap inside
+                its own lock, after marking those pools' answers stale, so no reader
+                sees a new forecast beside an answer decided from the one before (the
+                twin read such an answer). None swaps them in at once.
 
         Raises:
             StoreError: the store could not be read.
@@ -143,18 +155,23 @@ class ForecastCache:
         newest = self._store.forecasts.newest(
             [pool.series_id(DEMAND) for pool in wanted], self._model.version, until=until
         )
-        changed: set[str] = set()
+        read: dict[str, PoolForecast] = {}
         for pool in wanted:
             held = self._forecasts.get(pool.name)
             stored = newest.get(pool.series_id(DEMAND))
-            if held is not None and held.generated_at == stored:
-                continue
-            made = self._read(pool)
+            if held is None or held.generated_at != stored:
+                read[pool.name] = self._read(pool)
+
+        def swap() -> None:
             with self._lock:
-                self._forecasts[pool.name] = made
-            changed.add(pool.name)
+                self._forecasts.update(read)
+
+        if publish is None:
+            swap()
+        elif read:
+            publish(set(read), swap)
         self._run = run
-        return changed
+        return set(read)
 
     def _read(self, pool: PoolConfig) -> PoolForecast:
         if self._model is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Final
 
@@ -183,10 +183,7 @@ class RecommendationService:
             The pools recomputed.
         """
         self.invalidate(self.live.poll())
-        reread = self.forecasts.reload(self._pools.values())
-        if reread:
-            with self._lock:
-                self._mark_dirty(reread)
+        self.forecasts.reload(self._pools.values(), publish=self._stale_then)
         now = self.now()
         with self._lock:
             due = [pool for name, pool in self._pools.items() if self._due(name, now + ahead)]
@@ -216,6 +213,16 @@ class RecommendationService:
             self.services.model = loaded
             self.services.model_problem = ""
             self._mark_dirty(self._pools)
+
+    def _stale_then(self, pools: set[str], swap: Callable[[], None]) -> None:
+        """Mark ``pools`` stale, then ``swap`` in their new forecasts, inside the lock.
+
+        A reader that sees a new forecast (``/forecast``) finds the pool's answer stale
+        and has it decided again, never the answer made from the forecast before.
+        """
+        with self._lock:
+            self._mark_dirty(pools)
+            swap()
 
     def _mark_dirty(self, pools: Iterable[str]) -> None:
         """Have ``pools`` recomputed on their next request; the caller holds the lock."""

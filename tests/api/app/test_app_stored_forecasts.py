@@ -190,3 +190,47 @@ def test_a_pool_whose_work_returns_after_an_idle_spell_gets_its_level_before_bac
     assert alpha["forecast_quantiles"]["q0.9"] >= before
     assert alpha["explanation"]["stages"]["forecast_nodes"] >= -(-before // 8)
     assert f"held at {before:.4g} GPUs" in alpha["explanation"]["summary"]
+
+
+def test_a_reader_never_sees_a_new_forecast_beside_the_answer_made_from_the_old_one(
+    make_services: Callable[..., Services],
+    make_app: Callable[[Services], FastAPI],
+    champion: LoadedModel,
+    settings: AppSettings,
+    store: Store,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The twin waits until /forecast serves a step's run, then reads the recommendation:
+    # while the refresh was still reading the other pools' new forecasts it got the
+    # answer decided from the run before.
+    with TestClient(make_app(make_services(clock=clock))) as client:
+        service: RecommendationService = client.app.state.service  # type: ignore[attr-defined]
+        alpha = service.pool("alpha")
+        assert client.get("/recommendation/alpha").status_code == 200
+        old = service.forecasts.get(alpha).generated_at
+
+        clock.advance(timedelta(minutes=5))
+        parts = [
+            {"series_id": f"{pool}/{signal}", "ts": AT, "value": value}
+            for pool in ("alpha", "beta")
+            for signal, value in (("allocated_gpus", 30), ("queue_gpus", 6), ("nodes", 5))
+        ]
+        assert client.post("/signals/metrics", json=parts).status_code == 200
+        assert client.get("/recommendation/alpha").status_code == 200  # from the old run
+        run_forecast_job(settings, store, service.services.model, now=clock.now)  # type: ignore[arg-type]
+
+        seen: list[tuple[Any, Any]] = []
+        read = service.forecasts._read
+
+        def watched(pool: Any) -> Any:
+            seen.append((service.forecasts.get(alpha).generated_at, service.peek([alpha])))
+            return read(pool)
+
+        monkeypatch.setattr(service.forecasts, "_read", watched)
+        service.refresh()
+
+        assert len(seen) == 2  # both pools' forecasts were read again
+        assert service.forecasts.get(alpha).generated_at != old
+        for forecast_at, answer in seen:
+            assert forecast_at == old or answer is None
