@@ -224,6 +224,39 @@ def test_an_incumbent_of_the_same_families_is_scored_from_this_trainings_rows(
     assert calls[-1] == ["champion"]  # other hyperparameters: the incumbent is backtested
 
 
+def test_a_guarded_training_still_compares_with_an_incumbent_of_unbacktested_families(
+    tracking: TrackingConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The incumbent serves seasonal naive, which a guarded training no longer backtests
+    # (no member): it must be backtested for the gate, not left out of the comparison.
+    import forecaster.training as training
+
+    calls: list[list[str]] = []
+    real_nested = training.nested_fleet_backtest
+
+    def counting_nested(models, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append([m.model_name for m in models])
+        return real_nested(models, *args, **kwargs)
+
+    monkeypatch.setattr(training, "nested_fleet_backtest", counting_nested)
+    df, models_dir = seasonal_frame(), tmp_path / "m"
+    models = [Persistence(horizon=6), SeasonalNaive(season_length=DAY, horizon=6)]
+    first = train(df, models, PLAN, tracking=tracking, model_name="demand", models_dir=models_dir)
+    assert set(first.selection.values()) == {"seasonal_naive"}
+    guarded = replace(PLAN, champion="guarded")
+    second = train(
+        df, models, guarded, tracking=tracking, model_name="demand", models_dir=models_dir
+    )
+    assert calls[1] == ["persistence"]  # the guarded training's own backtest
+    assert calls[2] == ["champion"]  # the incumbent, backtested on the held-out windows
+    point = second.decision.point
+    assert point.champion_score is not None
+    assert point.challenger_score is not None
+    assert point.champion_score < point.challenger_score  # seasonal naive is better here
+    assert not second.promoted
+    assert "point" in second.decision.failed
+
+
 def test_same_estimator_compares_types_and_hyperparameters_nested() -> None:
     from forecaster.estimator import same_estimator
     from forecaster.models.combination import MedianCombination
