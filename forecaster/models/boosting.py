@@ -61,7 +61,34 @@ def interpolate_changes(anchors: tuple[int, ...], changes: FloatArray, h: int) -
     xs = np.asarray([0, *anchors], dtype=np.float64)
     if changes.ndim == 1:
         return np.asarray(np.interp(steps, xs, np.r_[0.0, changes]), dtype=np.float64)
-    return np.stack([np.interp(steps, xs, np.r_[0.0, row]) for row in changes])
+    return _interp_rows(steps, xs, np.column_stack([np.zeros(len(changes)), changes]))
+
+
+def _interp_rows(x: FloatArray, xp: FloatArray, fp: FloatArray) -> FloatArray:
+    """``np.interp(x, xp, row)`` for every row of ``fp`` at once, bit for bit.
+
+    A boosting fit interpolates one path per held-out origin (hundreds per series);
+    row by row that was a tenth of its time. The arithmetic is numpy's own (the
+    slope of the segment, ``slope * (x - xp[j]) + fp[j]``, the other end when that is
+    NaN, the knot's value at a knot, the end values outside), so the values are equal.
+    """
+    out = np.empty((fp.shape[0], len(x)), dtype=np.float64)
+    # j: the knot at or before each x, as numpy's binary search finds it.
+    j = np.searchsorted(xp, x, side="right") - 1
+    for i, (x_i, j_i) in enumerate(zip(x, j, strict=True)):  # few steps, many rows
+        if j_i < 0 or j_i >= len(xp) - 1 or xp[j_i] == x_i:
+            out[:, i] = fp[:, min(max(j_i, 0), len(xp) - 1)]
+            continue
+        with np.errstate(invalid="ignore", over="ignore"):  # np.interp is silent too
+            slope = (fp[:, j_i + 1] - fp[:, j_i]) / (xp[j_i + 1] - xp[j_i])
+            value = slope * (x_i - xp[j_i]) + fp[:, j_i]
+            nan = np.isnan(value)
+            if nan.any():
+                other = slope * (x_i - xp[j_i + 1]) + fp[:, j_i + 1]
+                flat = np.isnan(other) & (fp[:, j_i] == fp[:, j_i + 1])
+                value = np.where(nan, np.where(flat, fp[:, j_i], other), value)
+        out[:, i] = value
+    return out
 
 
 def shrink_weight(errors: FloatArray, min_improvement: float) -> float:

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from forecaster.exceptions import UpdateError
 from forecaster.models.base import FloatArray
@@ -163,7 +162,7 @@ class GradientBoosting(AnchoredBoosting):
     def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
         y = y[-self.max_history :]
         ds = ds[-self.max_history :]
-        with threadpool_limits(limits=self.n_threads, user_api="openmp"):
+        with openmp_threads(self.n_threads):
             return self._fit_anchors(y, ds)
 
     def _fit_anchors(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:

@@ -259,7 +259,7 @@ class GlobalGradientBoosting(AnchoredBoosting):
         final_changes = np.zeros(len(anchors))
         weights = np.zeros(len(anchors))
         grid = np.asarray(SHRINK_GRID)
-        with threadpool_limits(limits=self.n_threads, user_api="openmp"):
+        with openmp_threads(self.n_threads):
             for j, k in enumerate(anchors):
                 fold_model, final_model = fleet.fold_models[j], fleet.final_models[j]
                 if fold_model is None or final_model is None:
