@@ -23,12 +23,14 @@ to the oracle, in hindsight), the oracle, Foresight and the two references.
   then past it through the pool's ``safety_margin`` (q0.999 plus 0.5 to 60 times the
   series' volatility), so it reaches as low and as high a cost as the references; and
   with a ``min_nodes`` floor at the prehistory's static sizes (``static-ksd``'s) under
-  a few quantiles (:mod:`benchmarks.decision_sweep`).
+  a few quantiles (sizes chosen on the prehistory); and every quantile again with no
+  scale-down hold, as the buffers are (:mod:`benchmarks.decision_sweep`).
   ``--model champion`` replays the per-horizon champion (the fallback when a version
   has no peak model), ``--model FAMILY`` pins one family of it, for diagnosis.
 - References (persistence / seasonal naive + k standard deviations, k swept 0 to 6):
   the same policy chain (target utilisation, reactive floor, bounds, stabilisation),
-  differing from Foresight only in the forecast; and a static size of the
+  differing from Foresight only in the forecast, each ``k`` with the pool's
+  scale-down hold and with none (``k2+nohold``); and a static size of the
   prehistory's mean demand + k standard deviations (``static-ksd``).
 
 Held out by family (default): the online layer's constants (ACI's step size, the mix's
@@ -87,8 +89,11 @@ from benchmarks.decision_report import (  # noqa: E402
 )
 from benchmarks.decision_sweep import (  # noqa: E402
     KS,
+    NO_HOLD_LABEL,
     QUANTILES,
     foresight_settings,
+    no_hold,
+    prehistory_cost,
     static_sizes,
 )
 from benchmarks.families import family_of  # noqa: E402
@@ -357,7 +362,8 @@ def run_case(
         )
         forecaster, fit_log = walk, walk.fit_log
     statics = {nodes: (k, sim(StaticPolicy(nodes))) for k, nodes in static_sizes(pre, pool).items()}
-    floors = {nodes: cost_ratio(result, oracle) for nodes, (_, result) in statics.items()}
+    # Chosen on the prehistory, never by their cost on the scored window.
+    floors = {nodes: prehistory_cost(pre, pool, nodes) for nodes in statics}
     terms: dict[str, dict[str, int]] = {}
     for setting, swept in foresight_settings(pool, margins=fleet is not None, floors=floors):
         policy = ForesightPolicy(swept, forecaster)
@@ -365,11 +371,13 @@ def run_case(
         terms[setting] = dict(policy.terms)
     for nodes, (k, result) in statics.items():
         runs.append(("static-ksd", f"k{k:g} ({nodes} nodes)", result))
+    holds = [(pool, "")] + [(p, NO_HOLD_LABEL) for p in (no_hold(pool),) if p is not None]
     for ref, base in REFERENCES.items():
-        for k in KS:
-            runs.append(
-                (REF_LABEL[ref], f"k{k:g}", sim(reference_policy(pool, base, k, prehistory=pre)))
-            )
+        for held, label in holds:
+            for k in KS:
+                buffer = reference_policy(held, base, k, prehistory=pre)
+                result = simulate(replay, held, buffer, carry=carry)
+                runs.append((REF_LABEL[ref], f"k{k:g}{label}", result))
     rows = [
         {
             "policy": policy,

@@ -9,19 +9,34 @@ step function of the grid). Foresight and the buffers are swept at the same dens
   the prehistory, combined with a few quantiles, so that where a fixed size is the
   cheapest way to stop waiting Foresight can be that size and still follow the peaks
   above it.
+- Foresight with a pool ``floor_margin``: the bound never below the newest demand plus
+  that many units of its volatility (the reactive part of a persistence + ``k`` sd
+  buffer, kept under the forecast), under the lowest and a high quantile.
 - Persistence and seasonal naive + ``k`` standard deviations: ``k`` from 0 to 6.
 - A static ``mean + k sd`` of the prehistory's demand: ``k`` from 0 to 6.
+- The pool's scale-down hold, for Foresight and the buffers alike: every quantile and
+  every ``k`` also with no hold (:data:`NO_HOLD`: nodes shed as soon as they are not
+  wanted). The hold is a pool setting every policy of a pool shares; where demand is
+  spiky it sets the cost of every policy (Alibaba LoRA), so neither side is judged
+  only at the default. Nothing is chosen: both settings are points of both frontiers.
+
+The floors swept are chosen on the prehistory only: the static sizes whose fixed cost
+there is within :data:`FLOOR_COSTS` of the GPUs its demand occupied
+(:func:`prehistory_cost`), never by their cost on the scored window.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Final
 
+import numpy as np
 import pandas as pd
 
 from pipelines.config.pools import PoolConfig
+from policy.config import ScaleDownConfig
 
 QUANTILES: Final = (
     *(0.05, 0.1, 0.2, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9),
@@ -38,9 +53,35 @@ STATIC_KS: Final = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0)
 FLOOR_QUANTILES: Final = (0.05, 0.9, 0.99)
 """Quantiles combined with each ``min_nodes`` floor."""
 FLOOR_COSTS: Final = (1.0, 1.5)
-"""The floors swept: those whose static size alone costs within these multiples of the
-oracle's GPU-hours. A costlier one makes the pair costlier still, past every cap
-scored; a cheaper one sits below the demand the reactive floor already serves."""
+"""The floors swept: those whose static size alone cost, on the prehistory, within these
+multiples of the GPUs its demand occupied (:func:`prehistory_cost`). A costlier one
+makes the pair costlier still, past every cap scored; a cheaper one sits below the
+demand the reactive floor already serves."""
+FLOOR_MARGINS: Final = (1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0)
+"""``floor_margin`` values swept (volatility units over the newest demand)."""
+FLOOR_MARGIN_QUANTILES: Final = (0.05, 0.99)
+"""Quantiles combined with each ``floor_margin``."""
+NO_HOLD: Final = ScaleDownConfig(window=timedelta(0), max_step_nodes=1000)
+"""The scale-down swept beside the pool's own: no window, no step limit."""
+NO_HOLD_LABEL: Final = "+nohold"
+
+
+def prehistory_cost(pre: pd.Series, pool: PoolConfig, nodes: int) -> float:
+    """A fixed size's GPU-hours on the prehistory over those its demand occupied.
+
+    The demand occupies ``ceil(demand / gpus per node)`` nodes each step (what an oracle
+    provisions, booting aside); a fixed size pays ``nodes`` every step.
+    """
+    occupied = np.ceil(np.maximum(pre.to_numpy(dtype=float), 0.0) / pool.gpus_per_node - 1e-9)
+    total = float(occupied.sum())
+    return nodes * len(occupied) / total if total > 0 else math.inf
+
+
+def no_hold(pool: PoolConfig) -> PoolConfig | None:
+    """The pool with no scale-down hold, or None when it already has none."""
+    if pool.scale_down == NO_HOLD:
+        return None
+    return pool.model_copy(update={"scale_down": NO_HOLD})
 
 
 def static_sizes(pre: pd.Series, pool: PoolConfig) -> dict[float, int]:
@@ -66,16 +107,24 @@ def foresight_settings(
     Args:
         pool: the case's pool.
         margins: whether the forecast carries a scale (the peak model) so the safety
-            margin applies.
-        floors: ``min_nodes`` values to sweep, each with the cost ratio its static size
-            alone reached (those outside :data:`FLOOR_COSTS` are skipped).
+            and floor margins apply.
+        floors: ``min_nodes`` values to sweep, each with its static size's cost on the
+            prehistory (:func:`prehistory_cost`; those outside :data:`FLOOR_COSTS` are
+            skipped).
     """
     for q in QUANTILES:
         yield f"q{q:g}", pool.model_copy(update={"quantile": q})
+    unheld = no_hold(pool)
+    if unheld is not None:
+        for q in QUANTILES:
+            yield f"q{q:g}{NO_HOLD_LABEL}", unheld.model_copy(update={"quantile": q})
     if margins:
         top = QUANTILES[-1]
         for m in MARGINS:
             yield f"q{top:g}+m{m:g}", pool.model_copy(update={"quantile": top, "safety_margin": m})
+        for q in FLOOR_MARGIN_QUANTILES:
+            for m in FLOOR_MARGINS:
+                yield f"q{q:g}+f{m:g}", pool.model_copy(update={"quantile": q, "floor_margin": m})
     for nodes, cost in sorted(floors.items()):
         if not (FLOOR_COSTS[0] <= cost <= FLOOR_COSTS[1] and 0 < nodes <= pool.max_nodes):
             continue

@@ -8,10 +8,15 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.decision_sweep import (
+    FLOOR_MARGIN_QUANTILES,
+    FLOOR_MARGINS,
     FLOOR_QUANTILES,
     MARGINS,
+    NO_HOLD,
     QUANTILES,
     foresight_settings,
+    no_hold,
+    prehistory_cost,
 )
 from pipelines.config.pools import PoolConfig
 from pipelines.simulate.engine import simulate
@@ -26,7 +31,10 @@ POOL = PoolConfig(
 def test_floors_are_swept_only_within_the_scored_costs_each_with_a_few_quantiles() -> None:
     swept = dict(foresight_settings(POOL, margins=True, floors={3: 0.9, 5: 1.1, 8: 1.4, 12: 1.7}))
     floors = {label: pool for label, pool in swept.items() if "+min" in label}
-    assert len(swept) == len(QUANTILES) + len(MARGINS) + len(floors)
+    margin_floors = len(FLOOR_MARGINS) * len(FLOOR_MARGIN_QUANTILES)
+    assert len(swept) == 2 * len(QUANTILES) + len(MARGINS) + margin_floors + len(floors)
+    assert swept["q0.99+f5"].floor_margin == 5.0
+    assert swept["q0.99+f5"].quantile == 0.99
     assert {pool.min_nodes for pool in floors.values()} == {5, 8}  # 0.9x and 1.7x left out
     assert sorted({pool.quantile for pool in floors.values()}) == sorted(FLOOR_QUANTILES)
     assert swept["q0.9+min8"].min_nodes == 8
@@ -35,7 +43,26 @@ def test_floors_are_swept_only_within_the_scored_costs_each_with_a_few_quantiles
 
 def test_without_a_scale_no_margin_is_swept() -> None:
     labels = [label for label, _ in foresight_settings(POOL, margins=False, floors={})]
+    assert labels == [f"q{q:g}" for q in QUANTILES] + [f"q{q:g}+nohold" for q in QUANTILES]
+
+
+def test_every_quantile_is_also_swept_without_the_hold_unless_the_pool_has_none() -> None:
+    swept = dict(foresight_settings(POOL, margins=False, floors={}))
+    assert swept["q0.9+nohold"].scale_down == NO_HOLD
+    assert swept["q0.9+nohold"].quantile == 0.9
+    assert swept["q0.9"].scale_down == POOL.scale_down
+    unheld = no_hold(POOL)
+    assert unheld is not None
+    assert no_hold(unheld) is None
+    labels = [label for label, _ in foresight_settings(unheld, margins=False, floors={})]
     assert labels == [f"q{q:g}" for q in QUANTILES]
+
+
+def test_a_floors_cost_is_read_on_the_prehistory_against_the_nodes_its_demand_occupied() -> None:
+    index = pd.date_range("2024-01-01", periods=4, freq="10min", tz="UTC")
+    pre = pd.Series([8.0, 16.0, 1.0, 0.0], index=index)  # occupies 1 + 2 + 1 + 0 = 4 nodes
+    assert prehistory_cost(pre, POOL, 2) == 2.0  # 2 nodes x 4 steps / 4
+    assert prehistory_cost(pre * 0, POOL, 2) == float("inf")
 
 
 def test_a_floor_holds_the_replayed_pool_at_min_nodes_and_follows_peaks_above_it() -> None:

@@ -267,3 +267,53 @@ def test_the_per_horizon_fallback_gets_no_safety_margin_and_says_why() -> None:
 def test_a_peak_forecasts_scale_must_be_a_positive_number(bad: float) -> None:
     with pytest.raises(DataValidationError, match="scale must be finite and > 0"):
         scaled(scale=bad)
+
+
+def test_a_floor_margin_holds_the_bound_at_demand_plus_margin_times_the_volatility() -> None:
+    # q0.9 = 60 over demand 40; a floor of 40 + 6 x 4 = 64 GPUs lies above it.
+    rec = run(forecast(scaled(q90=60.0, scale=4.0)), floor_margin=6.0)
+
+    assert rec.explanation.inputs["forecast_peak_gpus"].value == 64.0
+    assert rec.desired_nodes == 8  # ceil(64 / 8)
+    assert "raised from 60 to the newest demand plus a floor margin of 6 x its recent" in (
+        rec.explanation.summary
+    )
+    assert rec.explanation.settings["floor_margin"] == 6.0
+
+
+def test_a_floor_margin_below_the_quantile_changes_nothing() -> None:
+    plain = run(forecast(scaled(q90=60.0, scale=4.0)))
+    low = run(forecast(scaled(q90=60.0, scale=4.0)), floor_margin=2.0)  # 40 + 8 = 48 < 60
+
+    assert low.explanation.inputs["forecast_peak_gpus"].value == 60.0
+    assert low.desired_nodes == plain.desired_nodes
+    assert "floor margin" not in low.explanation.summary
+
+
+def test_a_floor_margin_follows_the_newest_demand() -> None:
+    newer = live(demand=90.0, at=NOW - MIN)
+    rec = run(forecast(scaled(q90=60.0, scale=4.0)), newer, floor_margin=10.0)
+
+    # headroom 20 carried to 90 = 110; the floor 90 + 10 x 4 = 130 is higher -> 17 nodes
+    assert rec.explanation.inputs["forecast_peak_gpus"].value == 130.0
+    assert rec.desired_nodes == 17
+
+
+def test_a_floor_margin_without_a_scale_or_a_peak_is_not_applied_and_said() -> None:
+    unscaled = run(forecast(scaled(q90=60.0, scale=None)), floor_margin=6.0)
+    fallback = run(forecast(None, values=(41.0, 45.0, 99.0)), floor_margin=6.0)
+
+    assert unscaled.desired_nodes == 8
+    assert "no floor margin: the peak forecast carries no volatility scale" in (
+        unscaled.explanation.summary
+    )
+    assert fallback.explanation.stages.forecast_nodes == 16
+    assert "no floor margin: the per-horizon fallback has no volatility scale" in (
+        fallback.explanation.summary
+    )
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("inf"), float("nan")])
+def test_a_floor_margin_must_be_a_finite_number_at_or_above_zero(bad: float) -> None:
+    with pytest.raises(ValueError, match="floor_margin"):
+        POOL.model_validate({**POOL.model_dump(), "floor_margin": bad})
