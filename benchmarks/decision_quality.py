@@ -23,9 +23,8 @@ to the oracle, in hindsight), the oracle, Foresight and the two references.
   then past it through the pool's ``safety_margin`` (q0.999 plus 0.5 to 60 times the
   series' volatility), so it reaches as low and as high a cost as the references; and
   with a ``min_nodes`` floor at the prehistory's static sizes (``static-ksd``'s) under
-  a few quantiles (sizes chosen on the prehistory); with a ``floor_margin`` (the bound
-  never below the newest demand plus 1 to 20 times its volatility) under q0.05 and
-  q0.99; and every quantile again with no scale-down hold, as the buffers are
+  a few quantiles (sizes chosen on the prehistory); and every quantile again with no
+  scale-down hold, as the buffers are
   (:mod:`benchmarks.decision_sweep`).
   ``--model champion`` replays the per-horizon champion (the fallback when a version
   has no peak model), ``--model FAMILY`` pins one family of it, for diagnosis.

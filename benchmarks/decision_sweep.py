@@ -9,9 +9,6 @@ step function of the grid). Foresight and the buffers are swept at the same dens
   the prehistory, combined with a few quantiles, so that where a fixed size is the
   cheapest way to stop waiting Foresight can be that size and still follow the peaks
   above it.
-- Foresight with a pool ``floor_margin``: the bound never below the newest demand plus
-  that many units of its volatility (the reactive part of a persistence + ``k`` sd
-  buffer, kept under the forecast), under the lowest and a high quantile.
 - Persistence and seasonal naive + ``k`` standard deviations: ``k`` from 0 to 6.
 - A static ``mean + k sd`` of the prehistory's demand: ``k`` from 0 to 6.
 - The pool's scale-down hold, for Foresight and the buffers alike: every quantile and
@@ -57,10 +54,6 @@ FLOOR_COSTS: Final = (1.0, 1.5)
 multiples of the GPUs its demand occupied (:func:`prehistory_cost`). A costlier one
 makes the pair costlier still, past every cap scored; a cheaper one sits below the
 demand the reactive floor already serves."""
-FLOOR_MARGINS: Final = (1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0)
-"""``floor_margin`` values swept (volatility units over the newest demand)."""
-FLOOR_MARGIN_QUANTILES: Final = (0.05, 0.99)
-"""Quantiles combined with each ``floor_margin``."""
 NO_HOLD: Final = ScaleDownConfig(window=timedelta(0), max_step_nodes=1000)
 """The scale-down swept beside the pool's own: no window, no step limit."""
 NO_HOLD_LABEL: Final = "+nohold"
@@ -107,7 +100,7 @@ def foresight_settings(
     Args:
         pool: the case's pool.
         margins: whether the forecast carries a scale (the peak model) so the safety
-            and floor margins apply.
+            margin applies.
         floors: ``min_nodes`` values to sweep, each with its static size's cost on the
             prehistory (:func:`prehistory_cost`; those outside :data:`FLOOR_COSTS` are
             skipped).
@@ -122,9 +115,6 @@ def foresight_settings(
         top = QUANTILES[-1]
         for m in MARGINS:
             yield f"q{top:g}+m{m:g}", pool.model_copy(update={"quantile": top, "safety_margin": m})
-        for q in FLOOR_MARGIN_QUANTILES:
-            for m in FLOOR_MARGINS:
-                yield f"q{q:g}+f{m:g}", pool.model_copy(update={"quantile": q, "floor_margin": m})
     for nodes, cost in sorted(floors.items()):
         if not (FLOOR_COSTS[0] <= cost <= FLOOR_COSTS[1] and 0 < nodes <= pool.max_nodes):
             continue

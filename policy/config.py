@@ -144,9 +144,5 @@ class PoolRule(PoolShape, Protocol):
         """Volatility units provisioned beyond the peak quantile (0: none; see ``policy.need``)."""
 
     @property
-    def floor_margin(self) -> float:
-        """Volatility units over the newest demand the bound never goes below (0: none)."""
-
-    @property
     def scale_down(self) -> ScaleDownConfig:
         """How cautiously the pool shrinks."""

@@ -43,8 +43,6 @@ def _settings(pool: PoolRule) -> dict[str, float]:
     rule = {}
     if pool.safety_margin:  # named only when set: a pool without one reads as before
         rule["safety_margin"] = pool.safety_margin
-    if pool.floor_margin:
-        rule["floor_margin"] = pool.floor_margin
     if pool.waiting_cost_ratio is not None and pool.quantile_rule == "newsvendor":
         rule["waiting_cost_ratio"] = pool.waiting_cost_ratio
     return rule | {
@@ -94,7 +92,6 @@ def _need(
             pool.lead_time,
             demand=live.demand_gpus,
             safety_margin=pool.safety_margin,
-            floor_margin=pool.floor_margin,
         )
     )
     floor = reactive_floor(live.demand_gpus.value, pool.gpus_per_node)

@@ -236,9 +236,8 @@ def _forecast_words(
             f"{settings['waiting_cost_ratio']:g}x an idle one)"
         )
     if from_peak and peak is not None and peak.raw is not None:
-        moved = _quantile(peak) - peak.margin - peak.raw
         rule += (
-            f", the model's {peak.raw:.4g} GPUs moved {moved:+.3g} "
+            f", the model's {peak.raw:.4g} GPUs moved {peak.value - peak.margin - peak.raw:+.3g} "
             "by online calibration and its mix with the trailing-day buffer,"
         )
     elif calibration is not None:
@@ -254,7 +253,6 @@ def _forecast_words(
             "an outage mostly comes back whole),"
         )
     rule += _margin_words(peak, settings)
-    rule += _floor_words(peak, settings)
     if from_peak and peak is not None and peak.lead is not None:
         return (
             f"q{level:g} of the demand peak over the next {_duration(peak.lead)}"
@@ -286,25 +284,6 @@ def _margin_words(peak: PeakDemand | None, settings: Mapping[str, float]) -> str
         )
     if peak.margin_missing:
         return f" (no safety margin: {peak.margin_missing})"
-    return ""
-
-
-def _quantile(peak: PeakDemand) -> float:
-    """The served quantile (with its safety margin) before a floor margin raised it."""
-    return peak.value if peak.floor_from is None else peak.floor_from
-
-
-def _floor_words(peak: PeakDemand | None, settings: Mapping[str, float]) -> str:
-    """Say when the pool's floor margin raised the bound, or why it could not apply."""
-    if peak is None:
-        return ""
-    if peak.floor is not None and peak.floor_from is not None:
-        return (
-            f" raised from {peak.floor_from:.4g} to the newest demand plus a floor margin of "
-            f"{settings.get('floor_margin', 0.0):g} x its recent volatility,"
-        )
-    if peak.floor_missing:
-        return f" (no floor margin: {peak.floor_missing})"
     return ""
 
 

@@ -26,13 +26,6 @@ adds ``safety_margin`` times the series' recent volatility (the peak forecast's
 pool that wants almost no waiting can get it. It applies to a peak forecast that
 carries its scale; the per-horizon fallback has no such unit and gets none (the
 explanation says so). 0, the default, provisions the quantile alone.
-
-A pool's ``floor_margin`` keeps the bound from going below the newest demand plus
-``floor_margin`` times the same volatility: the reactive part of a "persistence + k sd"
-buffer, under the forecast. Where the peak quantile is higher it serves unchanged;
-where the forecast is low (a jump it did not see coming) the floor holds. It applies,
-like the safety margin, only to a peak forecast carrying its scale. 0, the default,
-adds no floor beyond the reactive one.
 """
 
 from __future__ import annotations
@@ -90,10 +83,6 @@ class PeakDemand:
         margin: the GPUs the pool's ``safety_margin`` added to the quantile (included
             in ``value``); 0 when it is 0 or cannot apply.
         margin_missing: why a nonzero ``safety_margin`` was not applied; empty otherwise.
-        floor: the newest demand plus ``floor_margin`` times the volatility, in GPUs,
-            when it raised ``value`` (then ``value`` is it); None otherwise.
-        floor_from: what ``value`` was before ``floor`` raised it; None otherwise.
-        floor_missing: why a nonzero ``floor_margin`` was not applied; empty otherwise.
     """
 
     level: float
@@ -109,9 +98,6 @@ class PeakDemand:
     returning: float | None = None
     margin: float = 0.0
     margin_missing: str = ""
-    floor: float | None = None
-    floor_from: float | None = None
-    floor_missing: str = ""
 
     @property
     def utilisation_applies(self) -> bool:
@@ -130,7 +116,6 @@ def peak_demand(
     lead_time: timedelta,
     demand: Sample | None = None,
     safety_margin: float = 0.0,
-    floor_margin: float = 0.0,
 ) -> PeakDemand | None:
     """Return the demand peak to provision for: the peak forecast, else the window's max.
 
@@ -143,28 +128,20 @@ def peak_demand(
             its headroom carried over to it (:meth:`PeakForecast.rebased`).
         safety_margin: volatility units added beyond the peak quantile (the pool's
             ``safety_margin``; see the module).
-        floor_margin: volatility units over the newest demand the bound never goes
-            below (the pool's ``floor_margin``; see the module).
 
     Returns:
         The peak, or None when there is no peak forecast and no per-horizon point
         falls in the window.
     """
-    for name, given in (("safety_margin", safety_margin), ("floor_margin", floor_margin)):
-        if not (math.isfinite(given) and given >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0, got {given}")
+    if not (math.isfinite(safety_margin) and safety_margin >= 0):
+        raise ValueError(f"safety_margin must be a finite number >= 0, got {safety_margin}")
     peak = forecast.peak
     if peak is not None:
         moved = peak if demand is None else peak.rebased(demand)
         margin, why = margin_gpus(safety_margin, moved.scale)
-        value = max(0.0, moved.quantiles[forecast.level]) + margin
-        above, floor_why = margin_gpus(floor_margin, moved.scale)
-        # The newest demand is the rebased forecast's origin value (the live sample when newer).
-        floor = max(0.0, moved.last) + above if above > 0 else None
-        raised = floor is not None and floor > value
         return PeakDemand(
             level=forecast.level,
-            value=floor if raised and floor is not None else value,
+            value=max(0.0, moved.quantiles[forecast.level]) + margin,
             at=moved.end,
             by_level=MappingProxyType(
                 {level: max(0.0, v) for level, v in sorted(moved.quantiles.items())}
@@ -177,9 +154,6 @@ def peak_demand(
             returning=_held(moved, forecast.level),
             margin=margin,
             margin_missing=why,
-            floor=floor if raised else None,
-            floor_from=value if raised else None,
-            floor_missing=floor_why,
         )
     end = window_end(now, lead_time, forecast.step)
     inside = [i for i, ts in enumerate(forecast.timestamps) if now <= ts <= end]
@@ -201,9 +175,6 @@ def peak_demand(
         margin_missing=""
         if safety_margin == 0
         else "the per-horizon fallback has no volatility scale to size a safety margin by",
-        floor_missing=""
-        if floor_margin == 0
-        else "the per-horizon fallback has no volatility scale to size a floor margin by",
     )
 
 

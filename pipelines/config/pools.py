@@ -15,14 +15,7 @@ from datetime import timedelta
 from string import Template
 from typing import Any, Final
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from forecaster.types import SeriesId
@@ -155,14 +148,6 @@ class PoolConfig(_Strict):
         "volatility (its mean absolute step-to-step change over the trailing day, the peak "
         "model's scale), a finite number >= 0; 0 (the default) provisions the quantile alone",
     )
-    floor_margin: float = Field(
-        default=0.0,
-        ge=0,
-        allow_inf_nan=False,
-        description="a floor under the peak quantile: the newest demand plus this many units "
-        "of its recent volatility (the safety margin's unit), a finite number >= 0; 0 (the "
-        "default) adds no floor beyond the demand itself",
-    )
     signals: dict[str, SignalSource] = Field(
         default_factory=_default_signals,
         description="a mapping of signal name to {promql, column}; defaults are kept for "
@@ -198,11 +183,11 @@ class PoolConfig(_Strict):
             return {**data, "quantile": newsvendor_quantile(ratio)}
         return data
 
-    @field_validator("safety_margin", "floor_margin", mode="before")
+    @field_validator("safety_margin", mode="before")
     @classmethod
-    def _margin_is_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+    def _margin_is_a_number(cls, value: Any) -> Any:
         if isinstance(value, bool):  # YAML's yes/true would otherwise read as 1
-            raise ValueError(f"{info.field_name} must be a number, not {value!r}")
+            raise ValueError(f"safety_margin must be a number, not {value!r}")
         return value
 
     @property

@@ -8,8 +8,6 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.decision_sweep import (
-    FLOOR_MARGIN_QUANTILES,
-    FLOOR_MARGINS,
     FLOOR_QUANTILES,
     MARGINS,
     NO_HOLD,
@@ -31,10 +29,7 @@ POOL = PoolConfig(
 def test_floors_are_swept_only_within_the_scored_costs_each_with_a_few_quantiles() -> None:
     swept = dict(foresight_settings(POOL, margins=True, floors={3: 0.9, 5: 1.1, 8: 1.4, 12: 1.7}))
     floors = {label: pool for label, pool in swept.items() if "+min" in label}
-    margin_floors = len(FLOOR_MARGINS) * len(FLOOR_MARGIN_QUANTILES)
-    assert len(swept) == 2 * len(QUANTILES) + len(MARGINS) + margin_floors + len(floors)
-    assert swept["q0.99+f5"].floor_margin == 5.0
-    assert swept["q0.99+f5"].quantile == 0.99
+    assert len(swept) == 2 * len(QUANTILES) + len(MARGINS) + len(floors)
     assert {pool.min_nodes for pool in floors.values()} == {5, 8}  # 0.9x and 1.7x left out
     assert sorted({pool.quantile for pool in floors.values()}) == sorted(FLOOR_QUANTILES)
     assert swept["q0.9+min8"].min_nodes == 8
