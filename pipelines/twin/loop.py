@@ -12,7 +12,8 @@ Per simulated step ``t`` (timestamp ``ts``), in this order:
    twin (no recommendation is ever acted on from a partial run);
 4. the twin waits until the service serves that run (``GET /forecast/{pool}``
    reports its ``generated_at`` and model version), polling, never sleeping blindly;
-5. it reads the recommendation (``GET /recommendation/{pool}``, stamped ``ts``):
+5. it reads the recommendation (``GET /recommendation/{pool}``, stamped ``ts`` and
+   decided from that run, not the push's decision from the run before):
    ``desired_nodes`` and ``headroom_pods``, the capacity buffer's replicas that the
    publish job writes;
 6. the cluster acts on it (:mod:`.cluster`) and runs the work.
@@ -145,12 +146,22 @@ def _served_run(
 
 
 def _recommendation(client: Service, pool: str, ts: datetime) -> Served:
-    """The pool's recommendation decided at ``ts`` (polled until the service has it)."""
+    """The pool's recommendation decided at ``ts`` from the run made at ``ts``.
+
+    Polled until the service has it. The decision the push of ``ts`` made from the
+    run before is also stamped ``ts``, and the service answers with it while it
+    decides again on the new run (a read does not wait for a decision in progress):
+    acting on it would make the twin's figures depend on timing.
+    """
     got: list[Served] = []
 
     def decided() -> bool:
         answer = client.recommendation(pool)
-        if answer is not None and answer.generated_at == ts:
+        if (
+            answer is not None
+            and answer.generated_at == ts
+            and (answer.forecast_at == ts or answer.mode == "reactive")
+        ):
             got.append(answer)
             return True
         return False

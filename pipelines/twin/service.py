@@ -55,6 +55,8 @@ class Served:
         mode: ``predictive`` or ``reactive``.
         term: the term of the chain that set the number.
         stages: the node count after each stage of the chain.
+        forecast_at: when the forecast run it was decided from was made; None when it
+            used none.
     """
 
     desired_nodes: int
@@ -63,6 +65,7 @@ class Served:
     mode: str
     term: str
     stages: Mapping[str, int]
+    forecast_at: datetime | None = None
 
 
 class ServiceClient:
@@ -106,7 +109,9 @@ class ServiceClient:
         if answer.status_code != 200:
             return None
         body = answer.json()
+        forecast_at = body["explanation"]["inputs"].get("forecast_peak_gpus", {}).get("at")
         return Served(
+            forecast_at=None if forecast_at is None else datetime.fromisoformat(forecast_at),
             desired_nodes=int(body["desired_nodes"]),
             headroom_pods=int(body["headroom_pods"]),
             generated_at=datetime.fromisoformat(body["generated_at"]),

@@ -29,9 +29,10 @@ POOL = PoolConfig(
 class _FakeService:
     """Stores pushes; serves a run once the forecaster made it; desires demand + 1 node."""
 
-    def __init__(self) -> None:
+    def __init__(self, stale_reads: int = 0) -> None:
         self.pushed: list[tuple[str, datetime, float]] = []
         self.run: tuple[datetime, str | None] | None = None
+        self.stale_reads = stale_reads
 
     def push(self, samples: Sequence[tuple[str, datetime, float]]) -> None:
         self.pushed.extend(samples)
@@ -44,7 +45,13 @@ class _FakeService:
         latest = {sid: v for sid, ts, v in self.pushed if ts == now}
         demand = latest["p/allocated_gpus"] + latest["p/queue_gpus"]
         desired = math.ceil(demand / 8) + 1
-        return Served(desired, 1, now, "predictive", "forecast", {"final": desired})
+        if self.stale_reads > 0:
+            # The push's decision, from the run before, stamped with the push's time.
+            self.stale_reads -= 1
+            before = now - STEP
+            return Served(desired + 5, 1, now, "predictive", "forecast", {}, forecast_at=before)
+        assert self.run is not None
+        return Served(desired, 1, now, "predictive", "forecast", {"final": desired}, self.run[0])
 
 
 class _Forecaster:
@@ -113,3 +120,13 @@ def test_the_restarter_runs_after_the_named_steps() -> None:
     # After step 2 (3 pushes), within step 5 (after its push), after step 7.
     assert done == [3, 6, 8]
     assert run.restarts == 3
+
+
+def test_the_answer_decided_from_the_run_before_is_never_acted_on() -> None:
+    # While the service decides on the step's run, a read gets the decision its push
+    # made from the run before (stamped with the step's time): the twin waits past it.
+    service = _FakeService(stale_reads=3)
+    demand = _demand(4)
+    run = run_twin(POOL, demand, client=service, forecaster=_Forecaster(service), initial_nodes=5)
+    assert service.stale_reads == 0
+    assert [s.stages for s in run.steps] == [{"final": s.desired_nodes} for s in run.steps]
