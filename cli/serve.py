@@ -296,7 +296,7 @@ def _forecast_before_serving(settings: AppSettings, runner: JobRunner) -> None:
 def _scheduler(
     settings: AppSettings, runner: JobRunner, *, train_now: bool = False
 ) -> Iterator[None]:
-    from pipelines.executors import cancel_local_work
+    from pipelines.executors import cancel_local_work, stop_local_pools
     from pipelines.scheduler.service import start_scheduler
     from pipelines.store.store import open_store
 
@@ -320,6 +320,7 @@ def _scheduler(
             if cancel_local_work():
                 console.print("Stopping: the running job's queued work was cancelled.")
             running.stop()
+            stop_local_pools()
     finally:
         store.close()
 

@@ -30,6 +30,7 @@ import logging
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -81,6 +82,34 @@ def cancel_local_work() -> int:
     for pool in pools:
         pool.shutdown(wait=False, cancel_futures=True)
     return len(pools)
+
+
+def stop_local_pools(grace_s: float = 5.0) -> int:
+    """Stop every local pool of this process for good, worker processes included.
+
+    For a process about to exit (``foresight serve`` after its scheduler stopped, the
+    test session's end): :func:`cancel_local_work`, then each worker process still
+    alive after ``grace_s`` is terminated. A pool shut down without waiting leaves its
+    manager thread to stop the workers, and the interpreter joins that thread at exit;
+    where a worker died earlier (a broken pool, dropped) that thread was seen never to
+    finish, holding the exit for good after a test session had printed its summary.
+    Returns how many worker processes had to be terminated.
+    """
+    cancel_local_work()
+    deadline = time.monotonic() + grace_s
+    stuck = 0
+    for process in multiprocessing.active_children():
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            stuck += 1
+            process.terminate()
+            process.join(1.0)
+            if process.is_alive():
+                process.kill()
+                process.join(1.0)
+    if stuck:
+        logger.warning("stopped %d local worker process(es) that did not exit", stuck)
+    return stuck
 
 
 def single_threaded_worker() -> None:

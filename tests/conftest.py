@@ -25,12 +25,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Stop the process pools the forecast jobs of the tests kept open.
+    """Stop the process pools the tests left open, and their worker processes.
 
-    A kept pool outlives its job (``make_executor(keep=...)``); left open at exit,
-    ``concurrent.futures`` joins its manager thread at shutdown, and a CI run's pytest
-    was seen waiting there for good after printing its summary.
+    A kept pool outlives its job (``make_executor(keep=...)``) and a dropped one (a
+    worker killed by a test) is shut down without waiting; ``concurrent.futures`` joins
+    their manager threads at exit, and CI runs' pytest waited there for good after
+    printing its summary (:func:`pipelines.executors.stop_local_pools`).
     """
-    from pipelines.executors import cancel_local_work
+    from pipelines.executors import stop_local_pools
 
-    cancel_local_work()
+    stop_local_pools()

@@ -14,7 +14,7 @@ from distributed import LocalCluster
 
 from forecaster.exceptions import ConfigError, WorkCancelled
 from forecaster.fanout import fan_out
-from pipelines.executors import cancel_local_work, make_executor
+from pipelines.executors import cancel_local_work, make_executor, stop_local_pools
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -196,3 +196,20 @@ def _wait_until_broken(pool: ProcessPoolExecutor) -> None:
             return
         time.sleep(0.05)
     pytest.fail("the pool never noticed its dead worker")
+
+
+def test_stopping_local_pools_ends_their_workers_even_one_still_busy() -> None:
+    import multiprocessing
+
+    with make_executor(2, keep="cycle") as idle:
+        assert idle is not None
+        idle.submit(int).result(timeout=30)
+    with make_executor(2) as busy:
+        assert busy is not None
+        busy.submit(time.sleep, 120)
+        time.sleep(1.0)  # the task is running in a worker
+        began = time.monotonic()
+        assert stop_local_pools(grace_s=2.0) >= 1  # the busy worker had to be ended
+    assert time.monotonic() - began < 20
+    assert multiprocessing.active_children() == []
+    assert cancel_local_work() == 0
