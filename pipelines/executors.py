@@ -88,11 +88,13 @@ def stop_local_pools(grace_s: float = 5.0) -> int:
     """Stop every local pool of this process for good, worker processes included.
 
     For a process about to exit (``foresight serve`` after its scheduler stopped, the
-    test session's end): :func:`cancel_local_work`, then each worker process still
-    alive after ``grace_s`` is terminated. A pool shut down without waiting leaves its
-    manager thread to stop the workers, and the interpreter joins that thread at exit;
-    where a worker died earlier (a broken pool, dropped) that thread was seen never to
-    finish, holding the exit for good after a test session had printed its summary.
+    test session's end): :func:`cancel_local_work`, then every ``multiprocessing``
+    child of this process still alive after ``grace_s`` is terminated (the pools'
+    workers; whatever else this process started that way goes too). A pool shut down
+    without waiting leaves its manager thread to stop the workers, and the interpreter
+    joins that thread at exit; where a worker died earlier (a broken pool, dropped)
+    that thread was seen never to finish, holding the exit for good after a test
+    session had printed its summary.
     Returns how many worker processes had to be terminated.
     """
     cancel_local_work()
