@@ -1,8 +1,11 @@
-"""Rolling-origin backtest: refit every model at several cutoffs and keep the errors.
+"""Rolling-origin backtest: fit every model at several cutoffs and keep the errors.
 
 At each cutoff a fresh copy of each model (rebuilt from ``get_params``) is fitted on at
 most ``max_train`` observations up to and including the cutoff and forecasts the next
-``horizon`` steps; the result keeps the forecasts next to the actuals. Models are
+``horizon`` steps; the result keeps the forecasts next to the actuals. With
+``refits="first"`` a model is fitted at a series' first cutoff only and updated to the
+later ones (:func:`forecaster.estimator.updated`), as the forecast job advances a
+champion between trainings; a model that cannot update is refitted there. Models are
 treated alike through the estimator contract: the backtest never looks at a model's
 type. Series are independent, so an executor may run them in parallel
 (:func:`forecaster.fanout.fan_out`).
@@ -19,9 +22,9 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
-from forecaster.cutoffs import WindowRoles, nested_cutoffs, rolling_origin_cutoffs
-from forecaster.estimator import Estimator, clone
-from forecaster.exceptions import InsufficientHistoryError
+from forecaster.cutoffs import Refits, WindowRoles, nested_cutoffs, rolling_origin_cutoffs
+from forecaster.estimator import Estimator, clone, updated
+from forecaster.exceptions import InsufficientHistoryError, UpdateError
 from forecaster.fanout import fan_out
 from forecaster.metrics import SCALE, naive_scale
 from forecaster.types import (
@@ -114,6 +117,7 @@ class _Plan:
     heldout: int = 0
     roles: WindowRoles = "all"
     cutoffs: tuple[pd.Timestamp, ...] | dict[str, tuple[pd.Timestamp, ...]] | None = None
+    refits: Refits = "each"
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,7 @@ def backtest(
     heldout_windows: int = 0,
     roles: WindowRoles = "all",
     cutoffs: Sequence[pd.Timestamp] | Mapping[str, Sequence[pd.Timestamp]] | None = None,
+    refits: Refits = "each",
 ) -> BacktestResult:
     """Backtest ``models`` on every series of ``df`` over rolling origins.
 
@@ -165,6 +170,8 @@ def backtest(
             id (a series absent from the mapping gets none); each series is cut at its
             last observation at or before each one that leaves training data and at
             least one observation to score.
+        refits: ``each`` fits at every cutoff; ``first`` fits at a series' first
+            cutoff and updates the fitted model to the later ones (see the module).
 
     Raises:
         ValueError: when model names repeat.
@@ -191,6 +198,7 @@ def backtest(
         heldout=heldout_windows if cutoffs is None else 0,
         roles=roles,
         cutoffs=_cutoff_plan(cutoffs),
+        refits=refits,
     )
     todo = list(models)
     outcomes: list[_SeriesOutcome] = []
@@ -243,6 +251,7 @@ def _backtest_series(
     scales: list[tuple[str, pd.Timestamp, float]] = []
     seconds = dict.fromkeys((m.model_name for m in models), 0.0)
     failures: list[tuple[str, pd.Timestamp, str, str]] = []
+    previous: dict[str, Estimator] = {}  # refits="first": each model's latest fit
     for c in cutoffs:
         start = 0 if plan.max_train is None else max(0, c + 1 - plan.max_train)
         train = group.iloc[start : c + 1]
@@ -254,8 +263,10 @@ def _backtest_series(
             name = model.model_name
             began = time.perf_counter()
             try:
-                fitted = clone(model).fit(train)
+                fitted = _fitted(model, previous.get(name), train)
                 seconds[name] += time.perf_counter() - began
+                if plan.refits == "first":
+                    previous[name] = fitted
                 pred = fitted.predict(plan.horizon, plan.levels)
             # A window's failure must not abort the others: any family may raise its
             # library's own errors (LinAlgError, ValueError...), so all are recorded.
@@ -265,6 +276,16 @@ def _backtest_series(
             frames.append(_beside_actuals(pred, actual_y, cutoff))
     marks = {} if heldout_from is None else {uid: heldout_from}
     return _SeriesOutcome(frames, scales, seconds, failures, marks)
+
+
+def _fitted(model: Estimator, previous: Estimator | None, train: pd.DataFrame) -> Estimator:
+    """``previous`` updated over ``train`` when there is one and it updates, else a new fit."""
+    if previous is not None:
+        try:
+            return updated(previous, train)
+        except UpdateError:
+            pass  # a family without update (or a state it cannot advance) is refitted
+    return clone(model).fit(train)
 
 
 def _beside_actuals(pred: pd.DataFrame, actual: pd.Series, cutoff: pd.Timestamp) -> pd.DataFrame:

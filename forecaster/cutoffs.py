@@ -16,6 +16,10 @@ from forecaster.exceptions import InsufficientHistoryError
 WindowRoles = Literal["all", "selection", "heldout"]
 """Which windows of a nested plan a backtest fits (see :func:`nested_cutoffs`)."""
 
+Refits = Literal["each", "first"]
+"""Where a backtest fits a model: at ``each`` cutoff, or at a series' ``first`` cutoff
+only, updated (not refitted) to the later ones."""
+
 
 def rolling_origin_cutoffs(
     n_obs: int,

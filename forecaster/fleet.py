@@ -13,7 +13,9 @@ that fan-out:
 * :func:`fleet_backtest` backtests at explicit per-series cutoffs: at each distinct
   cutoff time the pooled part is learnt from every series' observations up to that
   time (each cut to ``max_train``), and only the series cut there are forecast with
-  it, so no fit sees an observation after its own cutoff.
+  it, so no fit sees an observation after its own cutoff. With ``refits="first"`` it is
+  learnt at each series' first cutoff time only, and the series' later windows update
+  the fits made with it.
 
 What "fleet" means is therefore "the series of the frame handed to the call": in
 ``foresight train`` every series the training gets (they share one step:
@@ -34,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.backtest import BacktestResult, backtest
-from forecaster.cutoffs import WindowRoles, nested_cutoffs
+from forecaster.cutoffs import Refits, WindowRoles, nested_cutoffs
 from forecaster.estimator import Estimator
 from forecaster.exceptions import InsufficientHistoryError
 from forecaster.models.global_gbm import FleetModel
@@ -123,6 +125,7 @@ def fleet_backtest(
     max_train: int | None,
     executor: Executor | None = None,
     progress: Callable[[int, int], None] | None = None,
+    refits: Refits = "each",
 ) -> BacktestResult:
     """Backtest ``models`` at per-series ``cutoffs``, joint families learnt per cutoff time.
 
@@ -130,7 +133,9 @@ def fleet_backtest(
     cutoffs. With one, the series are grouped by cutoff time; for each time the pooled
     part is learnt from every series of ``df`` up to it (the last ``max_train``
     observations of each), added to each model's fit seconds, and the series cut there
-    are backtested with it.
+    are backtested with it. With ``refits="first"`` the series are grouped by their
+    first cutoff time, and each group is backtested at all its cutoffs with the pooled
+    part learnt then (later windows update, :func:`forecaster.backtest.backtest`).
     """
     if not any(has_joint(m) for m in models):
         return backtest(
@@ -143,11 +148,13 @@ def fleet_backtest(
             cutoffs=cutoffs,
             executor=executor,
             progress=progress,
+            refits=refits,
         )
+    wanted = {str(uid): sorted(pd.Timestamp(t) for t in times) for uid, times in cutoffs.items()}
     by_time: dict[pd.Timestamp, list[str]] = {}
-    for uid, times in cutoffs.items():
-        for t in times:
-            by_time.setdefault(pd.Timestamp(t), []).append(str(uid))
+    for uid, times in wanted.items():
+        for t in times[:1] if refits == "first" else times:
+            by_time.setdefault(t, []).append(uid)
 
     def at(time_: pd.Timestamp, uids: list[str]) -> tuple[BacktestResult, dict[str, float]]:
         seen = recent_history(df[df[DS] <= time_], max_train)
@@ -165,8 +172,9 @@ def fleet_backtest(
             n_windows=1,
             levels=levels,
             max_train=max_train,
-            cutoffs={uid: [time_] for uid in uids},
+            cutoffs={uid: wanted[uid] if refits == "first" else [time_] for uid in uids},
             executor=executor,
+            refits=refits,
         )
         return result, seconds
 
@@ -207,6 +215,7 @@ def nested_fleet_backtest(
     max_train: int | None,
     executor: Executor | None = None,
     progress: Callable[[int, int], None] | None = None,
+    refits: Refits = "each",
 ) -> BacktestResult:
     """Training's nested backtest (selection and held-out windows), joint families pooled.
 
@@ -231,6 +240,7 @@ def nested_fleet_backtest(
             max_train=max_train,
             executor=executor,
             progress=progress,
+            refits=refits,
         )
     min_train = max(2, min((m.min_history() for m in models), default=2))
     cutoffs: dict[str, list[pd.Timestamp]] = {}
@@ -259,6 +269,7 @@ def nested_fleet_backtest(
         max_train=max_train,
         executor=executor,
         progress=progress,
+        refits=refits,
     )
     return replace(result, heldout_from=heldout_from)
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from forecaster.cutoffs import Refits
 from forecaster.types import UID, Levels
 
 ChampionRule = Literal["median", "guarded", "select"]
@@ -50,6 +51,10 @@ class TrainingPlan:
             the peak model (:mod:`forecaster.gate`); empty: every ``peak_levels``.
         peak_params: other hyperparameters of the peak model
             (``PeakQuantileForecaster``'s keyword arguments); empty: its defaults.
+        heldout_refits: ``first`` (default): under ``median`` and ``guarded`` the
+            candidates are fitted at a series' first held-out cutoff and updated to the
+            later ones, as the forecast job advances a champion between trainings;
+            ``each``: refitted at every held-out window (twice the fits).
     """
 
     horizon: int
@@ -64,6 +69,7 @@ class TrainingPlan:
     peak_levels: Levels = ()
     served_levels: Levels = ()
     peak_params: Mapping[str, Any] = field(default_factory=dict)
+    heldout_refits: Refits = "first"
 
     def __post_init__(self) -> None:
         if self.heldout_windows < 1 or self.n_windows < 1:

@@ -52,6 +52,7 @@ import pandas as pd
 
 from forecaster.backtest import BacktestResult, split_heldout
 from forecaster.champion import ChampionForecaster
+from forecaster.cutoffs import Refits
 from forecaster.estimator import Estimator, same_estimator
 from forecaster.exceptions import TrackingError
 from forecaster.fleet import nested_fleet_backtest
@@ -264,6 +265,7 @@ def _backtest(
         max_train=plan.max_train,
         progress=lambda done, total: report("backtest", done, total),
         executor=executor,
+        refits=_refits(plan),
     )
     names = [c.model_name for c in fitted]
     frame = result.frame
@@ -271,6 +273,11 @@ def _backtest(
         frame = with_median_rows(frame, names)
     frame = with_guarded_rows(frame, guarded_members(names))
     return replace(result, frame=frame)
+
+
+def _refits(plan: TrainingPlan) -> Refits:
+    """The plan's held-out refits where only held-out windows are fitted, else ``each``."""
+    return plan.heldout_refits if plan.champion in COMBINATION_RULES else "each"
 
 
 def scored_candidates(plan: TrainingPlan, candidates: Sequence[Estimator]) -> list[Estimator]:
@@ -378,5 +385,6 @@ def _incumbent_rows(
         levels=plan.levels,
         max_train=plan.max_train,
         executor=executor,
+        refits=_refits(plan),
     )
     return result.frame

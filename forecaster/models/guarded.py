@@ -25,13 +25,14 @@ when that member's do not.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Final, Self
 
 import numpy as np
 import pandas as pd
 
-from forecaster.estimator import Estimator, clone
+from forecaster.estimator import Estimator, clone, updated
 from forecaster.exceptions import NotFittedError
 from forecaster.models.base import FloatArray, Hyperparameters
 from forecaster.models.combination import MedianCombination, with_median
@@ -142,12 +143,26 @@ class Calibrated(Hyperparameters):
         self.fitted_ = clone(self.model).fit(df)
         return self
 
+    def update(self, df: SeriesFrame) -> Self:
+        """Return a copy whose fitted family is advanced over ``df``, not refitted.
+
+        Raises:
+            UpdateError: when the family cannot update (:func:`~forecaster.estimator.updated`).
+        """
+        out = copy.copy(self)
+        out.fitted_ = updated(self._fitted(), df)
+        return out
+
     def predict(self, h: int, levels: Levels = DEFAULT_LEVELS) -> pd.DataFrame:
         """Forecast as the family, plus its calibration error per row."""
+        fitted = self._fitted()
+        return with_calibration_error(fitted.predict(h, levels), fitted)
+
+    def _fitted(self) -> Estimator:
         fitted: Estimator | None = getattr(self, "fitted_", None)
         if fitted is None:
             raise NotFittedError("Calibrated is not fitted yet: call fit(df) first.")
-        return with_calibration_error(fitted.predict(h, levels), fitted)
+        return fitted
 
 
 def calibrated(candidates: Sequence[Estimator]) -> list[Estimator]:

@@ -220,3 +220,39 @@ def test_process_pool_gives_the_same_result_as_sequential() -> None:
     assert len(sequential.frame) == 3 * 3 * 4 * 2 + 3 * 4
     assert len(parallel.failures) == 3 * 2
     assert set(parallel.fit_seconds) == {"persistence", "seasonal_naive", "fails_after"}
+
+
+class KeepsLength(TrainLength):
+    """TrainLength whose update keeps what it learnt: forecasts show where it was fitted."""
+
+    name = "keeps_length"
+
+    def _update_state(
+        self, state: Any, y: FloatArray, ds: pd.DatetimeIndex, last_ds: pd.Timestamp
+    ) -> Any:
+        return state
+
+
+def test_refits_first_fits_at_the_first_cutoff_and_updates_to_the_later_ones() -> None:
+    df = series(20, uids=("a/queue_gpus", "b/queue_gpus"))
+    kw: dict[str, Any] = {"horizon": 3, "n_windows": 3, "max_train": 11, "start_frac": 0.5}
+    models = [Persistence(horizon=3), KeepsLength(horizon=3), TrainLength(horizon=3)]
+    each = backtest(models, df, **kw).frame
+    first = backtest(models, df, refits="first", **kw).frame
+
+    def means(frame: pd.DataFrame, model: str) -> list[float]:
+        rows = frame[(frame["model"] == model) & (frame["unique_id"] == "b/queue_gpus")]
+        return rows.groupby("cutoff")["mean"].first().tolist()
+
+    # Cutoffs at positions 9, 12, 16 (hand-checked above): 10, 11, 11 points seen.
+    assert means(each, "keeps_length") == [10.0, 11.0, 11.0]
+    assert means(first, "keeps_length") == [10.0, 10.0, 10.0]  # fitted once, at position 9
+    # A family that cannot update is refitted at every window, as before.
+    assert means(first, "train_length") == means(each, "train_length")
+    # Persistence updates to the newest value: its rows are the refitted ones.
+    columns = list(each.columns)
+    for model in ("persistence", "train_length"):
+        pd.testing.assert_frame_equal(
+            first[first["model"] == model][columns].reset_index(drop=True),
+            each[each["model"] == model].reset_index(drop=True),
+        )

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from forecaster.backtest import backtest, split_heldout
-from forecaster.fleet import nested_fleet_backtest
+from forecaster.estimator import updated
+from forecaster.fleet import nested_fleet_backtest, with_fleet
 from forecaster.models.global_gbm import GlobalGradientBoosting
 from forecaster.models.naive import Persistence
 from forecaster.procedure import default_cutoffs
@@ -64,3 +65,27 @@ def test_tune_region_ends_before_the_test_region() -> None:
     assert min(test) >= ds.iloc[749]
     with pytest.raises(ValueError, match="end_frac"):
         default_cutoffs(df, horizon=H, n_windows=5, start_frac=0.8, end_frac=0.75)
+
+
+def test_refits_first_learns_the_fleet_once_and_updates_each_series_to_later_windows() -> None:
+    """Held-out windows after the first are the first window's fits, updated."""
+    df = _frame()
+    joint = GlobalGradientBoosting(season_length=48, horizon=H, anchors=(1, 3, 6), max_iter=5)
+    first = nested_fleet_backtest([joint], df, refits="first", **_nested("heldout"))  # type: ignore[arg-type]
+    each = nested_fleet_backtest([joint], df, **_nested("heldout"))  # type: ignore[arg-type]
+    cutoffs = sorted(first.frame[CUTOFF].unique())
+    assert cutoffs == sorted(each.frame[CUTOFF].unique())
+    assert len(cutoffs) == 2
+    early, late = (first.frame[first.frame[CUTOFF] == c] for c in cutoffs)
+    pd.testing.assert_frame_equal(
+        early.reset_index(drop=True),
+        each.frame[each.frame[CUTOFF] == cutoffs[0]].reset_index(drop=True),
+    )
+    # The later window: the fit at the first cutoff (fleet learnt then), advanced.
+    seen = df[df[DS] <= cutoffs[0]].groupby(UID).tail(400)
+    fitted = with_fleet(joint, seen).fit(seen)
+    upto = df[df[DS] <= cutoffs[1]].groupby(UID).tail(400)
+    expected = updated(fitted, upto).predict(H, LEVELS)
+    got = late.sort_values([UID, "step"]).reset_index(drop=True)
+    np.testing.assert_allclose(got["mean"], expected.sort_values([UID, "step"])["mean"])
+    assert not np.allclose(got["mean"], each.frame[each.frame[CUTOFF] == cutoffs[1]]["mean"])
