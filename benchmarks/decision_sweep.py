@@ -18,8 +18,9 @@ step function of the grid). Foresight and the buffers are swept at the same dens
   only at the default. Nothing is chosen: both settings are points of both frontiers.
 
 The floors swept are chosen on the prehistory only: the static sizes whose fixed cost
-there is within :data:`FLOOR_COSTS` of the GPUs its demand occupied
-(:func:`prehistory_cost`), never by their cost on the scored window.
+there is at least :data:`FLOOR_MIN_COST` times the GPUs its demand occupied
+(:func:`prehistory_cost`), never by their cost on the scored window: every size the
+static buffer is swept at, so Foresight can always be that size and follow peaks above.
 """
 
 from __future__ import annotations
@@ -49,11 +50,13 @@ STATIC_KS: Final = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0)
 """``k`` of the static size ``mean + k sd`` of the prehistory's demand."""
 FLOOR_QUANTILES: Final = (0.05, 0.9, 0.99)
 """Quantiles combined with each ``min_nodes`` floor."""
-FLOOR_COSTS: Final = (1.0, 1.5)
-"""The floors swept: those whose static size alone cost, on the prehistory, within these
-multiples of the GPUs its demand occupied (:func:`prehistory_cost`). A costlier one
-makes the pair costlier still, past every cap scored; a cheaper one sits below the
-demand the reactive floor already serves."""
+FLOOR_MIN_COST: Final = 1.0
+"""The floors swept: those whose static size alone cost, on the prehistory, at least this
+multiple of the GPUs its demand occupied (:func:`prehistory_cost`); a cheaper one sits
+below the demand the reactive floor already serves. No upper bound: on a series that
+grows after its prehistory a size that cost 1.6x there can cost 1.48x on the replay
+(Earth total's static mean + 6 sd), and a floor past every cap only adds points past
+them."""
 NO_HOLD: Final = ScaleDownConfig(window=timedelta(0), max_step_nodes=1000)
 """The scale-down swept beside the pool's own: no window, no step limit."""
 NO_HOLD_LABEL: Final = "+nohold"
@@ -102,7 +105,7 @@ def foresight_settings(
         margins: whether the forecast carries a scale (the peak model) so the safety
             margin applies.
         floors: ``min_nodes`` values to sweep, each with its static size's cost on the
-            prehistory (:func:`prehistory_cost`; those outside :data:`FLOOR_COSTS` are
+            prehistory (:func:`prehistory_cost`; those below :data:`FLOOR_MIN_COST` are
             skipped).
     """
     for q in QUANTILES:
@@ -116,7 +119,7 @@ def foresight_settings(
         for m in MARGINS:
             yield f"q{top:g}+m{m:g}", pool.model_copy(update={"quantile": top, "safety_margin": m})
     for nodes, cost in sorted(floors.items()):
-        if not (FLOOR_COSTS[0] <= cost <= FLOOR_COSTS[1] and 0 < nodes <= pool.max_nodes):
+        if not (cost >= FLOOR_MIN_COST and 0 < nodes <= pool.max_nodes):
             continue
         for q in FLOOR_QUANTILES:
             yield f"q{q:g}+min{nodes}", pool.model_copy(update={"quantile": q, "min_nodes": nodes})

@@ -26,11 +26,13 @@ POOL = PoolConfig(
 )
 
 
-def test_floors_are_swept_only_within_the_scored_costs_each_with_a_few_quantiles() -> None:
-    swept = dict(foresight_settings(POOL, margins=True, floors={3: 0.9, 5: 1.1, 8: 1.4, 12: 1.7}))
+def test_floors_below_the_prehistory_demand_are_left_out_each_with_a_few_quantiles() -> None:
+    floors_in = {3: 0.9, 5: 1.1, 8: 1.4, 12: 1.7, 30: 1.2}
+    swept = dict(foresight_settings(POOL, margins=True, floors=floors_in))
     floors = {label: pool for label, pool in swept.items() if "+min" in label}
     assert len(swept) == 2 * len(QUANTILES) + len(MARGINS) + len(floors)
-    assert {pool.min_nodes for pool in floors.values()} == {5, 8}  # 0.9x and 1.7x left out
+    # 0.9x sits below the demand; 30 nodes is above the pool's max_nodes (20).
+    assert {pool.min_nodes for pool in floors.values()} == {5, 8, 12}
     assert sorted({pool.quantile for pool in floors.values()}) == sorted(FLOOR_QUANTILES)
     assert swept["q0.9+min8"].min_nodes == 8
     assert swept["q0.9+min8"].quantile == 0.9
