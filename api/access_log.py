@@ -1,12 +1,6 @@
 """Keep secrets out of the access log: no query string of a refused request, no token.
 
-A client that sends its token as ``?token=...`` is refused (tokens go in the
-``Authorization`` header), but uvicorn's access log would still write the whole
-request line, and logs travel further than the service. :class:`RedactQueryStrings`
-rewrites each access record before it is formatted: a refused request (status 400
-and above) loses its query string entirely; any other keeps it with the values of
-token-like parameters replaced by ``***``.
-"""
+Details: docs/api.md, "Notes from the code", `api/access_log.py`."""
 
 from __future__ import annotations
 

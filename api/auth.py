@@ -1,32 +1,6 @@
 """Bearer tokens with a read and a write scope, checked in constant time.
 
-The rules (``service.read_tokens`` / ``service.write_tokens`` in the settings):
-
-- No token configured: reads and writes are open (the embedded default); the app
-  logs one warning at start-up saying so.
-- Any token configured: a write (any method but GET, HEAD, OPTIONS) needs a write
-  token; a read needs a read or a write token when ``read_tokens`` is non-empty and is
-  open otherwise.
-- Tokens must be non-empty; beyond loopback ``foresight serve`` also refuses
-  well-known placeholders and tokens under 16 characters before it starts
-  (:func:`token_problems`).
-- No usable ``Authorization: Bearer`` header where one is needed: 401 with
-  ``WWW-Authenticate: Bearer``; a token that matches none: 401 ``invalid_token``; a
-  read token on a write: 403 ``insufficient_scope`` (RFC 6750 section 3).
-
-``/healthz``, ``/readyz`` and the OpenAPI docs are not guarded: probes rarely carry
-tokens, and none of them reveals a recommendation. ``/readyz`` gives its details
-(problems, store URL, versions) only to a request that may read (:func:`may_read`);
-others get the status and cause codes. ``/metrics`` does (each pool's
-desired and current nodes), so it is guarded like any read
-(:func:`authorize_metrics`) unless ``service.metrics_public`` opens it for a scraper
-that cannot carry a token. :mod:`api.main` puts :func:`authorize` on every other
-router.
-
-Tokens are kept only as SHA-256 digests and a presented token is compared with every
-configured one by :func:`hmac.compare_digest`, so neither the comparison's duration nor
-an early exit tells how much of a token was right, or which one matched.
-"""
+Details: docs/api.md, "Notes from the code", `api/auth.py`."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
 """Following the registry's ``@champion``: every replica serves what was promoted.
 
-:func:`load_model` loads the champion once: when the app starts, and for each
-publication outside it (:mod:`api.publishing`).
-
-A :class:`ChampionFollower` asks its :class:`ChampionSource` every
-``service.model_poll_seconds`` which version the alias names. When that is not the
-version served, or the served copy came from the last-known-good directory because
-the registry was down, it loads the champion (which also brings the replica's
-last-known-good copy in step) and hands it to
-:meth:`~api.service.RecommendationService.use_model`, which fits it for every pool
-before swapping it in: requests keep being answered by the old model until then.
-
-What the follower last saw is kept in :attr:`~api.services.Services.registry`, so
-``/readyz`` and ``/metrics`` tell the served version, the registry's champion, whether
-they differ and whether the registry answered; after an outage the next check that
-reaches the registry puts everything right without a restart.
-"""
+Details: docs/api.md, "Notes from the code", `api/champion.py`."""
 
 from __future__ import annotations
 

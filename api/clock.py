@@ -1,34 +1,6 @@
 """The process's one clock: wall time, or "as of the newest sample" for replaying old data.
 
-Decisions take ``now`` as a parameter (the policy never reads a clock); the service
-asks its :data:`Clock` once per decision, and everything else that dates a served
-value asks the same clock: ``generated_at`` and ``valid_until``, every input's age,
-the stabilisation timers, the dashboard's times, and, in ``foresight serve``, the
-``generated_at`` of the forecasts the scheduler's forecast job stores (see
-:mod:`api.publish_runner`). Two clocks ship:
-
-- :func:`system_clock`: UTC wall time, for live metrics.
-- :class:`ReplayClock`: the newest sample timestamp of the pools' live signals. The
-  committed sample data set ends in the past, so on the wall clock every reading
-  would be days old and every pool would fall back to reactive for stale data.
-  Replaying makes the data drive time: ``now`` is the newest sample, and it moves
-  only when newer samples arrive. ``make run``'s embedded default serves with it.
-
-The replay's window (:class:`ReplayWindow`): a pushed sample may be at most
-:data:`REPLAY_AHEAD_STEPS` steps of the data past the replay's ``now``; a later one
-is refused with a 422 that says so, and never moves ``now``. Earlier samples are
-accepted (down to :data:`~api.sample_checks.EARLIEST_SAMPLE`): a backfill cannot
-move ``now``, which only ever reads the newest sample.
-
-Time without data: in replay, time is the data's. When no sample arrives, ``now``
-stands still, so nothing ages: live readings and the forecast stay as fresh as they
-were, and a scale-down stabilisation window elapses only as samples arrive. That is
-deliberate: advancing ``now`` past the newest sample (with the wall clock, or by
-steps) would decide at a time the data does not reach, make every reading stale after
-three steps (every pool reactive, the failure replay exists to avoid), and part from
-the offline replay, which decides at each sample's time. Push the next samples to
-move time; serve with ``--clock system`` for live data.
-"""
+Details: docs/api.md, "Notes from the code", `api/clock.py`."""
 
 from __future__ import annotations
 

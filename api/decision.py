@@ -1,12 +1,6 @@
 """One pool's decision from the service's inputs, each checked to be this clock's.
 
-:func:`decide_pool` gathers a pool's inputs (live readings, stored forecast with its
-live calibration, live error, the call-chain adjustment, the stabilisation state),
-drops those another clock dated, bounds the forecast's health by the settings'
-thresholds scaled to the series step, and asks the policy
-(:func:`policy.decide`). A pool that cannot be decided gets an
-:class:`~forecaster.unavailable.Unavailable` instead.
-"""
+Details: docs/api.md, "Notes from the code", `api/decision.py`."""
 
 from __future__ import annotations
 

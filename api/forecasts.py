@@ -1,26 +1,6 @@
 """Demand forecasts per pool, as the forecast job stored them: the service fits nothing.
 
-Forecasts flow train -> forecast job -> store -> API. The forecast job (scheduled, and
-right after every training) refits the champion through the training's executor and
-stores each pool's per-horizon quantiles (``forecasts``) and the quantiles of its
-demand peak over each trained lead (``peak_forecasts``). :class:`ForecastCache`
-reads, per pool, the newest stored forecast of the model version being served and
-keeps it in memory; :meth:`ForecastCache.reload` (run by the app's background refresh,
-outside every lock) notices newer ones with one query. No model is fitted or
-predicted in the service process.
-
-The stored peak quantiles are the served bounds (the model's, calibrated and combined
-online by the forecast job, :mod:`forecaster.peak.online`; the model's own are kept
-beside them and named in the explanation). The stored peak forecast is as of its
-origin; the policy carries its headroom (peak quantile minus the demand at the origin)
-over to the newest observed demand when that is newer
-(:meth:`policy.peak.PeakForecast.rebased`), and says so.
-
-A pool gets a reason instead of a forecast when no model is loaded, or when the store
-has no forecast of the served version for it (the forecast job has not run since the
-version was promoted, or failed for that series). How old a stored forecast may be
-before the recommendation goes reactive is the policy's forecast health check.
-"""
+Details: docs/api.md, "Notes from the code", `api/forecasts.py`."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
 """Call-chain latency as the service's latency source, analysed off the request path.
 
-Trace routes add spans to ``Services.spans`` (a
-:class:`~api.callchain.incremental.ChainWindow`, which keeps per-service sketches
-incrementally).
-:class:`LatencyTracker` turns the window into one
-:class:`~policy.LatencyAdjustment` per pool with :func:`~api.callchain.analyse`, in
-a background task of the app every few seconds: settling the spans that arrived since
-the last run costs about 10 us each, too much for a request. Decisions read the latest
-result through :meth:`LatencyTracker.adjustment` (the ``Services.latency`` hook), which is a dict
-lookup. :meth:`LatencyTracker.update` returns the pools whose adjustment changed, so
-the app can recompute exactly those.
-"""
+Details: docs/api.md, "Notes from the code", `api/latency.py`."""
 
 from __future__ import annotations
 

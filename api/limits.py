@@ -1,15 +1,6 @@
 """Request body limits: a 413 as soon as a body is known to be too large.
 
-:class:`BodyLimitMiddleware` guards every route (``POST /signals/metrics`` and the span
-and trace routes included). It answers 413 at once when ``Content-Length`` declares too
-much, and otherwise counts the bytes as the app reads them, so a chunked or lying
-sender is stopped after ``limit`` bytes rather than after the whole body sits in
-memory. Compressed trace exports are also checked after decompression (see
-:func:`api.callchain.otlp.export.decode_export`).
-
-The limit is ``settings.service.max_body_bytes``; the lifespan puts it on
-``app.state.max_body_bytes`` (:data:`DEFAULT_MAX_BODY_BYTES` until then).
-"""
+Details: docs/api.md, "Notes from the code", `api/limits.py`."""
 
 from __future__ import annotations
 

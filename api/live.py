@@ -1,12 +1,6 @@
 """The latest reading of every live signal per pool, kept in memory and polled cheaply.
 
-Deciding needs only each pool's newest readings, and serving must not query the store
-per request, so the index keeps them in memory. A poll reads the rows of the last
-:data:`LOOKBACK` before the newest known sample, for every up-to-date pool at once (one
-indexed range query), and reports the pools whose readings changed. A pool seen for
-the first time, or lagging behind the others, is read on its own: each series' newest
-timestamp first, so a long-silent signal costs one row, not its history.
-"""
+Details: docs/api.md, "Notes from the code", `api/live.py`."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
 """Each pool's live forecast error, as the evaluate job last measured it.
 
-The evaluate job (:mod:`pipelines.jobs.evaluate`) scores stored forecasts against the
-actuals and, run by the scheduler, stores its details with the job run: the mean
-live MASE per series at the selection horizon. :class:`StoredLiveError` reads the
-newest successful run from the store (at most every ``every``, so a decision costs
-a dict lookup) and answers the policy's :data:`~api.services.ErrorSource` question for
-a pool: the live MASE of its ``demand_gpus`` and when it was measured. The policy's
-health gate then falls back to reactive above the bound, and ``/metrics`` exposes the
-value as ``foresight_live_forecast_error`` (which ``ForesightModelDegraded`` alerts on).
-
-The same run's online calibration (``details["calibration"]``, see
-:mod:`forecaster.live_calibration`) is read with it: :meth:`StoredLiveError.calibration`
-gives the offset the service adds to a pool's quantile forecast, so q0.9 covers 90 %
-under drift.
-
-A score of another model version than the one served is ignored: a newly promoted
-champion is not judged by its predecessor's errors, nor calibrated by them.
-"""
+Details: docs/api.md, "Notes from the code", `api/live_error.py`."""
 
 from __future__ import annotations
 

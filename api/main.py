@@ -1,16 +1,6 @@
 """The FastAPI application: :func:`create_app` builds it, its lifespan loads everything.
 
-Nothing happens at import time. The lifespan loads the settings (unless given), the
-pools, the store (seeding an empty one from the committed sample when asked), and
-the champion from the registry alias, falling back to the last-known-good copy, and
-then follows the alias (see :mod:`api.champion`) so a promotion is served without a
-restart; tests inject ready-made :class:`~api.services.Services` instead. Serve with
-``uvicorn --factory api.main:create_app`` or ``foresight serve``.
-
-The embedded default (``make run``) serves the committed sample, whose data ends in
-the past: run it with ``clock="replay"`` so "now" is the newest sample (see
-:mod:`api.clock`); otherwise every pool is reactive for stale data.
-"""
+Details: docs/api.md, "Notes from the code", `api/main.py`."""
 
 from __future__ import annotations
 

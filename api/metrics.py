@@ -1,14 +1,6 @@
 """Prometheus metrics of one app: per-pool gauges read at scrape time, request latency.
 
-Every app owns a :class:`~prometheus_client.CollectorRegistry` (no global registry:
-tests build many apps in one process, and two apps must not share counts).
-:class:`ServiceCollector` reads the recommendation service when scraped, so the gauges
-are never stale and cost nothing between scrapes; :class:`RequestTimer` is a plain
-ASGI middleware observing each request's duration under its route *template*
-(``/recommendation/{pool}``, never the raw path, so label sets stay bounded).
-
-What each metric means is in docs/api.md (``GET /metrics``) and its HELP text.
-"""
+Details: docs/api.md, "Notes from the code", `api/metrics.py`."""
 
 from __future__ import annotations
 

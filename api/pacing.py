@@ -1,20 +1,6 @@
 """Background loops that hand the GIL to the event loop every half millisecond of work.
 
-A thread running Python code keeps the GIL until another thread has waited for it for
-the switch interval (``sys.getswitchinterval()``, 5 ms by default). So a request that
-reaches the event loop while a worker thread decodes a span batch, settles spans or
-stores a push waits up to 5 ms before its handler even starts, and longer when two
-such threads pass the GIL between them first: that wait, not the handlers' own cost,
-makes the read tail under span ingest and pushes.
-
-:class:`Pacer` bounds it: a loop calls :meth:`Pacer.tick` between items, and once
-``budget`` of work has passed since the last pause the pacer sleeps for ``pause``.
-A blocking sleep releases the GIL, and a thread waiting for it (the event loop) wakes
-and takes it at once; ``time.sleep(0)`` does not do that reliably, as the sleeper
-usually takes the GIL back before the waiter has woken up. The price is ``pause`` per
-``budget`` of work (a fifth more wall time for a long loop), paid only by background
-work. Never tick on the event loop's own thread: the pause would block it.
-"""
+Details: docs/api.md, "Notes from the code", `api/pacing.py`."""
 
 from __future__ import annotations
 

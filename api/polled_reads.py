@@ -1,15 +1,6 @@
 """The polled reads answered from their encoded bytes, ahead of the framework's routing.
 
-KEDA, hooks and dashboards poll ``GET /recommendation/{pool}`` and
-``GET /recommendation?pool=...`` many times a second, and between two decisions every
-answer is the same bytes (:mod:`api.routers.encoded`). Through the routes, most of
-such a read's CPU is the framework's own: matching the route and solving its
-dependencies. :class:`PolledReads` answers these reads itself when it can give exactly
-what the route would: the token is accepted, the pools are known and all of them are
-decided. Anything else (another path, an unknown pool, a refused or missing token, a
-pool to decide first, the app starting) goes on to the routes, which answer it as they
-always do. The request timer labels the read with the route's template either way.
-"""
+Details: docs/api.md, "Notes from the code", `api/polled_reads.py`."""
 
 from __future__ import annotations
 
@@ -43,7 +34,7 @@ _POOL: Final = _Template(PREFIX + "/{pool}")
 
 
 class PolledReads:
-    """ASGI middleware answering decided per-pool reads from their bytes (see the module).
+    """ASGI middleware answering decided per-pool reads from their bytes (docs/api.md).
 
     Args:
         app: the wrapped ASGI app (the Starlette app whose ``state`` holds the service

@@ -1,14 +1,6 @@
 """The pools' stabilisation states: read, decided on and written back one decision at a time.
 
-Every decision reads its pool's :class:`~policy.StabilisationState`, adds itself
-and writes the result back; two decisions of one pool overlapping would lose one
-update (or put an older state over a newer one). In this process
-:class:`PoolLocks` makes a pool's decisions take turns (a push and the background
-refresh of the same pool, say); across replicas sharing a store,
-:func:`update_states` writes with compare-and-set
-(:meth:`~pipelines.store.PoolStateRepository.replace_if_unchanged`) and decides again,
-on top of the winner's state, for every pool another replica wrote in between.
-"""
+Details: docs/api.md, "Notes from the code", `api/pool_states.py`."""
 
 from __future__ import annotations
 

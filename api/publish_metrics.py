@@ -1,16 +1,6 @@
 """The last publication's result per object, at scrape time: ``foresight_publish_*``.
 
-Read from the store's record of the latest ``publish`` job run, so every replica
-exposes the same numbers whichever process published (``foresight serve``'s scheduler,
-a split ``foresight scheduler``, or ``foresight publish`` run by hand through a job).
-
-- ``publish_object_result{object,result}``: 1 for each object's result in the last run
-  (``written``, ``unchanged``, ``skipped``, ``failed``...): alert on ``skipped`` and
-  ``failed``, whose reasons are in ``foresight jobs`` and the logs.
-- ``publish_objects{result}``: how many objects had each result.
-- ``publish_last_run_timestamp_seconds{outcome}``: when the last run finished, labelled
-  ``ok``, ``partial`` or ``failed``.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/publish_metrics.py`."""
 
 from __future__ import annotations
 

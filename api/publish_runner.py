@@ -1,20 +1,6 @@
 """The scheduler's jobs inside ``foresight serve``: publish what the running API serves.
 
-The publish job on its own (``foresight scheduler``, ``foresight publish``) builds a
-recommendation service per run: it loads the champion again and has no call-chain
-spans, so it publishes without the latency adjustment ``/recommendation`` applies.
-When the scheduler runs in the API's process, :func:`serving_job_runner` hands the
-publish job the running service instead: the ConfigMap, the buffers and the webhook
-body are then built from the very recommendations ``/recommendation`` serves, at the
-service's own clock.
-
-One clock: the forecast and evaluate jobs run at the time of the clock the service
-decides by (:func:`pipelines.scheduler.clocked.clocked_runner`), so a forecast's
-``generated_at`` is on the same clock as every decision that reads it (with
-``--clock replay``, the newest sample's time, not the wall clock's). Before the app
-has started (the forecast ``serve`` runs first) that clock is read from the store
-(:func:`store_clock`), by the same rule. The other jobs run as usual.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/publish_runner.py`."""
 
 from __future__ import annotations
 

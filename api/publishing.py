@@ -1,26 +1,6 @@
 """Publishing the recommendation set: the cluster's objects and the webhooks.
 
-:func:`publish_once` is one publication, called by ``foresight publish`` and by the
-scheduler's publish job:
-
-1. compute every pool's current recommendation with the same
-   :class:`~api.service.RecommendationService` the API serves from (same policy, same
-   stabilisation state in the store);
-2. read the live priority-expander ConfigMap and plan the one to write: Foresight's
-   ranking merged with the operator's hand-made entries
-   (:mod:`api.consumers.priority_live`); build the capacity buffers; each validated
-   offline (an invalid one raises here, before anything is written);
-3. write them through the Kubernetes API only when the mode is ``apply`` *and*
-   ``service.forecast_only`` is false; otherwise a dry run: with a reachable cluster
-   every write is sent with ``dryRun=All`` and compared with what is there, without
-   one the objects are only reported. One object's trouble stays its own: a
-   ConfigMap Foresight must not overwrite is *skipped* with the reason, a refused
-   write *failed*, and the other objects (and the webhooks) still go out;
-4. when the mode is ``apply``, queue one webhook delivery per configured URL if the set
-   changed since the last one queued for that URL, then run one delivery pass over
-   the outbox. Webhooks are not gated by ``forecast_only``: a receiver is a consumer
-   that chose to be told, like a client of ``/recommendation``.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/publishing.py`."""
 
 from __future__ import annotations
 

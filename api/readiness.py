@@ -1,16 +1,6 @@
 """Readiness: a model is loaded, the store answers and takes writes, the live data is fresh.
 
-The model check also says which version is served, which version the registry's
-``@champion`` named at the last check (``champion_version``), whether they differ,
-and whether the registry answered that check.
-
-A replica that fails any check still answers ``/recommendation`` (reactively when the
-model is missing), but says it is not ready so an orchestrator can tell.
-
-The details (exception text with store paths or SQL, URLs, versions) are for readers
-only: :meth:`Readiness.redacted` keeps the verdict, a cause code per failed check
-(:data:`Cause`) and each check's ``ok``, which is what a probe without a token gets.
-"""
+Details: docs/api.md, "Notes from the code", `api/readiness.py`."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
 """What a pushed sample may be: a declared signal of a known pool, a real value, a sane time.
 
-``POST /signals/metrics`` is open to every writer, and whatever it stores feeds the
-decision clock, the live readings and every later training. So a sample is refused
-(nothing of the push is stored) when it could not have been observed:
-
-- its pool is not configured, or its signal is not one the pool declares (the
-  pool's ``signals`` plus the derived ``demand_gpus``): junk series would otherwise
-  grow the store without bound and every training would read them;
-- its value is not finite, a count (GPUs, nodes) is negative or beyond
-  :data:`MAX_COUNT`, or ``gpu_util`` is outside 0-100;
-- its time is before :data:`EARLIEST_SAMPLE` or later than the wall clock plus the
-  tolerance ``service.max_sample_future_seconds``: a sample from 2262 would move the
-  replay clock there (and pin a pool's live readings for good on the wall clock);
-- under the replay clock, its time is past the replay's window
-  (:class:`~api.clock.ReplayWindow`: a few steps of the data past the replay's
-  ``now``): a sample stamped with the wall clock would move ``now`` months ahead and
-  turn every pool reactive for stale data.
-
-Every message names the series, the limit and the fix; at most ten are listed.
-"""
+Details: docs/api.md, "Notes from the code", `api/sample_checks.py`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """Request and response bodies of the HTTP API, separate from the domain types.
 
-A recommendation has one wire form, :class:`PoolRecommendation`: built once from the
-policy's :class:`~policy.Recommendation` when it is decided (``of``), it is
-what ``/recommendation`` serves, what webhooks deliver and what the audit trail keeps,
-and the OpenAPI schema is generated from it. Every number is a plain JSON number, so a
-KEDA ``metrics-api`` scaler can read one with a GJSON ``valueLocation`` such as
-``pools.0.desired_nodes``; every time is ISO 8601 in UTC with a ``Z``.
-"""
+Details: docs/api.md, "Notes from the code", `api/schemas.py`."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """``foresight_scorecard_*{pool,window}``: the shadow scorecard as Prometheus gauges.
 
-- ``scorecard_waiting_gpu_hours{pool,window,side}``: waiting GPU-hours, ``side`` =
-  ``actual`` (what happened) or ``plan`` (what Foresight's plan would have had),
-- ``scorecard_node_hours{pool,window,side}``: node-hours, likewise,
-- ``scorecard_coverage_ratio{pool,window}``: covered hours / the window's hours,
-- ``scorecard_samples{pool,window}``: covered demand samples.
-
-``window`` is ``day`` or ``week``, both ending at the service's clock. Scoring reads a
-week of samples per pool, so a scrape reuses the last result for ``max_age_seconds``
-(the numbers move by one sample per step, far slower than scrapes come).
-"""
+Details: docs/scorecard.md, "Notes from the code", `api/scorecard_metrics.py`."""
 
 from __future__ import annotations
 

@@ -1,29 +1,6 @@
 """How the app is served: uvicorn with header and keep-alive timeouts and a connection cap.
 
-uvicorn's defaults leave a slow-loris open: a connection that sends its request
-headers a byte at a time is never dropped (its keep-alive timer only starts after a
-response), so a few thousand of them hold the server's sockets for as long as they
-like. :func:`server_config` therefore serves with
-
-- a header timeout (``service.header_timeout_s``): a connection that has not sent a
-  complete request head this long after connecting, or after its previous response,
-  is closed (uvicorn's HTTP/1.1 protocol plus one timer);
-- a keep-alive timeout (``service.keep_alive_s``) for idle connections;
-- a connection cap (``service.max_connections``, uvicorn's ``limit_concurrency``):
-  beyond it, requests are answered 503 at once;
-- the access log without secrets (:mod:`api.access_log`).
-
-:func:`use_switch_interval` sets how long a busy thread may keep the GIL from the
-event loop (``service.gil_switch_ms``): requests are answered on one thread, pushes,
-the refresh and the call-chain analysis run in others, and a thread running Python
-keeps the GIL until another has waited the switch interval for it. So a read that
-arrives while a push is being stored waits up to that interval before its handler
-starts, and again each time the loop gives the GIL up meanwhile; Python's 5 ms is
-half of the read target.
-
-It parses HTTP with httptools and runs on uvloop (both dependencies; h11 and asyncio's
-own loop where they are missing): the C parser and loop cost less CPU per read.
-"""
+Details: docs/api.md, "Notes from the code", `api/server.py`."""
 
 from __future__ import annotations
 

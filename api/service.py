@@ -1,15 +1,6 @@
 """The recommendation service: gathers each pool's inputs, asks the policy, remembers.
 
-Per pool: the newest live readings (:class:`~api.live.LiveIndex`), the demand forecast
-(:class:`~api.forecasts.ForecastCache`), forecast health bounds scaled to the series
-step, the call-chain adjustment, and the stabilisation state from the store (so
-replicas sharing a store agree; a pool's decisions take turns, see
-:mod:`api.pool_states`). The answer is kept until it expires
-(``valid_until``) or the pool's samples change, so a request normally costs a dict
-lookup; :meth:`RecommendationService.refresh` (run in the background by the app)
-notices samples written by others and recomputes ahead of expiry. Every
-recommendation that differs from the pool's last one is appended to the audit trail.
-"""
+Details: docs/api.md, "Notes from the code", `api/service.py`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """The API's settings: its own groups and the deployment's settings that carry them.
 
-The pipelines' :class:`~pipelines.config.settings.Settings` knows the forecaster's and
-the jobs' settings only; :class:`AppSettings` adds the groups the API acts on
-(``service``, ``publish``, ``callchain``), under the same names in the YAML file and
-the same ``FORESIGHT_<GROUP>__<FIELD>`` variables. A deployment's settings file is
-loaded as :class:`AppSettings` (:func:`load_app_settings`, called by the CLI), so
-every group of it is known and an unknown one is still refused.
-"""
+Details: docs/api.md, "Notes from the code", `api/settings.py`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """Readiness of the store for writes: a small heartbeat write, bounded in time.
 
-Reading the store proves little: a full disk, a read-only volume or a SQLite file
-locked by another writer still answer reads while every push, decision and audit
-write fails. :class:`StoreWriteProbe` commits one small row (the stabilisation
-state of the reserved key :data:`PROBE_KEY`, which no pool can be named, as pool
-names are DNS labels) in a worker thread and waits at most ``timeout_s`` for it, so
-a locked database makes ``/readyz`` say so quickly instead of hanging the probe.
-"""
+Details: docs/api.md, "Notes from the code", `api/store_probe.py`."""
 
 from __future__ import annotations
 

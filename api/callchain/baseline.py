@@ -1,21 +1,6 @@
 """Each service's usual p95 latency: an exponentially weighted moving average over time.
 
-Two per service: of its call duration (services without an SLO are judged against
-it) and of its exclusive time, duration minus the time in its callees (a caller waiting
-on a slow callee is blamed only when its own work is unusual, see
-:mod:`api.callchain.bottleneck`). The average weighs an
-update by the time since the previous one (``weight = 1 - 0.5 ** (elapsed / half_life)``),
-so the baseline means the same whether the analysis runs every ten seconds or every
-minute. A service the analysis flags is left out of the update (``skip``), and a
-baseline is frozen while the value is past ``freeze_above`` times it: otherwise an
-incident would slowly teach the baseline that slow is normal. (The flip side: a
-release that is permanently slower stays flagged until someone sets an SLO for it.)
-A baseline not updated for ``forget_after`` is dropped, so the state holds the
-services seen lately, not every name ever sent.
-
-The state is a frozen value passed in and returned, like the policy's stabilisation
-state, with a JSON form for the store.
-"""
+Details: docs/api.md, "Notes from the code", `api/callchain/baseline.py`."""
 
 from __future__ import annotations
 

@@ -1,52 +1,6 @@
 """Find the services that make the call chains slow, and the nodes their pools need.
 
-The rules, in the order they apply:
-
-1. **Threshold.** A service is judged against its SLO (``slo_p95_ms`` in the pools
-   config, under its pool or, for a service on no GPU pool, under the top-level
-   ``services``) or, without one, against ``baseline_factor`` (k, default 2, per
-   service if set) times its own ready baseline p95. Its status is ``slow`` when its
-   p95 call duration > threshold, ``near`` when >= ``near_fraction`` x threshold,
-   else ``ok``. With fewer than ``min_calls`` calls in the window it is not judged.
-2. **Own work.** Its *own* p95 is that of its exclusive time (duration minus the time
-   in its callees). Its *own limit* is the smaller of its threshold and k times its
-   usual own p95 (an exclusive baseline, ready after ``baseline_min_updates``
-   analyses, floored at ``own_floor_ms`` so a thin proxy's jitter is no incident).
-   Own p95 past the own limit, over the window or over its last ``recent_window``
-   (30 s), is *own-slow*, whatever its call duration does: a service whose own work
-   went from 20 to 100 ms is flagged although its callees' time keeps its total under
-   the threshold, and without waiting for 5 % of a 5-minute window to be slow.
-3. **Blame.** A service is blamed (a culprit) when it is own-slow, or when it is
-   ``slow`` while none of its direct callees is slow or own-slow and its own work is
-   not known to be healthy (no ready exclusive baseline: the leaf, or time in a callee
-   that sends no spans, which counts as its own). A caller slow while a callee is
-   slow is blamed only for its own work, never for the callee's breach
-   (``waiting_on_callee``). A slow service's *residual* is ``max(self_p95, p95 - sum
-   of the slow callees' excess)``.
-4. **Proportional nodes.** A culprit on a pool asks it for
-   ``ceil(current_nodes x ratio x gain)`` nodes (``current_nodes`` counted as at
-   least 1), ``ratio`` the larger of ``own / own_limit - 1`` and, when it is slow,
-   ``residual / threshold - 1``. A culprit on no GPU pool asks for
-   nothing: it is reported as a bottleneck outside every GPU pool in the pools whose
-   services share its call chain (its transitive callers and callees), where buying
-   GPUs would not help.
-5. **Downstream.** The services a culprit calls, transitively, will receive the
-   traffic it was holding back once it is fixed: a fix that only moves the queue one
-   hop down is no fix. Each downstream service that is ``slow`` or ``near`` is scaled
-   with the culprit (at least the culprit's ratio); those with headroom are not.
-6. **Per pool.** A pool gets the largest ask of its services (they share the nodes, so
-   asks do not add up), capped at ``max_fraction`` x its current nodes (at least 1).
-7. **Not GPU-bound.** When a pool's mean GPU utilisation is below ``gpu_idle_below``
-   (default 40 %, per pool if set) no nodes are added for latency: idle GPUs mean more
-   of them would not help. A pool is ``not_gpu_bound`` only when one of its services
-   is blamed: one slow only waiting on another pool's service is not the one to fix.
-   Unknown utilisation counts as GPU-bound.
-
-Baselines learn only from windows in which a service is healthy: a flagged service
-(own-slow, slow or blamed) and the callers of a culprit (their call duration includes
-its excess) keep their baselines as they were, so an incident never teaches them that
-slow is normal. Spans of names past the window's cap count as ``other``, never judged.
-"""
+Details: docs/api.md, "Notes from the code", `api/callchain/bottleneck.py`."""
 
 from __future__ import annotations
 

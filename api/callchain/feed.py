@@ -1,22 +1,6 @@
 """Span batches decoded and added to the window by threads of their own, off the event loop.
 
-The trace routes have :class:`SpanFeed` decode a request on its decoding thread, one
-request at a time, and hand it the spans, which it adds to the span window from one
-ingestion thread, in arrival order. One decoding thread rather than the framework's
-pool: a decode works for tens of milliseconds (paced, see :mod:`api.pacing`), and with
-several at once the event loop waited for the GIL behind each in turn: the stalls that
-carried the read tail under span ingest (issue #37; figures in README, api_load.py).
-
-The route awaits its batch's result, so the answer still says what was stored, while
-the event loop goes on serving other requests: no request handler ever waits for the
-window's lock, which ingestion and the background analysis (settling and
-folding spans into the statistics) hold in turn.
-
-The queue is bounded in spans. A batch that would overflow it is refused whole with
-:class:`~api.callchain.types.SpanQueueFullError` (the routes answer 503, which OTLP
-exporters retry with backoff): nothing is dropped silently. A batch larger than the
-bound is still taken when nothing else is queued, so no batch is refused forever.
-"""
+Details: docs/api.md, "Notes from the code", `api/callchain/feed.py`."""
 
 from __future__ import annotations
 

@@ -1,29 +1,6 @@
 """Per-service call-chain statistics kept incrementally: their cost does not grow with the window.
 
-Recomputing the statistics from every span of the window costs time per span that a
-serving process cannot spare. :class:`ChainWindow` offers ``add``, ``stats`` and
-``len`` but folds each span into per-service streaming quantile sketches (DDSketch,
-0.1 % relative accuracy) once, in time buckets of ``bucket`` width; the statistics of
-the window merge the buckets younger than ``max_age``, a cost set by the number of
-buckets and services, not of spans (figures in docs/api.md).
-
-A span is folded in when it *settles*, ``settle`` after it arrived: by then its parent
-and its children have usually arrived too (an SDK exports children first, its parent
-in the same or the next batch), which the self time and the call edges need. Spans are
-kept for lookups until ``max(2 x settle, 10 s)`` after arrival; a parent arriving later
-than that finds its child already counted as a call with an unknown caller. Each span
-is counted once while it is held: a copy sent again (an exporter's retry) before it
-settles replaces the earlier one, after it settles it is ignored.
-
-The definitions (a *call* is a local-root span, self time is duration minus the union
-of the calls it made, clipped to it) are those of :mod:`api.callchain.stats`.
-
-Distinct service names are capped: once ``max_services`` names have sent spans within
-the window, a span of a new name is counted as service ``other`` (never judged) and
-in :attr:`ChainWindow.overflow_spans`, so a sender inventing names cannot grow the
-statistics, ``/signals/chain`` or ``/metrics`` beyond a fixed size. The services the
-pools file names (``reserved``) always keep their own name.
-"""
+Details: docs/api.md, "Notes from the code", `api/callchain/incremental.py`."""
 
 from __future__ import annotations
 
@@ -225,7 +202,7 @@ class ChainWindow:
         return service
 
     def spans(self, now: datetime) -> list[Span]:
-        """Return the spans still held for lookups (see the module doc), oldest first."""
+        """Return the spans still held for lookups (docs/api.md), oldest first."""
         require_aware(now, "now")
         with self._lock:
             return [Span(*held) for _, held, _ in self._recent.values()]

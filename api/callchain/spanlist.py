@@ -1,19 +1,6 @@
 """The simple span list of ``POST /signals/spans``, for senders without an OTLP exporter.
 
-The body is a JSON array of spans::
-
-    [
-      {"trace_id": "t1", "span_id": "a", "service": "gateway", "name": "GET /search",
-       "start": "2024-05-01T12:00:00.000Z", "duration_ms": 180},
-      {"trace_id": "t1", "span_id": "b", "parent_span_id": "a", "service": "ranker",
-       "start": 1714564800010000000, "end": 1714564800150000000, "status": "error"}
-    ]
-
-The fields and their forms are those of the table in docs/api.md (``POST /signals/spans``).
-Unknown fields are rejected, so a misspelt ``duration`` is an error rather than a span
-of unknown length. :func:`decode_span_list_batch` keeps the valid spans of a list and
-reports each invalid one (the route's partial success).
-"""
+Details: docs/api.md, "Notes from the code", `api/callchain/spanlist.py`."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
 """Capacity ahead of demand, per pool, in the two shapes cluster-autoscaler understands.
 
-The expanders only choose which node group grows; nodes appear *before* demand only if
-something pending asks for them. Foresight sizes that something from each pool's
-recommendation (``headroom_pods`` placeholders of ``gpus_per_placeholder_pod`` GPUs):
-
-(a) a ``CapacityBuffer`` (``autoscaling.x-k8s.io/v1beta1``, cluster-autoscaler >= 1.35)
-    with ``spec.replicas`` and ``spec.podTemplateRef`` naming a ``PodTemplate`` emitted
-    alongside; cluster-autoscaler simulates the placeholder pods itself.
-(b) the overprovisioning pattern: a ``PriorityClass`` with a negative value and a
-    ``Deployment`` of pause pods using it; real work preempts them at once and their
-    eviction leaves them pending, which makes cluster-autoscaler add a node.
-
-Placeholders select the pool's nodes by a node label (``foresight.io/pool=<pool>`` by
-default); for a node group that scales from zero, cluster-autoscaler must know that
-label from the group's node template (e.g. the ASG tag
-``k8s.io/cluster-autoscaler/node-template/label/foresight.io/pool``). Placeholder pods
-are labelled ``foresight.io/placeholder-for=<pool>``, not with the pool label, so that
-pod-label queries for the pool's queued work do not count them as demand.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/consumers/capacity_buffers.py`."""
 
 from __future__ import annotations
 

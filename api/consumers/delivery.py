@@ -1,22 +1,6 @@
 """Webhook delivery from the persistent outbox: claim, sign, POST, settle.
 
-One pass (:func:`deliver_due`) claims the due items (a lease, so two replicas never
-send the same item at once), POSTs each raw body with the headers of
-:func:`~api.consumers.webhooks.signed_headers` and settles it:
-
-- 2xx: delivered, never sent again.
-- 4xx other than 408 and 429: the receiver rejects this body for good (bad URL, bad
-  secret, bad payload); retrying cannot help, so the item becomes a dead letter that
-  keeps the error, and the failure is logged.
-- anything else (connection refused, timeout, 408, 429, 5xx, 3xx): retried after a
-  jittered exponential backoff (``Retry-After`` is honoured when longer).
-
-Each item is a whole recommendation set, so order matters per receiver: an item waits
-while an older one for the same URL is unsettled. A receiver that is down therefore
-gets every set once it is back, oldest first; a retry carries the same idempotency
-key, so a receiver that keeps the keys it has seen acts on each set exactly once even
-when a response was lost and the body came twice.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/consumers/delivery.py`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """Kubernetes object helpers shared by the consumers: names, labels, offline checks, YAML.
 
-Manifests are plain dicts (exactly what is written to the API server or served as
-YAML). Before one leaves Foresight it is checked offline: names and labels against the
-API server's own rules (DNS-1123, qualified label keys), and built-in kinds against the
-official client's typed models, by deserialising the dict into the model (which
-enforces required fields) and serialising it back: a misspelt or misplaced field is
-dropped on the way and the difference is reported.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/consumers/k8s.py`."""
 
 from __future__ import annotations
 

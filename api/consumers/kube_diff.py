@@ -1,14 +1,6 @@
 """What differs between an object in the cluster and the one Foresight wants there.
 
-The API server adds to every object: metadata (``uid``, ``resourceVersion``,
-``managedFields``...), ``status``, and defaults (a Deployment's ``strategy``, a pod's
-``dnsPolicy``...). A plain equality would see a change on every publish, so the
-desired object is compared as a *subset* of the live one: each field Foresight sets
-must be there with the same value, and fields it does not set are the server's
-business. Two places are compared whole, because a replace would drop whatever is
-extra there: a ConfigMap's ``data`` and the objects' labels Foresight owns are written
-in full.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/consumers/kube_diff.py`."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
 """Writing Foresight's objects to a cluster with the official Kubernetes client.
 
-:class:`KubeWriter` creates or replaces each desired object (the priority-expander
-ConfigMap, PodTemplates and CapacityBuffers, or the overprovisioning PriorityClass and
-Deployments), then prunes the objects Foresight owns (label
-``app.kubernetes.io/managed-by=foresight``) that are no longer wanted. In dry-run mode
-every write goes to the API server with ``dryRun=All``: admission, schema validation
-and defaulting run, nothing is persisted.
-
-Safety at the write boundary, whoever the caller is: every object is validated again
-right before it is sent (the ConfigMap's ``priorities`` as cluster-autoscaler parses
-them, CapacityBuffers against the CRD's rules, built-in kinds against the client's
-models), and an existing object without Foresight's label is never replaced or
-deleted (a hand-made ConfigMap stays the operator's). In the priority-expander
-ConfigMap Foresight owns only its node groups' entries: the others are kept
-(:mod:`api.consumers.priority_merge`), or the write is refused when one conflicts.
-
-One object's trouble is that object's alone: a refused or failed write is reported as
-that object's change (``skipped`` or ``failed``, with the reason) and the others are
-still written. Only an unreachable API server stops the run.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/consumers/kube_writer.py`."""
 
 from __future__ import annotations
 

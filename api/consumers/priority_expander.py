@@ -1,25 +1,6 @@
 """The cluster-autoscaler priority expander ConfigMap, built and validated offline.
 
-Cluster-autoscaler reads the ConfigMap ``cluster-autoscaler-priority-expander`` in its
-own namespace, key ``priorities``: a YAML map from integer priority to a list of
-regexes. It parses the map as ``map[int][]string``, compiles each regex with Go's RE2
-and matches it *unanchored* against each node group id; among the groups that can
-absorb the pending pods, the highest priority wins and ties go to the next expander.
-An invalid value makes it ignore the ConfigMap (and with it every preference), so
-nothing here is returned before it has been checked.
-
-Ranking rule (documented for users): pools with the largest predicted shortfall
-(``(desired_nodes - current_nodes) x gpus_per_node``, in GPUs) come first, then the
-cheaper per GPU (``cost_per_node_hour / gpus_per_node``). Pools without a
-recommendation rank after all pools with one (by cost). Pools that neither number
-tells apart share one priority, so cluster-autoscaler hands the tie to its next
-expander instead of Foresight breaking it by name. Rank ``r`` of ``n`` distinct places
-gets the slot ``spacing x (n - r)``; a slot an operator's own entry already uses is
-moved to the nearest free number inside its gap (up first), so Foresight never ties
-with a hand-made entry and its numbers change only when the ranking or the operator's
-numbers do. A ``.*`` catch-all at priority 0 keeps every other node group usable, at
-the lowest preference.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/consumers/priority_expander.py`."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
 """The priority ConfigMap as it would be written: Foresight's ranking merged with the live one.
 
-What is shown (the dry run, ``GET /integrations/priority-expander``) and what is
-written must be the same object, and an operator's hand-made entries are part of it.
-So the live ConfigMap is read first: its hand-made entries are merged in, their
-priorities are kept free of Foresight's pools (no ties), and a live value Foresight
-must not overwrite turns the ConfigMap into a *skip* with the reason, which costs
-that object only. When the live ConfigMap cannot be read, the plan says so: applying
-the unmerged object by hand would drop whatever the operator added.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/consumers/priority_live.py`."""
 
 from __future__ import annotations
 

@@ -1,27 +1,6 @@
 """Merging Foresight's priorities into a live priority-expander ConfigMap.
 
-Foresight owns only the priorities of the node groups it manages: each pool's anchored
-regex and the ``.*`` catch-all. The node group ids behind them are recorded in the
-annotation :data:`MANAGED_NODE_GROUPS` of the ConfigMap, so the next publish knows
-which regexes it wrote, even for a pool since removed from the pools file. Every other
-entry (an operator's regex for a node group Foresight does not manage) is kept at its
-priority.
-
-Two things are refused rather than guessed (:class:`PriorityConflictError`): an entry
-Foresight did not write that matches one of its node groups (cluster-autoscaler would
-apply the higher of the two priorities, so Foresight's ranking would silently lose),
-and an entry at or below the catch-all's priority (it must stay alone at the lowest).
-A live value that does not parse is refused too: overwriting it would lose whatever
-the operator meant. A refusal costs only the ConfigMap: the caller publishes the other
-objects and reports the ConfigMap as skipped, with the reason.
-
-Quoted keys (``"15":``) are read as cluster-autoscaler's configured version reads them
-(``publish.cluster_autoscaler_version``): 1.34 and earlier parse the value with
-``gopkg.in/yaml.v2``, which will not put a string into ``map[int][]string`` (the whole
-ConfigMap is ignored); 1.35 and later parse it with ``sigs.k8s.io/yaml``, which goes
-through JSON, whose keys are strings, and accept a quoted decimal key. Foresight always
-writes the keys back plain.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/consumers/priority_merge.py`."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
 """Webhook deliveries of the recommendation set: body, signature, keys, change, backoff.
 
-Pure functions only; the persistent outbox and the HTTP calls live in the store and the
-publish job. A delivery is a POST of :func:`encode` (canonical JSON) with the headers of
-:func:`signed_headers`:
-
-- ``X-Foresight-Signature: sha256=<hex>``, HMAC-SHA256 of the raw body with the shared
-  secret; receivers recompute it over the bytes they received (:func:`verify`).
-- ``X-Foresight-Timestamp``: Unix seconds when the attempt was sent; receivers reject
-  ones outside a tolerance. It is not covered by the signature (the design signs the
-  body alone), so replays within the tolerance are stopped by the idempotency key.
-- ``X-Foresight-Idempotency-Key``: the SHA-256 of the set's decision content (the body
-  without time-derived fields), chained to the previous delivery's key. Every retry of
-  a delivery, and every re-publication of an unchanged set, carries the same key, so a
-  receiver that keeps the keys it has seen processes each change exactly once.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/consumers/webhooks.py`."""
 
 from __future__ import annotations
 

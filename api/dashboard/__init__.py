@@ -1,12 +1,6 @@
 """The dashboard at ``GET /``: one page per deployment, drawn from the JSON routes.
 
-A server-rendered shell lists the pools; small vanilla scripts (no build step, no CDN),
-one per panel, read ``/pools``, ``/recommendation``, ``/dashboard/pool/{pool}``,
-``/dashboard/status``, ``/signals/chain`` and ``/scorecard/{pool}`` and draw, per pool,
-the nodes that existed against the nodes recommended with the scale events, the served
-forecast band, a headline and a table of terms, and the freshness of each input; for the
-deployment, the served model (linked in MLflow), its forecast run and the scheduler.
-"""
+Details: docs/dashboard.md, "Notes from the code", `api/dashboard/__init__.py`."""
 
 from api.dashboard.router import page_router, router
 

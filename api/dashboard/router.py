@@ -1,16 +1,6 @@
 """``GET /`` (the dashboard page), its assets and the dashboard's own data routes.
 
-The page reads the JSON routes the API serves (``/recommendation``, ``/pools``,
-``/signals/chain``, ``/scorecard/{pool}``) and three of its own, for what no other
-route exposes: ``/dashboard/history/{pool}`` (demand and node samples),
-``/dashboard/pool/{pool}`` (those samples with the recommendations in force, scale
-events, the served forecast band, freshness, the live error and the explanation as a
-headline and a table) and ``/dashboard/status`` (model, forecast run, scheduler,
-MLflow link). Two routers: :data:`page_router` (the page shell and its assets, which
-hold pool names and no numbers) is served without a token so a browser can open it,
-and the script then sends the read token on every JSON request; :data:`router` (the
-data routes) is guarded like every other data route.
-"""
+Details: docs/dashboard.md, "Notes from the code", `api/dashboard/router.py`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """``GET /dashboard/status``: is the machinery behind the numbers alive?
 
-One answer for the deployment: the served model version (when the train job promoted
-it, and its page in the MLflow UI when the UI's address is known), the newest forecast
-run of that version (when it was made and the newest observation it was made from, as
-ages on the decision clock), and the scheduler (its leader and each job's last outcome
-and next run). Job and leader times are the wall clock's: the scheduler runs on it
-whatever clock decisions replay.
-"""
+Details: docs/dashboard.md, "Notes from the code", `api/dashboard/status.py`."""
 
 from __future__ import annotations
 

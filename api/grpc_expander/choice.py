@@ -1,22 +1,6 @@
 """Which of the offered node groups to grow: the merged priority ConfigMap, applied live.
 
-cluster-autoscaler's gRPC expander offers the node groups that could absorb the
-pending pods and keeps those the answer names. Under the documented
-``--expander=grpc,priority`` this answer comes *first*: the priority ConfigMap only
-breaks the ties it leaves. So the answer applies the ConfigMap as cluster-autoscaler's
-priority expander would, with Foresight's numbers of this moment:
-
-- every offered group gets the highest priority of the entries that match it: the
-  operator's hand-made entries (RE2, unanchored, as cluster-autoscaler matches), the
-  Foresight pool's own number (the ranking of :func:`rank_pools`, which keeps clear of
-  the hand-made numbers), and the catch-all's 0;
-- the groups at the highest priority are the answer, all of them: a tie is left to
-  the next expander, never broken in Foresight's favour;
-- without a trusted forecast for an offered Foresight pool (reactive mode, or no
-  recommendation) there is no opinion unless ``publish.grpc_expander_reactive`` is
-  ``rank``; nor when the hand-made entries could not be read. No opinion is every
-  option: an empty answer would make cluster-autoscaler skip the scale-up altogether.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/grpc_expander/choice.py`."""
 
 from __future__ import annotations
 

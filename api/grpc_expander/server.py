@@ -1,20 +1,6 @@
 """cluster-autoscaler's gRPC expander, served by Foresight over TLS.
 
-cluster-autoscaler started with ``--expander=grpc`` (``--grpc-expander-url``,
-``--grpc-expander-cert``) calls ``/grpcplugin.Expander/BestOptions`` at each scale-up
-with the candidate node groups, over TLS only, with a 5 s deadline. It keeps the
-options the answer names; on an error it keeps them all, and an *empty* answer means
-no scale-up this loop. So this server never answers empty to a non-empty offer: it
-names the offered groups at the highest priority of the merged ConfigMap, hand-made
-tiers included, ties and all (:func:`~api.grpc_expander.choice.choose`), or every
-option when it has no opinion or no view in time.
-
-The view (ranking and hand-made tiers) comes from a :data:`RankingSource` (the running
-recommendation service and the live ConfigMap in ``foresight serve``), asked through
-:class:`BudgetedRanking`: a call waits at most its budget for a fresh view, then
-answers from the last one, so a slow recomputation never holds cluster-autoscaler's
-loop.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/grpc_expander/server.py`."""
 
 from __future__ import annotations
 
@@ -113,7 +99,7 @@ class ExpanderServicer:
     def BestOptions(  # noqa: N802 (the protocol's method name)
         self, request: expander_pb2.BestOptionsRequest, context: Any
     ) -> expander_pb2.BestOptionsResponse:
-        """Answer one call; see the module docstring for the rule."""
+        """Answer one call; the rule is in docs/consumers.md."""
         started = time.perf_counter()
         options = list(request.options)
         if not options:

@@ -1,18 +1,6 @@
 """Recommendation bodies as JSON bytes, each encoded once per decision.
 
-A pool's wire model (:class:`~api.schemas.PoolRecommendation`) is built once when the
-pool is decided and never changed after, so its JSON is too: :func:`pool_json` encodes
-it on first use and keeps the bytes for as long as the model lives. A read of every
-pool then joins bytes instead of serialising every model, and the joined pools of a
-set are kept too (:class:`_Joined`), keyed by the models they were joined from: a new
-decision of any pool in the set is a new model, so the next read joins anew, and
-until then every read of the set reuses one array.
-
-:func:`set_json` puts the pools' bytes in the set's envelope. ``generated_at`` is made
-per request (the decision clock's time); the envelope around it comes from the schema,
-encoded once when no pool is unavailable and per request otherwise. Either way the
-body is byte for byte what ``RecommendationSet.model_dump_json()`` would give.
-"""
+Details: docs/api.md, "Notes from the code", `api/routers/encoded.py`."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
 """``GET /integrations/priority-expander`` and ``GET /integrations/capacity-buffers``.
 
-Both build their manifests from the current recommendations with the validated
-builders of :mod:`api.consumers`, so nothing is served that cluster-autoscaler or the
-API server would reject (a failed check is a 502 naming it, never a broken manifest).
-
-Format: YAML by default (``kubectl apply -f -``), JSON with ``?format=json`` or an
-``Accept: application/json`` header; ``?format=`` wins over ``Accept``.
-
-The priority ranking rule is :mod:`api.consumers.priority_expander`'s.
-
-The priority ConfigMap served is the one ``foresight publish`` would write: merged with
-the live ConfigMap's hand-made entries when the cluster can be read. The YAML's first
-line (a comment) and the header ``X-Foresight-Live-ConfigMap`` say which (``merged``,
-``no_live_configmap``, ``unreadable``: the hand-made entries are missing, or
-``skipped``: publish leaves the live one as it is).
-"""
+Details: docs/consumers.md, "Notes from the code", `api/routers/integrations.py`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """``GET /recommendation`` (all pools, filterable) and ``GET /recommendation/{pool}``.
 
-Each pool's wire form (:class:`~api.schemas.PoolRecommendation`) is built once when the
-pool is decided, and its JSON encoded once, on first use (:mod:`api.routers.encoded`);
-a request joins the bytes of the pools it asks for. Only the set's ``generated_at`` is
-made per request, from the decision clock, after the pools it lists. The routes answer
-with those bytes, not through FastAPI's ``response_model`` path (which would validate
-the body again and encode it); the declared models still document them.
-"""
+Details: docs/api.md, "Notes from the code", `api/routers/recommendation.py`."""
 
 from __future__ import annotations
 

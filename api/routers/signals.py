@@ -1,12 +1,6 @@
 """``POST /signals/metrics``: push samples into the store, off the event loop.
 
-The framework parses the body's JSON (its errors: 400 for a body that is not JSON
-text, 422 for broken JSON) and checks it is a list of at most
-:data:`~api.schemas.MAX_SAMPLES_PER_PUSH` items; the samples themselves are validated
-(:class:`~api.schemas.MetricSampleIn`, the same errors under ``body``), stored and
-decided on in a worker thread, and the answer encoded there too. Validating a large
-push on the event loop would hold up every read meanwhile.
-"""
+Details: docs/api.md, "Notes from the code", `api/routers/signals.py`."""
 
 from __future__ import annotations
 

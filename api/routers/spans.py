@@ -1,25 +1,6 @@
 """``POST /v1/traces`` (OTLP/HTTP) and ``POST /signals/spans`` (the simple span list).
 
-Both decode in a worker thread and hand the spans to the app's
-:class:`~api.callchain.feed.SpanFeed`, which adds them to the window from its own
-thread; the route awaits that without holding the event loop, so reads are answered
-meanwhile. The analysis that turns the window into extra nodes runs in the background
-(:mod:`api.latency`), never here. When ingestion is behind (its queue full) a batch is
-refused whole with 503 and ``Retry-After``, which OTLP exporters retry: never dropped
-silently.
-
-``/v1/traces`` follows OTLP/HTTP: protobuf (``application/x-protobuf``) or JSON
-(``application/json``), optionally gzip or deflate; success is an
-``ExportTraceServiceResponse`` in the request's encoding, empty when every span was
-accepted, with ``partial_success`` (``rejected_spans``, ``error_message``) when some
-spans were invalid (or carried times outside those a metric sample may carry: before
-2000 or later than now + ``service.max_sample_future_seconds``) and the valid ones
-were kept. Failures are a ``google.rpc.Status``
-in that encoding: 400 for a malformed body or one without a single valid span (not
-retryable), 413 over ``service.max_body_bytes`` (before or after decompression), 415
-for another content type or encoding. ``/signals/spans`` likewise keeps the valid
-spans of a list and reports the rejected ones.
-"""
+Details: docs/api.md, "Notes from the code", `api/routers/spans.py`."""
 
 from __future__ import annotations
 
