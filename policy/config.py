@@ -1,12 +1,6 @@
 """What the policy reads of a pool: its sizing rule and how cautiously it shrinks.
 
-The pools file (``pipelines.config.pools``) holds a pool's whole configuration: its
-signals, queries and services as well as the numbers the policy decides with. The
-policy sits below that package, so it names only what it reads: :class:`PoolRule`,
-which ``pipelines.config.pools.PoolConfig`` satisfies, and :class:`ScaleDownConfig`,
-the ``scale_down`` section of a pool, defined here and used by the pools file. The
-compact duration format (``10m``) of that section is :func:`parse_duration`.
-"""
+Details: docs/policy.md, "Notes from the code", `policy/config.py`."""
 
 from __future__ import annotations
 

@@ -205,16 +205,12 @@ def decide(
         pool: the pool's configuration (sizes, bounds, lead time, quantile, scale-down).
         forecast: the demand forecast at the level to provision for (normally the
             pool's ``quantile``), None when there is no model or forecast.
-        live: the current demand, ready nodes and GPU utilisation.
         health: the recent live forecast error and the staleness and error bounds.
         latency: the call-chain adjustment (use ``NO_LATENCY`` when there is none).
         state: what stabilisation kept from earlier decisions (empty at first).
         now: the decision time; must be timezone-aware.
         validity: how long the answer holds; default the forecast step, or
             ``DEFAULT_VALIDITY`` without a forecast.
-
-    Returns:
-        The recommendation, carrying the new stabilisation state to store.
 
     Raises:
         ValueError: ``now`` is naive.

@@ -24,7 +24,6 @@ class Stages:
     """The node count after each step of the chain.
 
     Attributes:
-        mode: predictive or reactive.
         forecast_nodes: nodes for the forecast peak (None in reactive mode).
         latency_nodes: ``forecast_nodes`` plus the applied latency nodes (None in
             reactive mode).
@@ -32,7 +31,6 @@ class Stages:
         need: the need after the floor (in reactive mode: the floor).
         bounded: ``need`` clamped to the pool's bounds.
         window_max: the largest desired value in force during the stabilisation window.
-        stabilised: after stabilisation.
         final: after the final clamp (stabilisation can hold a count above a lowered
             ``max_nodes``; the bounds win).
     """

@@ -1,12 +1,8 @@
 """The reactive floor: never fewer nodes than what is demanded right now.
 
-If the forecast is wrong low, the live signal wins. The floor follows
-cluster-autoscaler's semantics, capacity for the work that exists (running plus
-pending): ``ceil(current demand / gpus_per_node)`` with *no* utilisation target. The
-target is a planning margin for predicted demand; applying it to work that is already
-here would make the floor itself predictive (and a pool at 100 % of its nodes would be
-told to grow although nothing waits). The margin stays in the forecast term.
-"""
+No utilisation target here: that margin is for predicted demand; on work already present
+it would make the floor predictive.
+Details: docs/policy.md, "Notes from the code", `policy/floor.py`."""
 
 from __future__ import annotations
 

@@ -1,21 +1,7 @@
 """Forecast health: when the forecast is not to be trusted, decide reactively.
 
-The forecast is dropped (mode ``reactive``, desired = the reactive floor) when any of
-these hold, and the verdict lists every one that does:
-
-- ``no_forecast``: no model or no forecast exists for the pool;
-- ``stale_forecast``: the forecast is older than ``max_forecast_age``;
-- ``forecast_short``: its peak forecast is over a window shorter than the lead time
-  and its per-horizon forecasts do not reach ``now + lead_time`` or have no point in
-  the decision window, so the peak the nodes are for is unknown;
-- ``stale_live``: the live demand or ready-node reading is older than ``max_live_age``
-  (the forecast was made from data that stopped arriving, and the error bound can no
-  longer be checked against reality);
-- ``error``: the recent live forecast error is past its bound.
-
-A live error that was never measured (``None`` or NaN) counts as healthy: a model that
-just passed the promotion gate has no live record yet, and its backtest vouched for it.
-"""
+A live error never measured counts as healthy: a just-promoted model has no live record.
+Details: docs/policy.md, "Notes from the code", `policy/health.py`."""
 
 from __future__ import annotations
 
@@ -39,7 +25,7 @@ class HealthVerdict:
 
     Attributes:
         mode: ``predictive`` when every check passed, else ``reactive``.
-        reasons: the failed checks, in the order listed in the module docstring.
+        reasons: the failed checks, in the order listed in docs/policy.md.
         detail: one sentence per failed check with the values that failed it.
     """
 
@@ -79,13 +65,7 @@ def assess_health(
 
     Args:
         forecast: the pool's demand forecast, None when there is no model or forecast.
-        live: the latest live readings.
-        health: the recent live error and the bounds.
-        lead_time: the pool's node lead time.
         now: the decision time (timezone-aware).
-
-    Returns:
-        The verdict: mode, failed checks and a sentence on each.
     """
     require_aware(now, "now")
     reasons: list[HealthReason] = []

@@ -1,32 +1,8 @@
 """Raw need: the demand peak over the lead time, in nodes, plus call-chain latency.
 
-The quantity is the ``q`` quantile of the demand peak over the lead time, and the
-forecast job stores it directly (:class:`~policy.peak.PeakForecast`): the policy
-provisions at that value, its headroom carried over to the newest observed demand when
-that is newer than the forecast's origin. Capacity is sized for the *peak*: a node that
-is not there when the peak arrives cannot be conjured in time.
-
-Only when the model version has no peak forecast for the pool does the policy fall
-back to the per-horizon forecasts: the largest ``q`` quantile over the window
-``[now, now + lead_time + step]`` (a node requested now is useful only after the lead
-time, and the extra step covers demand arriving just after). That is *not* a quantile
-of the peak (the maximum of per-step quantiles is below the peak's quantile whenever
-the steps are not perfectly dependent), which is why the peak forecast is preferred
-and the explanation says which was used.
-
-``target_utilisation`` plans a share of each node's GPUs to stay free. On a peak
-quantile it would stack a second safety margin on the one the quantile level already
-chose, so it is not applied there: the pool's ``quantile`` is the one knob of how much
-risk of waiting to buy. The per-horizon fallback keeps it, as the buffer it has always
-been for a bound that under-covers the peak.
-
-A pool's ``safety_margin`` buys headroom beyond the highest quantile worth serving: it
-adds ``safety_margin`` times the series' recent volatility (the peak forecast's
-``scale``, the unit the peak model measures headroom in) to the peak quantile, so a
-pool that wants almost no waiting can get it. It applies to a peak forecast that
-carries its scale; the per-horizon fallback has no such unit and gets none (the
-explanation says so). 0, the default, provisions the quantile alone.
-"""
+Provisions at the stored peak quantile; the maximum of the per-horizon quantiles is only
+a fallback, since it lies below the peak's quantile.
+Details: docs/policy.md, "Notes from the code", `policy/need.py`."""
 
 from __future__ import annotations
 
@@ -101,7 +77,7 @@ class PeakDemand:
 
     @property
     def utilisation_applies(self) -> bool:
-        """Whether ``target_utilisation`` applies (the fallback only; see the module)."""
+        """Whether ``target_utilisation`` applies (the fallback only; docs/policy.md)."""
         return self.source == "horizon_max"
 
 
@@ -123,11 +99,10 @@ def peak_demand(
         forecast: quantile forecasts of the pool's demand in GPUs (with its peak
             forecast when the model version has one).
         now: the decision time (timezone-aware).
-        lead_time: the pool's node lead time.
         demand: the newest observed demand; a peak forecast made from older data has
             its headroom carried over to it (:meth:`PeakForecast.rebased`).
         safety_margin: volatility units added beyond the peak quantile (the pool's
-            ``safety_margin``; see the module).
+            ``safety_margin``; docs/policy.md).
 
     Returns:
         The peak, or None when there is no peak forecast and no per-horizon point

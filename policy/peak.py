@@ -1,14 +1,6 @@
 """The forecast quantiles of the demand peak over the lead time, as the policy takes them.
 
-The forecast job stores, per pool, quantiles of ``max(demand[origin+1 .. origin+L])``
-made at ``origin`` (the newest observation it saw) for ``L`` the pool's lead time in
-steps. A decision made later than ``origin`` has seen newer demand: the stored
-*headroom* (peak quantile minus the demand at the origin) is then carried over to the
-newest observed demand (:meth:`PeakForecast.rebased`), so the bound moves with what is
-known now instead of waiting for the next forecast job. The headroom is what the
-model learnt (it forecasts ``peak - y[origin]`` in the series' own scale), so this is
-the forecast made at the newer origin up to the change in the covariates since.
-"""
+Details: docs/policy.md, "Notes from the code", `policy/peak.py`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """The recommendation for one pool: the number, the action, headroom and provenance.
 
-Headroom is what a consumer provisions ahead of demand: ``headroom_nodes`` is the
-desired count minus the nodes the current demand occupies (the reactive floor), never
-below 0. ``headroom_pods`` sizes the placeholder pods of a capacity buffer or of the
-overprovisioning pattern: one placeholder pod per node, requesting all of the node's
-GPUs (``gpus_per_placeholder_pod == gpus_per_node``), so each pod holds exactly one
-whole node and cluster-autoscaler adds one node per pending placeholder.
-"""
+Details: docs/policy.md, "Notes from the code", `policy/recommendation.py`."""
 
 from __future__ import annotations
 
@@ -34,9 +28,7 @@ def headroom(
     """Return the headroom in nodes and in placeholder pods.
 
     Args:
-        desired_nodes: the recommended node count.
         floor_nodes: the nodes the current demand occupies.
-        gpus_per_node: GPUs on one node.
         gpus_per_pod: GPUs one placeholder pod requests; default a whole node.
 
     Returns:
@@ -55,9 +47,7 @@ class Recommendation:
     """What one pool should look like, why, and for how long the answer holds.
 
     Attributes:
-        pool: the pool name.
         current_nodes: nodes ready now.
-        desired_nodes: nodes the pool should have.
         delta: ``desired_nodes - current_nodes``.
         action: scale_up, hold or scale_down.
         headroom_nodes: desired nodes beyond those the current demand occupies.
@@ -66,7 +56,6 @@ class Recommendation:
         quantile: the forecast quantile level provisioned for.
         forecast_quantiles: the window peak (GPUs) of each forecast quantile level;
             empty when no forecast covered the window.
-        mode: predictive or reactive.
         explanation: the term that set the number and every input.
         model_version: the model behind the forecast, None without one.
         data_freshness_seconds: age of the oldest live reading decided on.

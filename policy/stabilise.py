@@ -1,46 +1,8 @@
 """Stabilisation: scale up at once, scale down slowly and only when it has held.
 
-Like the Kubernetes HPA's scale-down stabilisation window, a scale-down goes only as
-low as the *largest* pre-stabilisation desired value of the last ``window``, so a dip
-shorter than the window never removes a node. Three more rules:
-
-- Values are step functions: a desired value stays in force until the next decision
-  replaces it, so a decision taken rarely (or after an outage) still counts for the
-  whole time up to the next one. HPA keeps point samples instead; with sparse
-  decisions that would let a single low reading scale down.
-- Scale-down waits until the history is a whole window old (``warming_up``): a new
-  replica or a lost state knows nothing about the last window.
-- One decision removes at most ``max(max_step_nodes, max_step_percent % of the ready
-  nodes)`` below the *ready* nodes (:meth:`ScaleDownConfig.step_nodes`): one node at a
-  time on a small pool, a tenth of the nodes at a time by default on a large one, so
-  a pool whose work collapses (an outage, a run that ends) does not keep most of its
-  nodes idle for hours. Measuring the step from ready nodes, not from the previous
-  recommendation, makes the answer idempotent: repeated queries and several replicas
-  give the same number until the nodes are actually gone.
-
-One decision per instant and forecast: a decision at the time of the last one made
-from a newer forecast (the service decides when a push arrives and again when the
-forecast run of that same instant is read) replaces the decisions of that instant
-from the older forecast rather than adding to them, as the replay makes one decision
-per step with the newest forecast; otherwise they, made from the older forecast, could
-hold a scale-down for a whole window. Decisions at one instant from the same forecast
-(replicas, a re-read, a restarted service deciding again) all count, and a newer
-forecast replaces all of them, not only the last: a service killed after the push
-decided and started again before the step's forecast run decides twice from the older
-forecast, and the second alone being replaced made its later scale-downs differ from
-an uninterrupted run's.
-
-The state keeps only spans that can still be a window maximum: an earlier value no
-larger than a later one never can (the later one stays in the window longer), so the
-spans strictly decrease from oldest to newest and number at most
-``max_nodes - min_nodes + 1``.
-
-A span also remembers the nodes of its value that were there only for call-chain
-latency (:class:`~policy.state.LatencyCause`). A change of cause starts a new span
-even at the same value, so the span that holds a scale-down is the *latest* time that
-value was wanted, with the cause it had then: if the value outlived the latency (the
-forecast rose to it), latency is no longer what holds it.
-"""
+Like the HPA's scale-down window, over desired values held as step functions; the step
+is measured from the ready nodes, so replicas and repeated reads agree.
+Details: docs/policy.md, "Notes from the code", `policy/stabilise.py`."""
 
 from __future__ import annotations
 
@@ -87,10 +49,7 @@ def record(
     """Return the state with the decision ``raw`` at ``now`` added and expired spans dropped.
 
     Args:
-        state: the state after the previous decision.
-        raw: this decision's desired nodes before stabilisation.
         now: the decision time (timezone-aware).
-        window: the scale-down stabilisation window.
         latency: the nodes of ``raw`` there only for call-chain latency, None if none.
         basis: when the forecast this decision used was made (None: no forecast).
     """
@@ -127,7 +86,7 @@ def record(
 
 
 def _supersedes(state: StabilisationState, now: datetime, basis: datetime | None) -> bool:
-    """Whether a decision at ``now`` from ``basis`` replaces the last one (see the module)."""
+    """Whether a decision at ``now`` from ``basis`` replaces the last one (docs/policy.md)."""
     last = state.last_basis
     return state.last_decision_at == now and basis is not None and last is not None and basis > last
 
@@ -151,9 +110,7 @@ def stabilise(
 
     Args:
         raw: desired nodes before stabilisation (after bounds).
-        current_nodes: nodes ready now.
         state: what earlier decisions left (empty for the first one).
-        scale_down: the pool's window and largest step.
         now: the decision time (timezone-aware).
         latency: the nodes of ``raw`` there only for call-chain latency, remembered
             with the value so a later hold can name the cause.

@@ -78,7 +78,6 @@ class LiveSignals:
 
     Attributes:
         demand_gpus: GPUs demanded now, allocated plus queued.
-        ready_nodes: nodes ready for work now.
         gpu_util: mean GPU utilisation (0-100), reported only; None when unknown.
     """
 
@@ -134,8 +133,6 @@ class DemandForecast:
         timestamps: the forecast times, strictly increasing, timezone-aware.
         quantiles: quantile level -> values aligned with ``timestamps``.
         level: the quantile level the policy provisions for; a key of ``quantiles``.
-        model_version: the registered model version that produced it.
-        generated_at: when the forecast was made.
         step: the series step (spacing of ``timestamps``).
         calibration: the online calibration already added to the ``level`` quantile
             (see :meth:`calibrated`); None when the values are the model's own.
