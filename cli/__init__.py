@@ -1,14 +1,6 @@
 """The ``foresight`` command line: train, backtest and forecast here; the rest wired in.
 
-The CLI is the composition root: the top package, above ``api``, it wires the parts
-together (``serve`` hands the scheduler the running API's publisher, ``scheduler``
-hands it ``api.publishing``'s), and nothing imports it (the import-linter layers
-contract in ``pyproject.toml`` holds that).
-
-Every command works on the committed sample by default (``data/sample``) or on any
-CSV / Parquet file given with ``--data``; settings come from ``--config`` (YAML) and
-``FORESIGHT_*`` variables.
-"""
+Details: docs/layout.md, "Notes from the code", `cli/__init__.py`."""
 
 from __future__ import annotations
 

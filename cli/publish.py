@@ -1,16 +1,6 @@
 """``foresight publish``: write the recommendation set to the cluster and the webhooks.
 
-A dry run by default: the priority-expander ConfigMap and the capacity buffers are
-built, validated and (with a reachable cluster) sent with ``dryRun=All``, and the
-command prints what would change. ``--apply`` writes them and sends the webhooks; it
-is refused while ``service.forecast_only`` is true, the safe default of anything that
-writes to a cluster.
-
-Each object has its own result (a skipped ConfigMap does not stop the buffers). Exit
-status: 0 when every object was written, unchanged, skipped or planned; 1 when the API
-server refused an object (``failed``); 2 for configuration errors and a run that could
-not publish at all.
-"""
+Details: docs/consumers.md, "Notes from the code", `cli/publish.py`."""
 
 from __future__ import annotations
 

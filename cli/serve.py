@@ -1,12 +1,6 @@
 """``foresight serve``: the API, the scheduler beside it, and (optionally) the MLflow UI.
 
-Every replica runs the same command: the scheduler inside it joins the leader
-election (see :mod:`pipelines.scheduler`), so exactly one replica runs the jobs while
-all of them answer requests. Its publish job publishes what this process's API serves
-(:mod:`api.publish_runner`), not a service of its own. The API serves the forecasts
-the forecast job stored, so with the scheduler on, ``serve`` runs the forecast job
-once before it starts serving. ``make run`` adds the MLflow UI of the local store.
-"""
+Details: docs/layout.md, "Notes from the code", `cli/serve.py`."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
 """``foresight simulate``: replay a pool's demand against scaling policies.
 
-What would reactive autoscaling, a fixed size, Foresight and a perfect oracle have
-done on this history, and at what cost? Foresight is the champion ``foresight train``
-would build, refitted daily from the past only (``--model`` pins one family).
-``--sweep`` replays Foresight at several quantiles and the references at several
-margins, all through the same policy chain, and compares them at equal cost (best gap
-closed at cost <= 1.02 / 1.05 / 1.10 x the oracle's): the way to pick a pool's
-quantile (and, run once per ``--lead``, to see what a faster node image is worth)
-before turning writes on.
-
-This module holds the options and checks them before anything heavy is imported, so
-``--help`` and a mistyped option answer at once; the replay itself is
-:mod:`cli.simulate_run`.
-"""
+Details: docs/simulate.md, "Notes from the code", `cli/simulate.py`."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
 """``foresight twin``: the closed-loop twin, the real service against a simulated cluster.
 
-It lays out a throw-away deployment (pools file, settings, SQLite store and MLflow
-store in ``--workdir``), puts the pool's history before the replayed window in the
-store, trains a champion on it, starts ``foresight serve --clock replay`` (API and
-scheduler) and drives it in lock-step: per simulated step the cluster's readings are
-pushed over HTTP, the forecast job runs for that step, the twin waits until the
-service serves that run, and the simulated cluster acts on the recommendation
-(``--semantics replay``: set to ``desired_nodes`` as the offline replay assumes;
-``autoscaler``: cluster-autoscaler with Foresight's placeholder pods, boot delay and
-the 10-min unneeded time). Then the same case is replayed offline from the forecast
-runs the twin stored, and both are printed side by side (see docs/twin.md).
-"""
+Details: docs/twin.md, "Notes from the code", `cli/twin.py`."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """Each data warning once per run, however many commands the run has.
 
-``make run`` runs two commands on the same data: ``foresight train --fast``, then
-``foresight serve`` (which seeds the store, forecasts and trains in the
-background). Each reads the committed sample and finds the same gap; the user should
-read about it once. Commands that share ``FORESIGHT_RUN_ID`` (the Makefile sets one
-per ``make run``) share a small stamp in the data directory naming the warnings
-already said in that run; without it, each command says each warning once.
-
-A warning is the same when the file (path, size, modification time) and its text
-are: changed data, or a changed report on it, is said again.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/data_warnings.py`."""
 
 from __future__ import annotations
 
@@ -44,7 +35,6 @@ def first_time(data_dir: Path, key: str) -> bool:
 
     Args:
         data_dir: the settings' data directory (the stamp lives there).
-        key: the warning's :func:`warning_key`.
     """
     with _guard:
         if (data_dir, key) in _said:

@@ -62,7 +62,6 @@ def load_dataset(
     """Load, derive ``<pool>/demand_gpus`` and validate the series of a file.
 
     Args:
-        settings: where the sample lives.
         path: a CSV or Parquet file (long ``unique_id, ds, y`` or wide); default the
             committed sample.
         series: keep only these series ids (after demand is derived).

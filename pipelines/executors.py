@@ -1,28 +1,6 @@
 """Where training and backtests fan out: nowhere, a local process pool, or Dask.
 
-The forecaster only knows :class:`concurrent.futures.Executor` (a few series per
-task, see ``forecaster.fanout``). This module is the one place that picks which executor
-that is, so the local pool and a Dask distributed cluster run the very same code path:
-a Dask ``Client``'s :meth:`~distributed.Client.get_executor` is a
-``concurrent.futures``-compatible executor whose futures ``as_completed`` accepts.
-
-Dask workers unpickle the per-series work by reference (``forecaster.fanout``), so
-every worker needs the same ``foresight`` version installed as the submitting process.
-
-Parallelism comes from the series, so each worker runs its numerical libraries on one
-thread: Dask's nanny already starts workers with ``OMP_NUM_THREADS=1`` (and the MKL /
-OpenBLAS equivalents), and the local pool's workers do the same in their initializer.
-Without it every worker's BLAS spreads over all cores and the workers fight for them
-(statsmodels' exponential smoothing took 1.6x the CPU time of a single thread).
-
-A job that runs every few minutes (the forecast job) asks for a *kept* pool
-(``make_executor(..., keep="forecast")``): the pool outlives the run and the next run
-of the same name gets it back, so a cycle does not pay for starting processes and
-importing the models' modules in them. A kept pool found broken (a worker died, say
-killed for memory) is replaced before it is handed out, and a run that fails (a worker
-died mid-run) drops its pool, so the run after it starts on a fresh one. :func:`cancel_local_work`
-stops kept pools too.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/executors.py`."""
 
 from __future__ import annotations
 

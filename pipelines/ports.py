@@ -16,8 +16,6 @@ def ensure_free(host: str, port: int, what: str, how_to_change: str) -> None:
     """Raise unless ``host:port`` can be listened on now.
 
     Args:
-        host: the address to listen on.
-        port: the port.
         what: what would listen there (``"the API"``), for the message.
         how_to_change: the option or variable that picks another port.
 

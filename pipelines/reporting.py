@@ -54,7 +54,6 @@ class ProgressLines:
     """Progress as plain lines: a stage's start, every tenth of it, and its end.
 
     Args:
-        console: where the lines go.
         clock: seconds, for the elapsed time (a parameter for tests).
     """
 

@@ -1,27 +1,6 @@
 """Deterministic generator of the committed sample: a small GPU cluster's metrics.
 
-Three pools of a simulated cluster, every signal of the data contract at 5-minute
-steps for four weeks:
-
-- ``a100-train`` and ``h100-train``: training pools. Jobs arrive with a weak daily
-  and weekly rhythm, queue until GPUs are free, and run for hours; hyperparameter
-  sweeps arrive as bursts; multi-day pretraining runs set a persistent level that
-  shifts when they start and end; a team onboarding raises the arrival rate.
-- ``l4-infer``: an inference pool. One GPU per replica, replicas follow request
-  traffic with a strong daily cycle, quiet weekends, traffic spikes and a launch that
-  shifts the level up.
-
-Every pool is scaled by a reactive autoscaler with cluster-autoscaler's semantics:
-nodes are requested only for pending work and arrive one lead time later; a node
-unneeded for 10 minutes is removed. So queues build up at every burst, which is what
-Foresight exists to prevent. ``h100-train`` also has a scrape outage: a few hours
-with no samples for any of its signals.
-
-The output is byte-identical for the same seed, so the committed
-``data/sample/metrics.csv.gz`` can be regenerated and checked. The cluster is
-described in :mod:`pipelines.sample_cluster` and played out step by step in
-:mod:`pipelines.sample_workloads`; this module runs it and writes the file.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/sample_data.py`."""
 
 from __future__ import annotations
 
@@ -55,7 +34,6 @@ def generate_sample(
 
     Args:
         seed: seeds every random draw; each pool has its own stream.
-        days: length of the simulation.
         step: sampling interval, a pandas frequency such as ``"5min"``.
         start: first timestamp (UTC).
 

@@ -1,21 +1,6 @@
 """Whether a pool's ``node_group_id`` has the form its cloud provider reports.
 
-cluster-autoscaler matches the priority-expander regexes (and the gRPC expander's
-answers) against the id its cloud provider gives each node group. An id in another
-form matches only the ``.*`` catch-all, so the pool silently ties with every other
-group. The forms checked here are cluster-autoscaler's own (releases 1.34-1.36):
-
-- ``gce``: the instance group URL, ``GenerateMigUrl``:
-  ``https://www.googleapis.com/compute/v1/projects/<project>/zones/<zone>/instanceGroups/<name>``
-  (another domain when the provider is configured with one), never the bare
-  ``gke-...`` name;
-- ``clusterapi``: ``<Kind>/<namespace>/<name>`` of the scalable resource
-  (``MachineDeployment``, ``MachineSet`` or ``MachinePool``);
-- ``aws``: the Auto Scaling group name as is, 1-255 characters (spaces allowed).
-
-Problems are warnings, not errors: a provider with a form not listed here, or a
-custom build, may be right where this check cannot know.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/config/node_groups.py`."""
 
 from __future__ import annotations
 

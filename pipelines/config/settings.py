@@ -1,14 +1,6 @@
 """The one typed settings object of a Foresight deployment.
 
-Values come, highest priority first, from keyword overrides passed to
-:func:`load_settings`, ``FORESIGHT_*`` environment variables (nested fields split on
-``__``), an optional YAML config file, then the embedded defaults below. The defaults
-run everything locally: the committed sample data, a SQLite store under ``data/`` and
-an MLflow SQLite store under ``models/``.
-
-This module is the only place in Foresight that reads the environment; everything
-else receives a :class:`Settings` instance.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/config/settings.py`."""
 
 from __future__ import annotations
 

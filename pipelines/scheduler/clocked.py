@@ -1,17 +1,6 @@
 """The jobs that date what they store, run at the time of the process's one clock.
 
-The forecast job stamps its forecasts' ``generated_at`` with its ``now`` (and reads the
-history before it); the evaluate job scores the forecasts made up to its ``now`` and
-dates the live error it measures by it. Left to themselves both read the wall clock.
-Beside an API that decides by another clock (``foresight serve --clock replay``: "now"
-is the newest sample, months in the past) a wall-clock stamp is twenty months in the
-future of every decision: the forecast's age comes out negative and the evaluation
-finds no forecast to score. :func:`clocked_runner` runs them at the time of the clock
-the process decides by instead; every other job runs as before.
-
-The clock is passed in (the CLI, the composition root, builds it): the scheduler
-never reads a clock to date data.
-"""
+Details: docs/scheduler.md, "Notes from the code", `pipelines/scheduler/clocked.py`."""
 
 from __future__ import annotations
 

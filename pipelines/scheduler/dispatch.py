@@ -1,14 +1,6 @@
 """Running one job: the history record around it and what follows it.
 
-Jobs in APScheduler's persistent job store are pickled, so each one is stored as the
-textual reference :data:`DISPATCH_REF` with ``(context key, job name)`` as arguments:
-nothing else reaches the database. In particular the settings (which may hold
-secrets such as the webhook key) never do; they stay in the :class:`JobContext` of
-the process that leads, registered under a fresh key each time it starts leading,
-and the jobs it schedules name that key. A job whose key is unknown (stored by a
-process that is gone) is skipped with a warning; the next leader re-adds every job
-with its own key on start.
-"""
+Details: docs/scheduler.md, "Notes from the code", `pipelines/scheduler/dispatch.py`."""
 
 from __future__ import annotations
 
@@ -56,8 +48,6 @@ class JobContext:
 
     Attributes:
         settings: the deployment's settings, handed to the runner.
-        store: where run records go.
-        runner: runs a job by name.
         follow_ups: starts a job right away (forecast after train, train on retrain).
     """
 
@@ -88,7 +78,6 @@ def run_scheduled_job(key: str, name: str) -> None:
 
     Args:
         key: the context key the leader stored with the job.
-        name: the job to run.
     """
     with _contexts_lock:
         context = _contexts.get(key)

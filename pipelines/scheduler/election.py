@@ -21,7 +21,6 @@ class LeaderElector:
     """Runs ``on_elected`` when this process becomes leader and ``on_demoted`` when not.
 
     Args:
-        lock: the lock that decides who leads.
         on_elected: starts leading (the scheduler); if it raises, the lock is let go
             and the election tried again at the next poll.
         on_demoted: stops leading; called before the lock is released.

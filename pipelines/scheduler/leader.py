@@ -1,15 +1,6 @@
 """Locks that make exactly one process the scheduler leader.
 
-PostgreSQL (replicas on many hosts): a session advisory lock on a dedicated
-connection, held for as long as the process leads. When the leader dies its
-connection drops, the server releases the lock, and a follower's next
-``pg_try_advisory_lock`` wins. SQLite (one host): an exclusive ``flock`` on a file
-next to the database, released by the kernel when the holder dies.
-
-Each lock also answers :meth:`LeaderLock.still_held`, polled by the leader: a lost
-connection (or a replaced lock file) makes it step down rather than risk two
-leaders.
-"""
+Details: docs/scheduler.md, "Notes from the code", `pipelines/scheduler/leader.py`."""
 
 from __future__ import annotations
 

@@ -1,29 +1,6 @@
 """The shadow scorecard of one pool: what the plan would have changed, against what happened.
 
-Pure functions, "now" passed in. The definitions (also in ``docs/scorecard.md``):
-
-- Each demand sample at ``t`` holds until the next one, for at most one ``step`` and
-  never past ``end``: its *hours*.
-- *Nodes that existed* at ``t``: the newest ``nodes`` sample at or before ``t``, if it
-  is less than one step old.
-- *Recommendation in force* at ``t``: the newest one made at or before
-  ``t - lead_time``. A node asked for now is ready for work one lead time later, so
-  the plan's capacity at ``t`` is what was recommended one lead time before.
-- *Plan's nodes* at ``t`` = max(nodes that existed, recommendation in force).
-  Foresight publishes headroom (capacity buffers, placeholder pods) on top of the
-  cluster-autoscaler, which still adds nodes for pending pods and keeps the nodes
-  running work: acting on a recommendation below the nodes that existed would not
-  have removed them. So the plan never has fewer nodes than reality, never waits
-  more, and the scorecard never credits it with node-hours it could not have saved.
-- *Waiting GPU-hours* = sum over samples of max(0, demand - nodes x gpus_per_node)
-  x hours; *node-hours* = sum of nodes x hours; each for both sides.
-- A sample is *covered* when its demand, the nodes that existed and a
-  recommendation in force are all known; both sides are summed over covered
-  samples only, and *coverage* is their hours over the window's hours.
-
-What it does not model: demand that waited in reality might have come or left
-differently had it been served sooner; the sums take demand as it came.
-"""
+Details: docs/scorecard.md, "Notes from the code", `pipelines/scorecard/compute.py`."""
 
 from __future__ import annotations
 
@@ -70,7 +47,6 @@ def score(
         lead_time: the pool's lead time (>= 0).
         step: the longest a sample holds for (the series' sampling step).
         end: the end of every window ("now"; tz-aware).
-        windows: the windows to score.
 
     Raises:
         DataValidationError: a series is not indexed by tz-aware times.

@@ -100,7 +100,6 @@ class PoolScorecard:
         cost_per_node_hour: the pool's node-hour price, to price the added node-hours.
         step: the sampling step each demand sample holds for (at most).
         recommendations: recommendations read (those in force at some covered time).
-        windows: the score per window.
         timeline: the samples of the shortest window, for a plot.
     """
 

@@ -1,15 +1,6 @@
 """The model a replay refits: the champion as ``foresight train`` builds it, or one family.
 
-:func:`champion_forecaster` returns the walk-forward forecaster that Foresight's replay
-policy uses. At every scheduled refit it runs the train-time procedure
-(:class:`forecaster.procedure.TrainedChampion`: the settings' model set and training
-plan, selection on the nested selection windows, the selected family fitted on the
-latest ``max_train_days``) on the demand seen so far, and nothing later. ``family``
-pins one candidate family instead (for diagnosis: what would ETS alone have done?).
-
-Fits are memoised on the exact data they see, so replays of the same series at
-several lead times or quantiles pay for each fit once.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/champion.py`."""
 
 from __future__ import annotations
 

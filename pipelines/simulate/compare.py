@@ -1,16 +1,6 @@
 """Replay several policies on one pool's demand, and sweep Foresight's and the references' knobs.
 
-The glue between the simulator's policies and its users (``foresight simulate`` and
-the decision-quality benchmark): it builds each policy by name, shares one
-walk-forward forecaster between every Foresight replay of the same series (so a
-quantile sweep fits the model once), and splits the series into a *prehistory* the
-learning policies may look at before the replay starts and the replayed span.
-
-Foresight replays the champion ``foresight train`` would build (refitted on a schedule
-from the past only, :mod:`pipelines.simulate.champion`), or one pinned family. The
-references (persistence / seasonal naive + k sd) go through the same policy chain,
-differing only in the forecast.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/compare.py`."""
 
 from __future__ import annotations
 
@@ -66,8 +56,6 @@ class Replay:
 
     Attributes:
         prehistory: demand before the replay (may be empty), seen by learning policies.
-        demand: the replayed demand.
-        pool: the pool config replayed.
     """
 
     prehistory: pd.Series
@@ -151,7 +139,6 @@ def compare(
     """Replay each named policy on the replay's demand.
 
     Args:
-        replay: what to replay.
         policies: names from :data:`POLICY_NAMES`; ``static`` also needs reactive and the
             oracle (replayed for its budget even if not listed).
         settings: the deployment's settings: Foresight's model set and training plan.
@@ -160,7 +147,6 @@ def compare(
         retrain_every: how often Foresight's forecaster is refitted.
         reference_k: the standard deviations of margin of the reference policies.
         carry: the accounting (see :func:`~pipelines.simulate.engine.simulate`).
-        progress: an optional ``(stage, done, total)`` callback.
         fleet: for ``peak``: the long frame it learns from, holding the replayed demand
             (its series id is the demand's name) and the pools' covariates.
         levels: for ``peak``: the quantiles a sweep will ask for (the pool's is added).

@@ -1,34 +1,6 @@
 """The replay engine: a demand trace, a pool and a policy in; what it would have cost out.
 
-The model, per step ``t`` of a regular series (the step is ``Δ``), in this order:
-
-1. Nodes due at ``t`` become ready. A node asked for at step ``s`` is due at
-   ``s + L``, ``L`` the lead time rounded up to whole steps (at least 1).
-2. The step's demand ``d_t`` arrives: ``d_t`` GPUs of work wanted during the step,
-   i.e. ``d_t`` GPU-steps of work, joining the backlog carried from earlier steps.
-3. The policy observes steps ``0..t`` (see :class:`~pipelines.simulate.types.History`)
-   and returns the desired total of nodes; the engine clamps it to the pool's bounds.
-4. More than held (ready + booting): the difference is asked for now, paid from now,
-   due at ``t + L``. Fewer: nodes go at once, booting ones first (newest first, as
-   they are furthest from being useful), then ready ones; they are not paid for ``t``.
-5. The ready nodes run the work, oldest first (FIFO); what does not fit waits
-   (``carry=True``, the default) or is dropped as unmet (``carry=False``).
-
-So the policy sees the demand of ``t`` (the live signal) but can only change ``t``'s
-capacity downwards: added nodes help from ``t + L`` on. A policy with a reactive
-floor therefore leaves a burst waiting for ``L`` steps, as cluster-autoscaler does.
-
-The demand series is a *level* (GPUs wanted during each step), not a count of new
-jobs: work that cannot run at ``t`` is carried to ``t + 1`` on top of ``d_{t+1}``.
-With ``carry=False`` (the *no-carry* accounting many simulators use) it is not: each
-step's shortfall ``max(0, backlog + d_t - capacity_t)`` is counted once as waiting (it
-waited that step) and then leaves, so waiting GPU-hours are the summed shortfall and
-the reactive floor never sees a backlog. A node is paid from the step it is asked
-for (booting included) to the step it is removed, in both accountings.
-A trace's allocated + queued GPUs is the closest level there is; where the traced
-cluster was itself short, a job it kept queued counts both while queued and later
-while running, which overstates demand a little.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/engine.py`."""
 
 from __future__ import annotations
 
@@ -273,7 +245,7 @@ def _replay(
     initial_nodes: int | None,
     carry: bool,
 ) -> tuple[_Steps, NodeFleet, WorkQueue]:
-    """Run steps 1-5 of the model (the module docstring) at every step, recording each."""
+    """Run steps 1-5 of the model (docs/simulate.md) at every step, recording each."""
     n, gpn = len(values), sim.gpus_per_node
 
     desired: IntArray = np.zeros(n, dtype=np.int64)

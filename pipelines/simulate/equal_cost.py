@@ -1,22 +1,6 @@
 """Policies compared at equal cost: frontiers interpolated at each other's costs.
 
-A policy is a set of ``(cost ratio, gap closed)`` points: one for a fixed policy
-(reactive, static, the oracle), one per setting of a knob for a family (Foresight's
-quantile, a reference's ``k``). Two policies are only compared at the same cost:
-
-- :func:`equal_cost_rows`: at every cost either policy offers, each policy's best gap
-  closed at that cost (:func:`~pipelines.simulate.frontier.gap_at_cost`: frontier
-  interpolated inside its range, its best above, none below);
-- :func:`best_gap_at_budgets`: for every policy, the best gap closed at cost at most
-  1.02, 1.05 and 1.10 times the oracle's GPU-hours;
-- :func:`compare_policies`: both, plus :func:`~pipelines.simulate.frontier.points_beaten`
-  each way, for one subject against every other policy, ready for JSON;
-- :func:`where_both_reach`: the subject's worst margin over the other at the costs
-  both policies' frontiers span (neither one's best above its range counts there).
-
-A policy that is only ever cheap or only ever costly cannot win by sitting where the
-other has no point: the comparison is made where both have a cost.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/equal_cost.py`."""
 
 from __future__ import annotations
 

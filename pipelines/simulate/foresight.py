@@ -1,17 +1,6 @@
 """Foresight replayed: a replay forecaster's forecasts turned into nodes by the real scale policy.
 
-Each step the adapter asks its :class:`~pipelines.simulate.replay_forecast.ReplayForecaster`
-for the demand forecast made from the past only, wraps it as the policy's
-:class:`~policy.types.DemandForecast`, and calls :func:`policy.decide` (the very
-function the API serves, injected so a test can prove it is that one) with the pool's
-own :class:`~pipelines.config.pools.PoolConfig` (quantile, lead time, GPUs per node,
-bounds, target utilisation, scale-down window) and the
-:class:`~policy.state.StabilisationState` it returned at the previous step.
-
-Live signals are what a deployment would read at that moment: the demand now is the
-work wanted now (the simulated backlog plus the trace's demand: allocated plus queued
-GPUs), and the current nodes are the ready ones.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/foresight.py`."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """Cost against waiting: the decision-quality ratios and the frontier plot.
 
-- *gap closed* = ``(wait_reactive - wait_policy) / (wait_reactive - wait_oracle)``:
-  1 is the oracle's waiting, 0 is reactive's, negative is worse than reactive;
-  undefined (NaN) when reactive already waits no more than the oracle.
-- *cost ratio* = ``GPU-h_policy / GPU-h_oracle`` (GPU-hours provisioned, booting
-  included, since a node is paid from the moment it is asked for).
-
-A policy family with a knob (Foresight's quantile, a reference's ``k``) traces a curve
-of points; its *frontier* is the best gap reachable at each cost, and one family is
-above another when, at the other's costs, it closes at least as much of the gap.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/frontier.py`."""
 
 from __future__ import annotations
 
@@ -139,7 +130,6 @@ def plot_frontier(
         singles: policy name -> its one point (reactive, static, oracle...).
         xlabel: the x axis (e.g. GPU-hours provisioned, or the cost ratio).
         ylabel: the y axis (e.g. waiting GPU-hours, or the gap closed).
-        title: the figure title.
         labels: family name -> one annotation per point (e.g. ``q0.9``).
 
     Returns:

@@ -1,19 +1,6 @@
 """The oracle: knows the future demand exactly, the limit no real policy can pass.
 
-It is the one policy built with the whole series, on purpose. Let
-``need_s = ceil(d_s / gpus_per_node)`` and ``L`` the lead time in steps. Any policy
-that never lets work wait must hold, at every step ``t``, at least
-``max(need_s for s in [t, t + L])`` nodes: a node that runs work at ``s`` was asked
-for by ``s - L`` and is held (paid) from then until ``s``. The oracle holds exactly that
-bound at every step, so it asks for nodes one lead time ahead of their use, never
-waits (once it has had one lead time to catch up with its starting size, and within
-``max_nodes``) and provisions the fewest GPU-hours any zero-wait policy can. It is
-pointwise minimal because the engine removes the newest booting nodes first, so the
-nodes it keeps are those that are ready soonest.
-
-A backlog can only come from a cold start or a ``max_nodes`` cap; for it the oracle
-keeps a reactive floor (nodes for the work wanted now), which is idle otherwise.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/oracle.py`."""
 
 from __future__ import annotations
 

@@ -1,40 +1,6 @@
 """The peak-quantile forecaster replayed: quantiles of the lead-time peak, from the past only.
 
-:class:`PeakReplayForecaster` is a :class:`~pipelines.simulate.replay_forecast.ReplayForecaster`
-built on :class:`forecaster.peak.PeakQuantileForecaster`. For a replayed series it holds
-the series' *fleet*: a long frame ``unique_id, ds, y`` with the replayed demand
-(``target``), its pool's covariates (queue depth, pending jobs, arrivals) and the
-other pools the global model learns from, on the replay's step. Then:
-
-- **Fit** (daily, at midnight ``D``): one global model per quantile level of the
-  sweep, trained on the fleet's rows before ``D``; it forecasts every origin of the
-  day ``[D, D + 1 day)`` from rows up to each origin (the features are trailing).
-- **Calibrate and combine** (every step), exactly as the forecast job does for what
-  serves (:class:`forecaster.peak.online.OnlinePeak` stepped by the job's own loop,
-  :func:`forecaster.peak.online.issue`): per level, adaptive conformal
-  inference learns from each forecast once its peak is realised, ``L`` steps later,
-  and the calibrated bound is mixed with the trailing-day empirical quantile of
-  realised headroom (what persistence + k sd provisions), the raw bound and the
-  time-of-day reference (:mod:`forecaster.peak.reference`) by their discounted
-  realised pinball losses, so a pool where the model is worse falls back to the
-  references.
-
-The quantity is the one a decision needs: the ``q`` quantile of the peak over the
-lead time, ``max(y[t+1 .. t+L])`` with ``L`` the pool's lead time in steps (capacity
-asked for now arrives at ``t + L``; what it must cover until then is the peak; the
-next step's decision covers the step after). Every point of the returned path carries
-that bound, so the policy's window peak is exactly it.
-
-No look-ahead: the fleet rows read at step ``t`` are those up to ``t`` (training:
-before the day's midnight); a peak is learnt from only once all of it is observed.
-The forecaster checks at every step that the fleet's target equals the replayed
-demand, so it cannot silently forecast a different series. Fits and the day's raw
-forecasts are cached, so the replays of a quantile sweep pay for them once. The online
-state is rebuilt at every midnight from ``warmup`` before it
-(:func:`forecaster.peak.online.anchor`), as the forecast job rebuilds it at every
-run from the stored raw forecasts, so a bound depends only on its origin and the
-replays of a sweep share them too.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/peak.py`."""
 
 from __future__ import annotations
 

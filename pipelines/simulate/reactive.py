@@ -1,37 +1,6 @@
 """Reactive autoscaling with cluster-autoscaler's semantics, the baseline to beat.
 
-Scale-up: when the work wanted now (backlog plus this step's demand) does not fit on
-the ready *and booting* nodes, ask for the missing nodes at once (cluster-autoscaler
-counts upcoming nodes before adding more for pending pods).
-
-Scale-down, with cluster-autoscaler's three flags:
-
-- a ready node is *unneeded* when its utilisation is below
-  ``scale_down_utilization_threshold`` and its work fits on the other nodes;
-- it is removed once it has been unneeded for ``scale_down_unneeded_time``
-  (measured in steps: unneeded at step ``s``, removable at the first ``t`` with
-  ``(t - s) x step >= unneeded_time``);
-- nothing is removed within ``scale_down_delay_after_add`` of the last scale-up.
-
-Utilisation depends on where the work sits, which a demand trace does not say; two
-variants bracket reality:
-
-- ``packed``: work fills as few nodes as possible, so the nodes beyond
-  ``ceil(work / gpus_per_node)`` are empty (utilisation 0) and unneeded; the one
-  partly used node cannot be emptied (the others are full);
-- ``spread``: work is spread evenly, every node's utilisation is
-  ``work / capacity``; below the threshold, the nodes beyond
-  ``ceil(work / gpus_per_node)`` are unneeded, else none is.
-
-Nodes are interchangeable, so the policy tracks *how many* are unneeded and since
-when: when the count grows the new ones start their clock now, when it shrinks the
-most recently unneeded stop being so (the longest-unneeded keep their clock, as the
-same empty nodes would in a real cluster).
-
-The engine cancels booting nodes before removing ready ones; a real cluster-autoscaler
-lets them boot and removes them later, so this baseline is, if anything, slightly
-cheaper than the real one.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/reactive.py`."""
 
 from __future__ import annotations
 

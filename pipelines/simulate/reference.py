@@ -1,21 +1,6 @@
 """Reference forecasts a user could script in an afternoon, the bar Foresight must clear.
 
-A naive forecast of the demand over the horizon plus ``k`` standard deviations of that
-forecast's recent errors. They are *forecasters*
-(:class:`~pipelines.simulate.replay_forecast.ReplayForecaster`), replayed through the
-same policy chain as Foresight (:func:`reference_policy`: the pool's target
-utilisation, reactive floor, bounds and stabilisation), so a comparison with Foresight
-measures the forecast and nothing else.
-
-- ``persistence``: the forecast is the demand now at every step ahead; its errors are
-  the recent lead-time changes ``y_s - y_{s-L}``.
-- ``seasonal_naive``: the forecast ``j`` steps ahead is the demand one season (a day)
-  before that step; its errors are ``y_s - y_{s-season}``.
-
-``k`` is the knob (every requested quantile level gets the same ``forecast + k sd``).
-Like every forecaster they see :class:`~pipelines.simulate.types.History` only (and an
-optional prehistory ending before the replay).
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/reference.py`."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
 """The pluggable forecaster of a replay: what the policy chain is fed at every step.
 
-A replay's Foresight-style policy (:class:`~pipelines.simulate.foresight.ForesightPolicy`)
-turns a :class:`PointForecast` into nodes with the real scale policy. Where the
-forecast comes from is this protocol's business, so forecasters differ only in the
-forecast and go through the very same chain (reactive floor, bounds, stabilisation):
-
-- :class:`~pipelines.simulate.walkforward.WalkForwardForecaster`: any estimator
-  refitted on a schedule from the past only (the trained champion by default,
-  :mod:`pipelines.simulate.champion`; or one pinned family);
-- :class:`~pipelines.simulate.reference.ReferenceForecaster`: the simple references
-  (persistence or seasonal naive + ``k`` standard deviations);
-- a new forecaster (e.g. a peak-quantile model) implements :class:`ReplayForecaster`
-  and is replayed by the same policy, sweeps and equal-cost comparison.
-
-A forecaster sees :class:`~pipelines.simulate.types.History` only (plus what it was
-given before the replay started), so it cannot look ahead.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/replay_forecast.py`."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
 """What one replay produced: the totals, the wait distribution and the per-step frame.
 
-Accounting (every figure in GPU-hours is GPU-steps times the step in hours):
-
-- *provisioned* = GPUs of every node held during a step, ready or booting, because a
-  node is paid from the moment it is asked for;
-- *used* = GPU-steps of work run; *idle* = provisioned - used, split into
-  *idle ready* (ready GPUs without work) and *booting* (GPUs of nodes not ready yet);
-- *waiting* = the backlog summed over steps = each unit's wait summed over units;
-- *unserved* = work still waiting when the series ends; its wait is counted up to the
-  end (a lower bound).
-
-Wait percentiles are over units of work (GPU-steps, see :mod:`.workqueue`), weighted
-by amount: the p95 wait is the smallest wait ``w`` such that at least 95 % of the work
-waited ``w`` or less. Waits are whole steps, so percentiles are multiples of the step.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/result.py`."""
 
 from __future__ import annotations
 
@@ -65,7 +52,6 @@ class SimResult:
     """The outcome of replaying one policy on one demand series.
 
     Attributes:
-        pool: the replayed pool.
         frame: per step (index: UTC timestamps) the columns of :data:`FRAME_COLUMNS`;
             nodes are those held during the step, after the step's decision.
         wait_gpu_steps: ``wait_gpu_steps[k]`` GPU-steps of work waited ``k`` steps (the
@@ -112,7 +98,7 @@ class SimResult:
         return self.node_hours * self.pool.cost_per_node_hour
 
     def wait_quantile(self, q: float) -> timedelta:
-        """Return the ``q`` quantile of the wait over units of work (see the module doc)."""
+        """Return the ``q`` quantile of the wait over units of work (docs/simulate.md)."""
         steps = np.arange(len(self.wait_gpu_steps), dtype=np.float64)
         return self.pool.step * weighted_quantile(steps, self.wait_gpu_steps, q)
 

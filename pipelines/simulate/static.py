@@ -50,7 +50,6 @@ class StaticChoice:
 
     Attributes:
         nodes: the smallest count meeting the budget, or ``max_nodes`` when none does.
-        result: the replay at that count.
         met: whether the budget is met (False: even ``max_nodes`` waits too much).
     """
 

@@ -1,30 +1,6 @@
 """Walk-forward demand forecasts for replay: fit on a schedule, predict cheaply every step.
 
-Refitting a real forecaster at every replayed step costs too much (an exponential
-smoothing fit takes ~0.5 s; a month of 10-min steps is 4,464 of them). So the two
-parts are split:
-
-- **Fit** (expensive, on a schedule, e.g. daily): a fresh model from the factory is
-  fitted on the demand seen so far (at most ``max_history`` steps) and predicts the
-  next ``retrain + horizon`` steps. Its mean path is kept as a *shape*: how demand is
-  expected to move (season, trend) relative to where it was at the fit.
-- **Predict** (cheap, every step): the point forecast from origin ``g`` at ``k``
-  steps ahead is the latest observation plus the shape's movement,
-  ``y_g + P[g + k] - P[g]``. The level comes from the newest value because on these
-  traces the level persists (``ANCHORS.md``: persistence is the peer to beat); with a
-  persistence model the shape is flat and this *is* persistence.
-- **Quantiles** (online split-conformal): every step's point forecasts are scored
-  once their targets are observed; the ``q`` quantile at step ``k`` is the point plus
-  the empirical ``q`` quantile of the last ``calibration`` residuals at step ``k``. So
-  the intervals are calibrated on the forecasts actually used, not on the model's own.
-
-No look-ahead, structurally: the only input is :class:`~pipelines.simulate.types.History`
-(plus an optional *prehistory* that must end before the replay starts); the forecast
-at ``g`` reads observations ``<= g`` and a residual is recorded only when its target
-is observed. Results are cached by step so one instance serves several replays of the
-same series (a quantile sweep) at the cost of one; a replay of a different series is
-detected value by value and the cache is cut back to where they agree.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/walkforward.py`."""
 
 from __future__ import annotations
 

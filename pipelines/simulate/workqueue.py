@@ -1,12 +1,6 @@
 """The FIFO queue of work and the wait of every unit of it.
 
-The unit of work is one *GPU-step*: one GPU busy for one step of the series. Demand
-of ``d`` GPUs at step ``t`` is ``d`` GPU-steps arriving at ``t`` (fractions allowed).
-Each step the capacity serves the oldest work first; work served at the step it
-arrived waited 0 steps, work served ``k`` steps later waited ``k`` steps. A unit's
-wait is therefore the number of steps it spent in the backlog, which makes the
-waiting GPU-steps (the backlog summed over steps) equal the waits summed over units.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/workqueue.py`."""
 
 from __future__ import annotations
 

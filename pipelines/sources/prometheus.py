@@ -1,17 +1,6 @@
 """Samples from a Prometheus-compatible HTTP API (``/api/v1/query_range``).
 
-Each query is evaluated over step-aligned windows of at most ``max_points`` points
-(Prometheus refuses more than 11,000 points per series in one request), with
-timeouts, bounded retries with exponential backoff on 5xx, 429 and connection
-errors, and bearer / basic auth and TLS options. A query the server rejects (a 4xx
-such as a PromQL syntax error) is not retried: the error names the series, the
-query and Prometheus's own message.
-
-A query should return one series. When it returns several (e.g. ``DCGM_FI_DEV_GPU_UTIL``
-without an aggregation), the default is an error that lists their label sets, because
-silently summing utilisation or deduplicated replicas gives a wrong number; set
-``on_multiple="sum"`` to sum them per timestamp instead, as ``sum(...)`` would.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/sources/prometheus.py`."""
 
 from __future__ import annotations
 
@@ -65,7 +54,6 @@ class PrometheusConfig:
             (list them) or ``"sum"`` (add them per timestamp).
         bearer_token: sent as ``Authorization: Bearer <token>``.
         username: basic-auth user; needs ``password``.
-        password: basic-auth password.
         verify_tls: check the server's certificate (turn off only for testing).
         ca_file: a PEM bundle of the CAs that signed the server's certificate.
         client_cert: a PEM client certificate for mutual TLS.

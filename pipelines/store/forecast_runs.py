@@ -52,12 +52,7 @@ class ForecastRun:
 
 @dataclass(frozen=True)
 class StoredRun:
-    """What one committed forecast run stored.
-
-    Attributes:
-        rows: per-horizon forecast rows.
-        peak_rows: peak forecast rows.
-    """
+    """What one committed forecast run stored."""
 
     rows: int
     peak_rows: int

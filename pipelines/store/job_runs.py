@@ -83,7 +83,6 @@ class JobRunRepository:
 
         Args:
             run_id: the id :meth:`start` returned.
-            summary: one human line.
             finished_at: when it finished (tz-aware); default now.
             problems: per series (or target) what went wrong.
             details: JSON-ready numbers worth keeping.

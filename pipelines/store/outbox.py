@@ -1,17 +1,6 @@
 """The persistent webhook outbox: nothing is lost while a receiver is down.
 
-The publish job enqueues a delivery per receiver; a sender claims the due ones,
-posts them and marks each delivered or failed. A failure schedules the next attempt
-after an exponential backoff. Every item has an explicit :data:`Status`: ``pending``
-(to send, or to retry), ``delivered`` (accepted) or ``dead`` (rejected for good: a
-dead letter, kept with its error until an operator retries it). Claiming leases an
-item (moves its next attempt past the lease) in the same transaction that selects it,
-so a second replica, or a second sender, does not post it again unless the first one
-died before finishing. On PostgreSQL the selection skips rows another transaction is
-claiming
-(``FOR UPDATE SKIP LOCKED``); SQLite serialises writers, and the claim's ``UPDATE``
-re-checks that each row is still due.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/store/outbox.py`."""
 
 from __future__ import annotations
 
@@ -113,7 +102,6 @@ class OutboxRepository:
         returns the existing id, so a retried publish job does not send twice.
 
         Args:
-            target_url: the receiver's URL.
             body: the exact bytes to POST (the HMAC signature is over these bytes).
             idempotency_key: the key the receiver uses to drop repeats.
             now: the current time (tz-aware); default the clock.
@@ -157,7 +145,6 @@ class OutboxRepository:
 
         Args:
             now: the current time (tz-aware); default the clock.
-            limit: the most items to claim.
             lease: how long the claim hides the items.
         """
         current = as_utc(now or datetime.now(UTC))
@@ -207,10 +194,8 @@ class OutboxRepository:
         """Record a failed attempt and schedule the next one after the backoff.
 
         Args:
-            item_id: the claimed item.
             error: what went wrong (status code, exception), kept for operators.
             now: the current time (tz-aware); default the clock.
-            backoff: the backoff policy.
 
         Returns:
             When the item is due again, or None if it does not exist or was delivered.

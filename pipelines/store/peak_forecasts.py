@@ -1,17 +1,6 @@
 """Stored peak forecasts: quantiles of the demand peak over the lead time, per series.
 
-The forecast job writes one row per series, generation time and lead (in steps); the
-recommendation service reads the newest of the version it serves. A frame read back
-is ``unique_id, origin, ds, lead, last, q<level>..., raw_q<level>..., scale,
-return_level, model_version, generated_at``: ``origin`` is the last observation the
-forecast was made from, ``ds`` the end of the window ``origin + lead * step``, ``last`` the demand
-at ``origin`` (so ``q - last`` is the headroom), ``q<level>`` the served quantile of
-``max(y[origin+1 .. ds])`` (the model's, calibrated and combined online:
-:mod:`forecaster.peak.online`), ``raw_q<level>`` the model's own and ``scale`` the
-series' scale the model worked in and ``return_level`` the level the served quantiles
-were held at after an idle spell (:mod:`forecaster.peak.recovery`; NaN where none was
-or it was not stored).
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/store/peak_forecasts.py`."""
 
 from __future__ import annotations
 

@@ -50,7 +50,6 @@ class RecommendationRepository:
 
         Args:
             generated_at: when it was computed (tz-aware).
-            desired_nodes: the number of nodes recommended.
             action: what it asks for (e.g. ``"scale_up"``), as the policy names it.
             payload: the full recommendation as JSON-compatible data (explanation,
                 inputs, model version), kept verbatim for audit.
@@ -83,7 +82,6 @@ class RecommendationRepository:
         Args:
             pool: one pool's, or every pool's when None.
             since: only those generated at or after this time (tz-aware).
-            limit: at most this many.
         """
         statement = (
             select(RecommendationRow)

@@ -1,13 +1,6 @@
 """The scale policy's stabilisation state, one JSON document per pool.
 
-Scale-down waits for a stabilisation window; the state that remembers it must survive
-restarts and be shared by replicas, so it lives in the store rather than in memory.
-Every decision reads a pool's state, adds itself and writes it back; two replicas
-doing that at once must not lose one of the two updates, so each row carries a
-version that every write bumps, and :meth:`PoolStateRepository.replace_if_unchanged`
-writes only over the version that was read (compare-and-set). The loser reads again
-and decides again on top of the winner's state.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/store/state.py`."""
 
 from __future__ import annotations
 

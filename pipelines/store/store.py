@@ -26,9 +26,6 @@ class Store:
     Build it with :func:`open_store`. Each repository method is one transaction.
     The engine is shared with APScheduler's SQLAlchemy job store (its table,
     ``apscheduler_jobs``, is APScheduler's own).
-
-    Args:
-        database: the connected, migrated database.
     """
 
     def __init__(self, database: Database) -> None:

@@ -1,13 +1,6 @@
 """A twin case: the pool, its history and the demand replayed, and the deployment they run in.
 
-A case comes from the committed sample (:func:`sample_case`) or a real trace
-(:func:`trace_case`, e.g. Helios Earth total in ``../shared/data``). :func:`prepare`
-lays out a deployment for it in a fresh directory: a pools file with the one pool, a
-settings file that the twin and ``foresight serve`` both read (its own SQLite store
-and MLflow store; the scheduler's timed jobs far apart, so only the twin's clocked
-forecast runs make forecasts), the pool's history before the replayed window in the
-store, and a champion trained on that history (``run_train``, the quick model set).
-"""
+Details: docs/twin.md, "Notes from the code", `pipelines/twin/case.py`."""
 
 from __future__ import annotations
 

@@ -1,37 +1,6 @@
 """The twin's simulated cluster: one node pool that acts on what Foresight publishes.
 
-Per step ``t`` the driver calls, in this order, what a cluster does in that time:
-
-1. :meth:`SimCluster.begin`: nodes due at ``t`` become ready.
-2. :meth:`SimCluster.arrive`: the trace's demand of the step joins the backlog; the
-   cluster reports what its exporters would (:class:`Reading`: GPUs held by running
-   work, GPUs requested by pending work, ready nodes).
-3. :meth:`SimCluster.act`: the published recommendation is applied, by one of two
-   consumers (:data:`Semantics`):
-
-   - ``replay``: the node group is set to ``desired_nodes`` at once, exactly as the
-     offline replay's engine (:mod:`pipelines.simulate.engine`) does: more than held
-     is asked for now and ready ``lead`` later; fewer removes booting nodes first
-     (newest first), then ready ones. This is the semantics the replay's figures
-     assume, so the twin run with it must reproduce them.
-   - ``autoscaler``: cluster-autoscaler with a capacity buffer (or placeholder pods):
-     Foresight's ``headroom_pods`` placeholders, each asking for a whole node, sit
-     beside the real pods; pods that fit on neither the ready nor the booting nodes
-     are pending and CA asks for whole nodes for them (ready ``lead`` later, a booting
-     node counts as capacity, as CA's upcoming nodes do); a ready node that neither
-     real work nor a placeholder needs is removed once it has been unneeded for
-     ``unneeded`` (CA's ``--scale-down-unneeded-time``, default 10 min). Booting nodes
-     are never cancelled. Real pods are packed (CA's bin-packing simulation finds
-     the emptiest nodes unneeded), so a surplus node is empty, far below CA's 50 %
-     utilisation threshold.
-
-4. :meth:`SimCluster.serve`: the ready nodes run the backlog, oldest work first.
-
-The accounting is the replay's (:mod:`pipelines.simulate.result`): a node is paid from
-the step it is asked for (booting included) to the step it is removed; waiting
-GPU-hours are the backlog summed over steps. :meth:`SimCluster.result` returns a
-:class:`~pipelines.simulate.result.SimResult`, so both runs print the same figures.
-"""
+Details: docs/twin.md, "Notes from the code", `pipelines/twin/cluster.py`."""
 
 from __future__ import annotations
 
@@ -50,7 +19,7 @@ from policy.bounds import clamp
 from policy.need import ceil_nodes
 
 Semantics = Literal["replay", "autoscaler"]
-"""How the cluster applies a recommendation (see the module docstring)."""
+"""How the cluster applies a recommendation (docs/twin.md, "Notes from the code")."""
 
 UNNEEDED_TIME = timedelta(minutes=10)
 """cluster-autoscaler's default ``--scale-down-unneeded-time``."""
@@ -112,7 +81,7 @@ class Unneeded:
 
 
 class SimCluster:
-    """One simulated node pool over ``steps`` steps (see the module docstring).
+    """One simulated node pool over ``steps`` steps (docs/twin.md, "Notes from the code").
 
     Args:
         pool: the pool replayed (sizes, bounds, lead in steps, price).

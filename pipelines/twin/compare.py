@@ -1,17 +1,6 @@
 """The offline replay beside the twin: same trace, pool, settings, quantile and forecasts.
 
-:class:`StoredRunPolicy` is Foresight's replay policy (:func:`policy.decide`
-at every step, its stabilisation state carried from step to step) fed the forecast
-runs the twin's forecast job stored, read from the store as the service reads them
-(the run made at the step, its per-horizon rows and its peak over the pool's lead).
-Replayed on the twin's demand and on the twin's own cluster model, with the same
-consumer semantics (:func:`.offline.replay_on_cluster`), it is what the offline
-replay decides for the live loop's own forecasts. The twin and this replay then
-differ only by the live loop: samples pushed over HTTP, the store, the service's
-clock, its cached forecasts and persisted stabilisation state, a kill and restart.
-
-:func:`compare` returns the headline figures of both with their relative difference.
-"""
+Details: docs/twin.md, "Notes from the code", `pipelines/twin/compare.py`."""
 
 from __future__ import annotations
 

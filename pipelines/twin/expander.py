@@ -1,24 +1,6 @@
 """cluster-autoscaler's priority expander, as the twin's cluster applies it.
 
-When pending pods fit several node groups, cluster-autoscaler asks its expander which
-group to grow. With ``--expander=priority`` it reads the ConfigMap
-``cluster-autoscaler-priority-expander``, key ``priorities``: YAML mapping an integer
-priority to a list of regexes (Go RE2, matched *unanchored* against the node group
-id). Among the groups that can take the pods (a group at its max size is not one),
-each group gets the highest priority of the entries whose regexes match it, and the
-groups at the highest of those priorities are the expander's answer. When no entry
-matches any candidate, the expander filters nothing (every candidate stays).
-
-More than one group left is a tie, which cluster-autoscaler hands to the next
-expander in ``--expander`` (``random`` by default). The twin must be deterministic,
-so its tie-break stands in for that next expander with a fixed rule: the group whose
-id sorts first. (Foresight writes tied pools at one priority on purpose; which of
-them grows is then not Foresight's choice, in the cluster or in the twin.)
-
-The twin reads the ConfigMap the running service serves
-(``GET /integrations/priority-expander``, YAML, what ``foresight publish`` applies),
-parses its ``priorities`` value as cluster-autoscaler does, and calls :func:`choose`.
-"""
+Details: docs/twin.md, "Notes from the code", `pipelines/twin/expander.py`."""
 
 from __future__ import annotations
 

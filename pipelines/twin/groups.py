@@ -1,37 +1,6 @@
 """Several node groups that the same work runs on, grown where the priority expander says.
 
-The twin's multi-pool cluster: one queue of work that fits every group (the same node
-shape: equal GPUs per node; the groups differ in price, bounds and lead time), one
-pool of Foresight per group. Per step, as :class:`~.cluster.SimCluster` does:
-
-1. :meth:`GroupCluster.begin`: each group's due nodes become ready.
-2. :meth:`GroupCluster.arrive`: the step's work joins the backlog. Running work fills
-   the ready nodes group by group in the case's order (the first group is filled
-   first); each pool reports its share (:class:`~.cluster.Reading`). Pending work is
-   reported by the group whose booting nodes it waits for (in the same order), the
-   rest by the group the expander chose last (the first group before any choice).
-3. :meth:`GroupCluster.act`: the recommendations are applied.
-
-   - ``replay``: each group is set to its pool's ``desired_nodes``, the replay
-     engine's rule (:class:`~pipelines.simulate.engine.NodeFleet`); the expander has
-     nothing to choose.
-   - ``autoscaler``: cluster-autoscaler. Real pods take the held nodes (ready and
-     booting) group by group in the case's order, ahead of the placeholder pods they
-     preempt. Pods left without a node are pending; the expander picks, among the
-     groups below their max size, the one to grow (:func:`.expander.choose` on the
-     ConfigMap the service serves), for as many pods as it has room for, and again for
-     the rest. Each pool's ``headroom_pods`` placeholders are pinned to its own group
-     and grow it when they do not fit. A ready node that neither real pods nor
-     placeholders need goes after the unneeded time (:class:`~.cluster.Unneeded`);
-     booting nodes are never cancelled.
-
-4. :meth:`GroupCluster.serve`: the ready nodes of every group run the backlog, oldest
-   work first.
-
-Figures (:meth:`GroupCluster.result`): waiting GPU-hours of the shared backlog, and per
-group node-hours, cost and scale events, with the replay's accounting (a node is paid
-from the step it is asked for until it is removed).
-"""
+Details: docs/twin.md, "Notes from the code", `pipelines/twin/groups.py`."""
 
 from __future__ import annotations
 
@@ -109,7 +78,7 @@ class GroupResult:
 
 
 class GroupCluster:
-    """Node groups sharing one queue of work (see the module docstring).
+    """Node groups sharing one queue of work (docs/twin.md, "Notes from the code").
 
     Args:
         groups: the groups, in the order running work fills them.

@@ -1,26 +1,6 @@
 """The lock-step driver: the simulated clock is the only clock.
 
-Per simulated step ``t`` (timestamp ``ts``), in this order:
-
-1. the simulated cluster makes the nodes due at ``t`` ready;
-2. the step's demand arrives and the cluster's readings (allocated GPUs, queued GPUs,
-   ready nodes) stamped ``ts`` are pushed to the running service over HTTP
-   (``POST /signals/metrics``); with ``--clock replay`` its "now" becomes ``ts``;
-3. the forecast job runs for ``ts`` through its real code path,
-   ``run_forecast(settings, now=ts)`` against the store the service reads, as the
-   scheduler under the replay clock calls it; a run that is not ``ok`` stops the
-   twin (no recommendation is ever acted on from a partial run);
-4. the twin waits until the service serves that run (``GET /forecast/{pool}``
-   reports its ``generated_at`` and model version), polling, never sleeping blindly;
-5. it reads the recommendation (``GET /recommendation/{pool}``, stamped ``ts`` and
-   decided from that run, not the push's decision from the run before):
-   ``desired_nodes`` and ``headroom_pods``, the capacity buffer's replicas that the
-   publish job writes;
-6. the cluster acts on it (:mod:`.cluster`) and runs the work.
-
-Because nothing waits on the wall clock, the figures do not depend on how loaded the
-machine is: a slow forecast job only makes the run take longer.
-"""
+Details: docs/twin.md, "Notes from the code", `pipelines/twin/loop.py`."""
 
 from __future__ import annotations
 
@@ -48,7 +28,6 @@ class ForecastRun:
     Attributes:
         outcome: ``ok``, ``partial``, ``failed`` or ``skipped``.
         version: the model version it forecast with, None when it failed.
-        summary: the job's one-line summary.
     """
 
     outcome: str
@@ -93,7 +72,6 @@ class StepRecord:
     """What happened at one step, for the run's log and the checks.
 
     Attributes:
-        desired_nodes: what the service recommended.
         headroom_pods: placeholder pods recommended.
         mode: ``predictive`` or ``reactive``.
         term: the chain's term that set the number.
@@ -224,7 +202,6 @@ def run_twin(
             between the push of the step's samples (which it decided on) and the
             step's forecast run.
         restarter: does the kill and restart; needed when a restart is asked for.
-        progress: told after each step.
 
     Returns:
         The figures (the replay's accounting) and the per-step log.

@@ -1,18 +1,6 @@
 """The twin with several pools the same work runs on: the priority expander picks the group.
 
-The case (:func:`sample_group_case`): the committed sample's ``a100-train`` work, run
-by two node groups of the same node shape: ``a100-od`` (on-demand, the group the
-work ran on before the window: it holds the sample's history) and ``a100-spot``
-(cheaper per node, new: no history, no nodes). Both are Foresight pools, so the
-service ranks them in the priority-expander ConfigMap (largest predicted shortfall
-first, then cheaper per GPU) and publishes placeholders for each.
-
-Per step, :func:`run_groups` does what :func:`.loop.run_twin` does for one pool (push
-every pool's readings, run the forecast job, wait until the service serves that run
-for every pool, read each recommendation) and then reads the ConfigMap the service
-serves (``GET /integrations/priority-expander``): the :class:`.groups.GroupCluster`
-grows, for pending pods, the group the expander picks from it.
-"""
+Details: docs/twin.md, "Notes from the code", `pipelines/twin/multipool.py`."""
 
 from __future__ import annotations
 
@@ -106,7 +94,6 @@ class GroupStep:
     """One step of a multi-pool run: each pool's answer and the ConfigMap's preference.
 
     Attributes:
-        desired: desired nodes per pool.
         preferred: the node group the served ConfigMap prefers among all groups.
     """
 

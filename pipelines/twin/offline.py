@@ -1,18 +1,6 @@
 """The offline replay on the twin's own cluster model: one rule for both runs.
 
-The replay beside a twin run must model the cluster the twin ran against, so the two
-differ only by the live loop. :func:`replay_on_cluster` replays a deciding policy on
-the same :class:`~.cluster.SimCluster` the twin drives, with the same consumer
-semantics, building each step's history with the replay engine's own
-:class:`~pipelines.simulate.engine.Observations`:
-
-- under ``replay`` semantics the cluster is the replay engine's (its ``NodeFleet``
-  resized to ``desired_nodes``), so the result is :func:`pipelines.simulate.simulate`'s
-  (a unit test checks it step for step);
-- under ``autoscaler`` semantics the replay's decisions are acted on as
-  cluster-autoscaler acts on the twin's: placeholder pods, boot delay, the unneeded
-  time, booting nodes never cancelled.
-"""
+Details: docs/twin.md, "Notes from the code", `pipelines/twin/offline.py`."""
 
 from __future__ import annotations
 

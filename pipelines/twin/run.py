@@ -1,12 +1,6 @@
 """One twin run end to end: deploy the case, drive the service, replay the same case.
 
-:func:`run_case` lays out the case's deployment (:func:`.case.prepare`), starts
-``foresight serve`` on it, drives it in lock-step (:func:`.loop.run_twin`), optionally
-killing it with SIGKILL after given steps and starting it again on the same store,
-stops it, and replays the case offline with the forecast runs the twin stored
-(:class:`.compare.StoredRunPolicy`) on the same cluster model and semantics
-(:func:`.offline.replay_on_cluster`).
-"""
+Details: docs/twin.md, "Notes from the code", `pipelines/twin/run.py`."""
 
 from __future__ import annotations
 

@@ -49,7 +49,6 @@ class Served:
     """What ``/recommendation/{pool}`` answered, the parts the twin acts on and checks.
 
     Attributes:
-        desired_nodes: the recommended node count.
         headroom_pods: placeholder pods (the capacity buffer's replicas).
         generated_at: when the decision was made (the service's clock).
         mode: ``predictive`` or ``reactive``.
@@ -73,7 +72,6 @@ class ServiceClient:
 
     Args:
         base: the service's base URL, e.g. ``http://127.0.0.1:8000``.
-        timeout: seconds per request.
     """
 
     def __init__(self, base: str, timeout: float = 60.0) -> None:
