@@ -1,5 +1,7 @@
 """Bearer tokens with a read and a write scope, checked in constant time.
 
+Tokens are kept as SHA-256 digests and compared with hmac.compare_digest against every
+configured one.
 Details: docs/api.md, "Notes from the code", `api/auth.py`."""
 
 from __future__ import annotations
@@ -129,7 +131,6 @@ class TokenGuard:
         """Allow the request or raise why not.
 
         Args:
-            needed: the scope the request needs.
             token: the presented bearer token, None without one.
 
         Raises:

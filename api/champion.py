@@ -62,7 +62,6 @@ class RegistryView:
         champion_version: the version ``@champion`` named at the last check that
             reached the registry (None: no champion, or never reached).
         reachable: whether the last check reached the registry.
-        checked_at: when the last check ran.
         problem: why the last check or load failed; empty when it did not.
     """
 
@@ -102,7 +101,6 @@ class ChampionFollower:
     """Keeps one replica's served model in step with ``@champion``.
 
     Args:
-        source: where the champion comes from.
         clock: wall time, for ``checked_at``.
     """
 

@@ -1,5 +1,7 @@
 """The process's one clock: wall time, or "as of the newest sample" for replaying old data.
 
+In replay, now moves only when newer samples arrive: without data time stands still,
+deliberately, as in the offline replay.
 Details: docs/api.md, "Notes from the code", `api/clock.py`."""
 
 from __future__ import annotations
@@ -136,8 +138,6 @@ def warn_another_clock(
 
     Args:
         seen: the ``(pool, what, at)`` already logged; updated.
-        pool: the pool whose input it is.
-        what: the input, for the message.
     """
     key = (pool, what, at)
     if key in seen:

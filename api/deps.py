@@ -1,10 +1,6 @@
 """Dependencies of the routes, as ``Annotated`` aliases, and the app state they read.
 
-The lifespan publishes what the app serves from with :func:`attach` and withdraws it
-with :func:`detach`; this module is the only one that writes ``app.state`` after
-start-up, and routes read it only through the aliases below. A request that arrives
-before start-up (or after shutdown) gets a 503, never an attribute error.
-"""
+Details: docs/api.md, "Notes from the code", `api/deps.py`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """``/docs`` and ``/redoc`` served with their scripts and styles, no CDN needed.
 
-FastAPI's default docs pages load Swagger UI and ReDoc from a CDN, so without internet
-they are blank. The package ``fastapi-offline`` (MIT) ships Swagger UI 5 (Apache-2.0)
-and ReDoc (MIT) as static files; only those files are used here, served under
-``/docs/assets/``, and the pages are FastAPI's own HTML pointed at them.
-"""
+Details: docs/api.md, "Notes from the code", `api/docs_ui.py`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """The service's errors and how each becomes an HTTP answer.
 
-Domain code raises our own :class:`~forecaster.exceptions.ForesightError` subclasses;
-only this module knows HTTP. Every answer is JSON ``{"error", "message", ...}``, the
-framework's own errors (unknown route, wrong method, unparsable body) included:
-bad input is a 4xx that says what to fix, a dependency that is down (store, model
-registry) is a 503 that says which, and nothing a client sends yields a 5xx.
-"""
+Only this module knows HTTP; nothing a client sends yields a 5xx.
+Details: docs/api.md, "Notes from the code", `api/errors.py`."""
 
 from __future__ import annotations
 

@@ -115,7 +115,6 @@ class ForecastCache:
         pool's demand forecast, and only the pools where it moved are read again.
 
         Args:
-            pools: the pools to look at.
             publish: called with the re-read pools and the swap of their forecasts
                 into the cache, once they are all read; the caller runs the swap inside
                 its own lock, after marking those pools' answers stale, so no reader

@@ -1,10 +1,6 @@
 """Pushed samples into the store, with derived demand.
 
-Pushed samples are checked once here (see :mod:`api.sample_checks`); whenever
-allocated or queued GPUs arrive, the store derives the pool's ``demand_gpus`` for
-exactly those timestamps so the forecast history grows with the push. Seeding an
-empty store from the committed sample is :func:`pipelines.dataset.seed_from_sample`.
-"""
+Details: docs/api.md, "Notes from the code", `api/ingest.py`."""
 
 from __future__ import annotations
 

@@ -261,9 +261,6 @@ def create_app(
         mlflow_ui: the MLflow UI's address (``serve --mlflow-ui-port``), for the
             dashboard's link to the served model version; None: a tracking server's
             own address when the tracking URI is one, else no link.
-
-    Returns:
-        The app, not yet started.
     """
 
     async def given_services() -> Services:

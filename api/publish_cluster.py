@@ -1,10 +1,6 @@
 """The cluster side of a publication: which cluster, and writing to it or planning offline.
 
-A dry run without credentials or a reachable API server still shows every object
-(``planned``); an apply without them is an error. The writer is
-:class:`~api.consumers.kube_writer.KubeWriter` unless one is handed in (tests, the
-running service's publisher).
-"""
+Details: docs/consumers.md, "Notes from the code", `api/publish_cluster.py`."""
 
 from __future__ import annotations
 

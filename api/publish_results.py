@@ -1,10 +1,6 @@
 """One word per object for what a publication did to it, for tables, jobs, logs and metrics.
 
-A publication writes several objects and degrades per object (a ConfigMap Foresight
-must not overwrite is skipped, the buffers still go out), so its outcome is a result
-per object, not one verdict: what ``foresight publish`` prints, what the publish job
-stores (``foresight jobs``), what ``/metrics`` exposes and what is logged.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/publish_results.py`."""
 
 from __future__ import annotations
 

@@ -66,16 +66,12 @@ class PublishOutcome:
     """What one publication computed, wrote (or would write) and delivered.
 
     Attributes:
-        generated_at: the time of the publication.
-        mode: apply or dry_run.
         reason: why it was a dry run (empty when applied).
         cluster: how the objects were checked: the API server's URL, or why none.
         recommendations: the set, pools in name order.
         missing: pools without a recommendation and why (their objects are kept).
         configmap: the priority-expander ConfigMap as it is (or would be) written,
             merged with the live one, and how.
-        buffers: the capacity buffers, both shapes.
-        shape: the buffer shape written.
         changes: per object, what was (or would be) done; ``planned`` when no cluster
             could be asked; ``skipped`` / ``failed`` with the reason.
         webhooks: per configured URL, whether a delivery was queued.

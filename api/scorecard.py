@@ -1,10 +1,6 @@
 """The shadow scorecard as the API serves it: response bodies and how they are built.
 
-Shared by ``GET /scorecard`` (:mod:`api.routers.scorecard`), the dashboard's panel and
-the ``foresight_scorecard_*`` gauges (:mod:`api.scorecard_metrics`). The numbers come
-from :func:`pipelines.scorecard.load.pool_scorecard` at the service's clock; their
-definitions are in :mod:`pipelines.scorecard.compute` and ``docs/scorecard.md``.
-"""
+Details: docs/scorecard.md, "Notes from the code", `api/scorecard.py`."""
 
 from __future__ import annotations
 

@@ -45,7 +45,6 @@ class RecommendationService:
     """Recommendations per pool from live readings, forecasts and stored state.
 
     Args:
-        services: what to serve from.
         live: the live readings' index (default: a new one over ``services``).
     """
 
@@ -169,9 +168,6 @@ class RecommendationService:
 
         Args:
             ahead: also recompute entries that expire within this margin.
-
-        Returns:
-            The pools recomputed.
         """
         self.invalidate(self.live.poll())
         self.forecasts.reload(self._pools.values(), publish=self._stale_then)

@@ -59,7 +59,6 @@ class Services:
         store: the store (samples, state, audit trail).
         model: the loaded champion, None when none could be loaded (decisions are
             then reactive, and ``/readyz`` says why).
-        model_problem: why ``model`` is None.
         clock: the decision clock (see :mod:`api.clock`).
         latency: the call-chain adjustment per pool.
         live_error: the recent live forecast error per pool.

@@ -1,11 +1,6 @@
 """The serving wiring: the app's :class:`~api.services.Services`, completed once at start.
 
-Given services (built from the settings, or injected by a test) name what to serve
-from; :func:`serving` returns a new, completed copy (the caller's object is never
-patched, so nothing needs undoing at shutdown): the decision clock of the clock
-mode, the evaluate job's live error and calibration, and the call-chain latency of
-the span window, each unless the caller set its own source.
-"""
+Details: docs/api.md, "Notes from the code", `api/wiring.py`."""
 
 from __future__ import annotations
 
@@ -26,7 +21,6 @@ class Serving:
 
     Attributes:
         services: the completed services (the decisions' inputs).
-        service: the recommendation service over them.
         latency: the call-chain analysis of the span window (the latency source
             unless the caller gave one).
     """

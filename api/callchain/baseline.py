@@ -124,7 +124,6 @@ def update_baselines(
     on its own while its value is past ``freeze_above`` times it.
 
     Args:
-        stats: the current window's statistics.
         half_life: after this long, the previous baseline weighs half.
         min_calls: services with fewer calls in the window are not updated (their p95
             is noise).

@@ -1,5 +1,6 @@
 """Find the services that make the call chains slow, and the nodes their pools need.
 
+The numbered rules the functions below apply (1-7) are listed in the doc.
 Details: docs/api.md, "Notes from the code", `api/callchain/bottleneck.py`."""
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ def analyse(
     """Find the bottlenecks in the window's stats and the extra nodes per pool.
 
     Args:
-        stats: per-service statistics of the current window.
         pools: the configured pools; their ``services`` give the pool and SLO of each.
         services: services on no GPU pool (the pools file's top-level ``services``)
             with their SLOs.
@@ -59,9 +59,6 @@ def analyse(
         settings: the knobs; defaults when None.
         recent: per-service statistics of the last ``settings.recent_window`` of the
             window, None when not kept: own work past its limit there is own-slow too.
-
-    Returns:
-        The adjustment of every pool, a report per service and the updated baselines.
 
     Raises:
         ConfigError: a service is listed by more than one pool.

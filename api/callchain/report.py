@@ -1,11 +1,6 @@
 """The verdict on one service: its record, and the words said about it.
 
-:func:`api.callchain.bottleneck.analyse` fills a :class:`ServiceReport` per service;
-this module says what the report means (:func:`verdict_of`) and puts it into one
-sentence (:func:`note_of`). The words are kept apart from the rules so each reads on
-its own, and so a sentence never states nodes the pool will not get (an idle GPU pool
-adds none: the note then says so instead of "+N nodes").
-"""
+Details: docs/api.md, "Notes from the code", `api/callchain/report.py`."""
 
 from __future__ import annotations
 
@@ -51,7 +46,6 @@ class ServiceReport:
     Attributes:
         pool: the pool it runs on, None when no pool lists it.
         status: how its p95 call duration stands against its threshold.
-        call_count: calls in the window.
         p95_ms: p95 call duration (NaN without calls).
         self_p95_ms: p95 self time (NaN without calls).
         threshold_ms: the p95 it is judged against, None when not judged.
@@ -67,7 +61,6 @@ class ServiceReport:
         own_slow: its own work is past ``own_limit_ms`` (it is blamed for that alone).
         scaled_with: the culprits upstream of it that it is scaled with.
         extra_nodes: the nodes it asks of its pool before the cap and GPU check.
-        note: the verdict in words.
         verdict: the conclusion (see :data:`Verdict`).
         slows_pools: for a culprit on no GPU pool, the pools whose services share its
             call chain.

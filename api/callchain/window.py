@@ -1,11 +1,6 @@
 """What every span window shares: the bounds a window keeps, and what one ``add`` did.
 
-The window itself is :class:`api.callchain.incremental.ChainWindow`. Memory is bounded
-twice: at most ``max_spans`` spans (the oldest arrivals go first) and none older than
-``max_age``, counted from *arrival* (the ``now`` passed to ``add``), not from the
-span's own timestamps: a sender with a skewed clock must neither fill the window with
-spans that never expire nor have its spans dropped on arrival.
-"""
+Details: docs/api.md, "Notes from the code", `api/callchain/window.py`."""
 
 from __future__ import annotations
 

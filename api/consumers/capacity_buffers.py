@@ -43,10 +43,8 @@ class BufferSettings:
     Attributes:
         namespace: the namespace of the PodTemplates, CapacityBuffers and Deployments.
         pool_label_key: the node label that tells a pool's nodes apart.
-        name_prefix: the start of every object name.
         priority_class_name: the PriorityClass of the overprovisioning pods.
         priority_value: its value; negative so any real pod preempts a placeholder.
-        image: the placeholder container image.
         gpu_resource: the extended resource the placeholders request.
         gpu_taint_key: the taint GPU nodes carry (tolerated); empty for none.
     """
@@ -83,8 +81,6 @@ class PoolBuffer:
 
     Attributes:
         replicas: placeholder pods wanted (the recommendation's ``headroom_pods``).
-        gpus_per_pod: GPUs each placeholder requests.
-        pod_template: the PodTemplate the CapacityBuffer refers to.
     """
 
     pool: str

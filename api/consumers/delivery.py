@@ -46,7 +46,6 @@ class DeliveryPolicy:
         secret: the HMAC-SHA256 key; None sends unsigned deliveries (the settings'
             documented meaning of an unset ``webhook_secret``).
         timeout_s: seconds to wait for a receiver per attempt.
-        batch: the most items one pass claims.
         base_delay: the backoff ceiling after the first failure.
         max_delay: the largest backoff ceiling.
         recheck: the longest an item held back behind an earlier one waits before it
@@ -132,7 +131,6 @@ def deliver_due(
 
     Args:
         http: the client that POSTs (tests pass one over ``httpx.MockTransport``).
-        policy: signing, timeout, batch size and backoff.
         clock: the time of claims, signatures and settlements.
         rng: the backoff jitter source; default an unseeded one.
 

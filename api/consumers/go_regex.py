@@ -1,10 +1,6 @@
 """Go regular expressions as cluster-autoscaler compiles them, checked with RE2.
 
-cluster-autoscaler compiles the priority expander's regexes with Go's ``regexp``
-(RE2 syntax: no look-arounds, no back-references) and matches them unanchored. The
-``re2`` binding checks the same syntax here; the few constructs C++ RE2 accepts and Go
-does not are refused before it is asked.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/consumers/go_regex.py`."""
 
 from __future__ import annotations
 

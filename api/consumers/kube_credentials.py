@@ -1,10 +1,6 @@
 """Where :class:`~api.consumers.kube_writer.KubeWriter` gets its Kubernetes credentials.
 
-Order: ``publish.kubeconfig`` (with ``kube_context``); else the in-cluster service
-account (unless a context is named, which only a kubeconfig has); else
-``~/.kube/config``. Every failure is a :class:`~forecaster.exceptions.ConfigError`
-naming what is missing and the setting to change.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/consumers/kube_credentials.py`."""
 
 from __future__ import annotations
 

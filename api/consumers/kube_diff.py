@@ -24,7 +24,6 @@ def differences(existing: Manifest, desired: Manifest, *, limit: int = MAX_LINES
 
     Args:
         existing: the live object as the API server returned it.
-        desired: the object Foresight would write.
         limit: the most lines returned (a last line says how many were left out).
 
     Returns:

@@ -56,7 +56,6 @@ class Change:
 
     Attributes:
         namespace: its namespace, None when cluster-scoped.
-        dry_run: True when nothing was persisted.
         detail: what differs (``path: old -> new`` lines), or a summary.
         reason: why it was skipped or failed (empty otherwise).
     """

@@ -61,7 +61,6 @@ class RankedPool:
         shortfall_gpus: ``(desired - current) x gpus_per_node``; None without a
             recommendation.
         cost_per_gpu_hour: ``cost_per_node_hour / gpus_per_node``.
-        priority: the priority written to the ConfigMap.
         mode: the recommendation's mode (``reactive``: no trusted forecast behind the
             shortfall); None without a recommendation.
     """
@@ -83,8 +82,6 @@ class PriorityExpanderConfig:
         namespace: where the ConfigMap goes (cluster-autoscaler's namespace).
         priorities: priority -> regexes, highest priority first.
         ranking: the pools in priority order, with the numbers behind it.
-        value: the text of the ``priorities`` key.
-        manifest: the ConfigMap as a Kubernetes object.
         yaml_text: the ConfigMap as YAML, ready for ``kubectl apply -f -``.
     """
 
@@ -198,9 +195,6 @@ def validate_priorities(
         ranking: the pools it is meant to rank; each pool's regex must match its own
             node group id (unanchored, as cluster-autoscaler matches) and no other's.
 
-    Returns:
-        The map as ``dict[int, list[str]]``.
-
     Raises:
         PublishError: a key is not an integer >= 0, a value is not a non-empty list of
             strings, a regex is not RE2-compatible, the ``.*`` catch-all is not alone at
@@ -308,7 +302,6 @@ def priority_expander_configmap(
     Args:
         recommendations: the latest recommendation per pool.
         namespace: cluster-autoscaler's namespace.
-        spacing: the gap between consecutive pool priorities.
         reserved: the priorities of the live ConfigMap's hand-made entries, which no
             pool may share.
 

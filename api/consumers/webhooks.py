@@ -162,7 +162,6 @@ def signed_headers(body: bytes, secret: bytes, *, sent_at: datetime, key: str) -
 
     Args:
         body: the exact bytes to be POSTed.
-        secret: the receiver's shared secret.
         sent_at: when this attempt is sent (timezone-aware).
         key: the delivery's idempotency key (the same on every retry).
     """
@@ -192,7 +191,6 @@ def next_attempt_delay(
         attempts: failed attempts so far, >= 1.
         rng: the source of jitter (seeded in tests).
         base: the ceiling after the first failure.
-        cap: the largest ceiling.
     """
     if attempts < 1:
         raise ValueError(f"attempts must be >= 1 after a failure, got {attempts}")

@@ -1,11 +1,6 @@
 """A recommendation's explanation as the dashboard shows it: a headline and a table.
 
-The wire ``explanation.summary`` is one sentence that says everything (other consumers
-read it and it stays). An operator glancing at the page needs less at first: what to
-do and the one reason, in a dozen words (:func:`headline`), then the chain of terms
-with their node counts, inputs and ages (:func:`terms`), built from the structured
-fields of the same explanation.
-"""
+Details: docs/dashboard.md, "Notes from the code", `api/dashboard/explain.py`."""
 
 from __future__ import annotations
 

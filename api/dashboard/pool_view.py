@@ -1,11 +1,6 @@
 """``GET /dashboard/pool/{pool}``: what the dashboard draws for one pool.
 
-The recommendation set says what to do now; an operator also needs to see how it got
-there: the nodes that existed against the nodes recommended over the window (from the
-audit trail of recommendations, not today's value drawn back over history), where
-either changed, the forecast band as the decision used it (the served quantile
-calibrated as served), how fresh the data is and the live forecast error.
-"""
+Details: docs/dashboard.md, "Notes from the code", `api/dashboard/pool_view.py`."""
 
 from __future__ import annotations
 

@@ -80,7 +80,6 @@ def choose(
 
     Args:
         offered: the node group ids of the options, as cluster-autoscaler sent them.
-        view: Foresight's ranking and the hand-made tiers.
         reactive: ``no_opinion``: an offered pool without a trusted forecast means
             every option back; ``rank``: it is ranked like the others.
 

@@ -80,7 +80,6 @@ class ExpanderServicer:
     """``BestOptions``: the offered options Foresight prefers, or all of them.
 
     Args:
-        ranking: the budgeted ranking source.
         budget_s: the most a call waits for a fresh ranking (less when the caller's
             deadline is nearer).
         reactive: what to answer when an offered pool has no trusted forecast.
@@ -143,7 +142,6 @@ class ExpanderTLS:
     Attributes:
         certificate: the certificate chain; its names must include the host
             cluster-autoscaler dials (``--grpc-expander-url``).
-        private_key: the certificate's private key.
     """
 
     certificate: bytes

@@ -1,11 +1,6 @@
 """The gRPC expander over the running recommendation service, as the app starts it.
 
-Besides Foresight's ranking, the expander needs the operator's hand-made priority
-tiers, which live in the priority ConfigMap in the cluster. They are read from the
-live ConfigMap (Foresight's account needs ``get`` on it, as ``foresight publish``
-does) each time the view is recomputed; while they cannot be read the expander has no
-opinion, so the ConfigMap (next in ``--expander=grpc,priority``) decides.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/grpc_expander/wiring.py`."""
 
 from __future__ import annotations
 

@@ -130,7 +130,6 @@ def set_json(
     """Return ``RecommendationSet(...).model_dump_json()`` as bytes, the pools encoded once.
 
     Args:
-        generated_at: the set's time.
         pools: the pools' wire models, in the order to list them.
         unavailable: the requested pools without a recommendation, and why.
     """

@@ -1,10 +1,6 @@
 """Decode an ``ExportTraceServiceRequest`` in the OTLP JSON mapping.
 
-lowerCamelCase keys (snake_case accepted too), trace and span ids as hex strings (or
-base64), 64-bit times as decimal strings or numbers, enums as integers (or names).
-Anything malformed raises :class:`~forecaster.exceptions.DataValidationError` naming
-the field and where it is.
-"""
+Details: docs/api.md, "Notes from the code", `api/callchain/otlp/json_mapping.py`."""
 
 from __future__ import annotations
 
