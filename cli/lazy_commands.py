@@ -1,10 +1,6 @@
 """Commands whose module is imported only when that command runs or shows its help.
 
-Each command module pulls in what it drives (FastAPI, MLflow, pandas, scikit-learn...),
-seconds of imports in all. ``foresight --help`` lists every command from a one-line
-summary kept here, and only the command that is asked for is loaded, so listing the
-commands, or a mistyped one, costs Python's start-up and Typer alone.
-"""
+Details: docs/layout.md, "Notes from the code", `cli/lazy_commands.py`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """``foresight recommendation``: what Foresight recommends per pool, from the service or the store.
 
-It asks the running service first (``GET /recommendation``, what KEDA and the hooks
-read), and when none answers at ``--url`` it reads the newest recommendation each pool
-has in the store (what the service recorded when it last decided), saying which it
-read and how old it is. ``--json`` prints the wire JSON (the service's, or the stored
-payloads), so a script sees the same fields either way.
-"""
+Details: docs/layout.md, "Notes from the code", `cli/recommendation.py`."""
 
 from __future__ import annotations
 

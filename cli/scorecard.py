@@ -1,10 +1,6 @@
 """``foresight scorecard``: the shadow scorecard of each pool, read from the store.
 
-What ``GET /scorecard`` serves, without a running service: per pool, the waiting
-GPU-hours Foresight's plan would have avoided and the node-hours it would have added,
-over the last day and week (see ``docs/scorecard.md``). The options are checked
-before pandas, the store and the API's schemas are imported.
-"""
+Details: docs/scorecard.md, "Notes from the code", `cli/scorecard.py`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """``foresight webhooks``: the webhook outbox's dead letters, and retrying them.
 
-A dead letter is a delivery its receiver rejected for good (a 4xx other than 408 and
-429: wrong URL, secret or payload). Once the receiver is fixed, ``retry`` makes dead
-letters pending again; the next delivery pass (the publish job, every few minutes)
-sends them, oldest first, with their original idempotency keys.
-"""
+Details: docs/consumers.md, "Notes from the code", `cli/webhooks.py`."""
 
 from __future__ import annotations
 

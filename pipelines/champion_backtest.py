@@ -1,10 +1,6 @@
 """``foresight backtest --champion``: the trained champion scored walk-forward.
 
-The champion's windows are the families' own (the same cutoffs, scored with the same
-naive scales), so its row in the score table compares with theirs; it is built at
-each cutoff by :func:`forecaster.procedure.champion_backtest` from the data up to the
-cutoff only, exactly as ``foresight train`` would have built it then.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/champion_backtest.py`."""
 
 from __future__ import annotations
 

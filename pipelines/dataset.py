@@ -1,11 +1,6 @@
 """Series for a training or forecast: read a file (or the sample), derive demand, clean.
 
-:func:`seed_from_sample` fills an empty store from the committed sample, so the
-embedded default has something to decide on.
-
-This is the edge where frames are validated, so everything after it can trust the
-series contract.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/dataset.py`."""
 
 from __future__ import annotations
 

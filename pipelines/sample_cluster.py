@@ -1,10 +1,6 @@
 """The cluster the committed sample simulates: its pools, their workloads, one outage.
 
-Three pools (see :mod:`pipelines.sample_data` for the story of each): two training
-pools and an inference pool, each with the capacity its reactive autoscaler sees (as
-``data/sample/pools.yaml`` declares it) and the workload that arrives on it, plus a
-scrape outage of ``h100-train``.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/sample_cluster.py`."""
 
 from __future__ import annotations
 

@@ -85,9 +85,6 @@ def write_sample(directory: Path, seed: int = SAMPLE_SEED) -> Path:
 
     The gzip header carries no file name and a zero timestamp, so the same seed
     always writes the same bytes.
-
-    Returns:
-        The path of the written file.
     """
     frame = generate_sample(seed=seed)
     # Format each distinct timestamp once: strftime over every row is the slow part.

@@ -1,10 +1,6 @@
 """The sample's workloads played step by step under a reactive autoscaler.
 
-Training jobs queue until GPUs are free and start in order with backfill; inference
-replicas follow traffic; both pools are sized by cluster-autoscaler's reactive rules
-(:class:`_ReactiveAutoscaler`). Each simulation returns every signal of the data
-contract as one array per signal.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/sample_workloads.py`."""
 
 from __future__ import annotations
 

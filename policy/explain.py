@@ -1,11 +1,7 @@
 """The explanation: which term set the number, and every input's value and age.
 
-The *term* is the last step of the chain that changed the number: a final clamp to
-the bounds beats stabilisation, stabilisation beats the first clamp, the clamp beats
-what the need said, and within the need the reactive floor beats latency, which beats
-the forecast. So the term always names what a reader would have to change to get a
-different answer.
-"""
+The term is the last step of the chain that changed the number.
+Details: docs/policy.md, "Notes from the code", `policy/explain.py`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """What the policy carries between decisions: stabilisation's memory, stored as JSON.
 
-A :class:`StabilisationState` is passed in to :func:`policy.decide` and returned out
-with the decision recorded; the API stores it per pool (``to_dict``/``from_dict``) and
-the simulator keeps it in memory. Its timestamps must be timezone-aware, as every
-timestamp of the policy (:func:`policy.types.require_aware`).
-"""
+Details: docs/policy.md, "Notes from the code", `policy/state.py`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """The policy's inputs and shared names: frozen values, checked once when built.
 
-Every timestamp must be timezone-aware (naive ones raise ``ValueError``: the clock is
-ours, so a naive one is a programming error, not bad data). Numbers that describe the
-world (demand, nodes, forecast values) must be finite and non-negative; breaking that
-raises :class:`~forecaster.exceptions.DataValidationError`, which names the field.
-What the policy carries from one decision to the next is in :mod:`policy.state`.
-"""
+Timestamps must be timezone-aware (ValueError); demand, nodes and forecast values finite
+and non-negative (DataValidationError).
+Details: docs/policy.md, "Notes from the code", `policy/types.py`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """Node pools: the unit of every scale decision, as the pools file declares them.
 
-A pool is one cluster-autoscaler node group. Only its identity (``name`` and
-``node_group_id``) is required; every other field has a documented default. The file
-that lists them is read by :func:`pipelines.config.pools_file.load_pools`; its signals
-and their default queries are in :mod:`pipelines.config.signals`.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/config/pools.py`."""
 
 from __future__ import annotations
 

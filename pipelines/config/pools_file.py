@@ -1,11 +1,6 @@
 """The pools file: read a YAML file of node pools, and say what is wrong with it.
 
-The file is a mapping with the key ``pools``, holding a list of pools, and optionally
-``cloud_provider`` (then each ``node_group_id`` is checked against the form that
-provider reports: :mod:`pipelines.config.node_groups`); see
-``data/sample/pools.yaml`` for an annotated example. Each problem is reported with the
-pool, the field and the fix.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/config/pools_file.py`."""
 
 from __future__ import annotations
 

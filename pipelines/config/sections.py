@@ -1,11 +1,6 @@
 """Grouped settings of the pipelines around the forecaster: the metric source, the scheduler.
 
-Each group is a nested field of :class:`pipelines.config.settings.Settings`, set in
-YAML under its name or by ``FORESIGHT_<GROUP>__<FIELD>`` variables, e.g.
-``FORESIGHT_PROMETHEUS__URL=http://prometheus:9090``. They are plain values only:
-``pipelines`` turns them into clients. The API's groups (service, publish,
-callchain) are in :mod:`api.settings`, built on :class:`Section`.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/config/sections.py`."""
 
 from __future__ import annotations
 

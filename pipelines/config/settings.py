@@ -290,9 +290,6 @@ def load_settings(
             :class:`api.settings.AppSettings`, which loads a deployment's file).
         **overrides: field values that beat every other source (tests, CLI options).
 
-    Returns:
-        The validated, immutable settings.
-
     Raises:
         ConfigError: the config file is missing or malformed, or a value is invalid;
             the message names the field and how to fix it.

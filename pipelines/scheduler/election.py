@@ -1,10 +1,6 @@
 """The leader election loop: poll a :class:`LeaderLock`, lead while it is held.
 
-Followers try the lock every ``poll_seconds``; the leader checks every
-``poll_seconds`` that it still holds it and steps down (stops its jobs, then lets
-the lock go) the moment it does not. So after a leader dies, a follower leads
-within about one poll interval of the server releasing the lock.
-"""
+Details: docs/scheduler.md, "Notes from the code", `pipelines/scheduler/election.py`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """The scheduler: APScheduler jobs on the store's database, started only by the leader.
 
-:func:`start_scheduler` returns at once with a :class:`RunningScheduler`; a
-background thread takes part in the leader election and, while this process leads,
-runs a ``BackgroundScheduler`` whose job store is a table (``apscheduler_jobs``) in
-the store's own database. ``foresight scheduler`` runs it in the foreground; the API
-process can embed it the same way.
-"""
+Details: docs/scheduler.md, "Notes from the code", `pipelines/scheduler/service.py`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The replay engine: a demand trace, a pool and a policy in; what it would have cost out.
 
+The numbered steps of the model are listed in the doc.
 Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/engine.py`."""
 
 from __future__ import annotations
@@ -212,9 +213,6 @@ def simulate(
         step: the series step, needed only for a single point.
         carry: True carries unmet work to the next step (FIFO backlog); False drops it
             after counting it as waiting for the step (no-carry accounting).
-
-    Returns:
-        The totals, the wait distribution and the per-step frame.
 
     Raises:
         DataValidationError: the demand series breaks the rules of :func:`demand_index`.

@@ -13,7 +13,7 @@ from policy.need import ceil_nodes
 
 
 def zero_wait_nodes(demand: FloatArray, pool: SimPool) -> IntArray:
-    """Return, per step, the fewest nodes a zero-wait policy must hold (see module doc)."""
+    """Return, per step, the fewest nodes a zero-wait policy must hold (docs/simulate.md)."""
     ratio = demand / pool.gpus_per_node
     # The same float tolerance as ceil_nodes: exactly two nodes of work is two nodes.
     need = np.ceil(ratio - 1e-9 * np.maximum(1.0, ratio)).clip(min=0).astype(np.int64)

@@ -1,11 +1,6 @@
 """A fixed node count, and the smallest fixed count that meets a wait budget in hindsight.
 
-A static pool starts with its count ready (it has been running at that size all
-along) and never changes. With a fixed capacity the FIFO queue is monotone: more nodes
-never make any unit of work wait longer, so waiting GPU-hours and every wait
-percentile fall as the count grows, and the smallest count meeting a budget is found
-by bisection over ``[min_nodes, max_nodes]``.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/static.py`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """The simulator's shared values: the pool it replays, what a policy sees, the Policy protocol.
 
-A policy is a small object with ``reset()`` and ``decide(history) -> desired nodes``.
-:class:`History` is everything observed up to and including the current step and
-nothing later: the engine fills its buffers one step at a time, so even the memory
-behind the arrays (``history.demand.base``) holds no future value. That is what makes
-"no look-ahead" structural rather than a convention.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/types.py`."""
 
 from __future__ import annotations
 

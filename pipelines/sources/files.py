@@ -1,11 +1,6 @@
 """Samples from a CSV or Parquet file (long or wide), such as the committed sample.
 
-A query names a series of the file: either its ``unique_id`` as
-:func:`forecaster.loaders.load_frame` names it, or a suffix after a ``/`` that picks
-exactly one of them (a wide file's column, e.g. ``pending_gpus`` for
-``helios_earth_total_10min/pending_gpus``). The file is read on every fetch, so a file
-that is appended to is picked up without restarting.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/sources/files.py`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """Engines, sessions and error translation for the store's database.
 
-Only SQLite (the embedded default) and PostgreSQL (shared by replicas) are supported:
-the repositories rely on ``INSERT ... ON CONFLICT`` and, on PostgreSQL, on
-``FOR UPDATE SKIP LOCKED`` and advisory locks. Every database error leaves this
-module as a :class:`~pipelines.errors.StoreError` whose message names the URL
-with its password masked.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/store/engine.py`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """Forecast runs: a run's per-horizon and peak forecasts, stored and seen as one unit.
 
-The forecast job makes, for one model version at one generation time, per-horizon
-forecasts of every series and the peak forecasts of every demand series. It commits
-them with a record of the run in one transaction (:meth:`ForecastRunRepository.commit`),
-and readers take only rows of recorded runs, so the service never switches to a run
-it sees half of (per-horizon rows without their peak rows).
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/store/forecast_runs.py`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """The history of scheduled job runs, for ``foresight jobs`` and for operators.
 
-A run is written twice: ``running`` when it starts and its final outcome when it ends,
-each in its own transaction, so a process killed mid-run still leaves a trace. The
-next scheduler leader marks such orphans ``interrupted``
-(:meth:`JobRunRepository.mark_interrupted`).
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/store/job_runs.py`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """Which process leads the scheduler and since when, for ``foresight jobs``.
 
-The lock itself (:mod:`pipelines.scheduler.leader`) decides who leads; this record
-only says who does, so operators can see it from any host. A new leader replaces the
-record when it takes the lock and deletes it when it steps down cleanly. A leader
-killed outright leaves its record until the next one takes over (within one poll of
-the lock being freed), so a record is the current leader or the one that just died.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/store/leader.py`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """Stored observations of every series: idempotent writes, incremental reads.
 
-A pool's ``demand_gpus`` is derived from its stored ``allocated_gpus`` and ``queue_gpus``
-whenever either is written through :meth:`SampleRepository.upsert_with_demand`, in the
-same transaction as the write, so concurrent writers of the two parts cannot leave a
-sum with a stale partner.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/store/samples.py`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """The store's tables as typed SQLAlchemy ORM mappings.
 
-The Alembic migrations under ``migrations/versions`` create exactly this schema; a
-test compares the two so they cannot drift apart. Table names stay clear of the ones
-other tenants of a shared database use: APScheduler's ``apscheduler_jobs`` and
-MLflow's tables and ``alembic_version`` (ours is :data:`VERSION_TABLE`).
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/store/schema.py`."""
 
 from __future__ import annotations
 

@@ -203,9 +203,6 @@ def run_twin(
             step's forecast run.
         restarter: does the kill and restart; needed when a restart is asked for.
 
-    Returns:
-        The figures (the replay's accounting) and the per-step log.
-
     Raises:
         TwinError: a forecast run was not ``ok``, or the service did not serve a step.
     """

@@ -1,11 +1,6 @@
 """The running service the twin drives: a ``foresight serve`` process and its HTTP API.
 
-:class:`ServeProcess` starts the real command (API, scheduler and its leader
-election, ``--clock replay`` so the service's "now" is the newest pushed sample) as a
-child process on a free loopback port, can kill it with SIGKILL and start it again on
-the same store. :class:`ServiceClient` pushes samples and reads recommendations over
-HTTP. The twin imports nothing of ``api``: it sees the service as a cluster does.
-"""
+Details: docs/twin.md, "Notes from the code", `pipelines/twin/service.py`."""
 
 from __future__ import annotations
 
