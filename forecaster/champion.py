@@ -1,15 +1,6 @@
 """The champion: one model that routes every series to the family selected for it.
 
-It follows the estimator contract, so it can itself be backtested (the backtest
-rebuilds it from ``get_params`` and refits it per window) and compared with the
-current champion by the promotion gate.
-
-Naming choice: forecast frames carry ``model`` = the champion's alias (``champion``
-by default) for every series, plus a ``family`` column with the family chosen for
-that series. A fixed model name keeps one row per ``unique_id, ds, model`` when the
-champion is backtested beside its own candidates (which use the family names), and
-lets scoring and the gate treat the champion as one model.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/champion.py`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """Where backtest windows are cut: rolling-origin and nested cutoff positions.
 
-A cutoff is the 0-based position of a window's last training observation; the window
-forecasts the ``horizon`` observations after it. :func:`rolling_origin_cutoffs`
-spreads cutoffs over the last part of a series; :func:`nested_cutoffs` places
-selection windows and later held-out windows that selection never sees.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/cutoffs.py`."""
 
 from __future__ import annotations
 

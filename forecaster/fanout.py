@@ -1,11 +1,6 @@
 """Fanning per-series work out to an executor in a few dozen tasks, not one per series.
 
-A task's arguments are pickled once per task: a prototype that carries a fleet model
-(about 0.8 MB of regressors, :mod:`forecaster.fleet`) sent with each of 1,000 series is
-0.8 GB pickled in the calling process and unpickled in the workers, once per backtest
-window. Grouping the series into at most :data:`MAX_TASKS` tasks sends it a few dozen
-times; fitted models coming back in one task's result also share one copy of it.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/fanout.py`."""
 
 from __future__ import annotations
 

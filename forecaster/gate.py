@@ -1,26 +1,6 @@
 """The promotion gate as one typed decision: every check, its result and why.
 
-A training's version replaces the champion only when no check fails:
-
-- ``point``: its point forecasts beat the champion's on mean MASE over the held-out
-  windows (:func:`forecaster.selection.promotion_gate`);
-- ``point_guard``: no series x horizon cell of its held-out MASE is above
-  :data:`GUARD_LIMIT` times persistence's;
-- ``peak_vs_buffer``: its peak-quantile model's held-out pinball loss, at the levels
-  pools serve, is no worse than the trailing-day buffer's (persistence + k sd);
-- ``peak_vs_incumbent``: and no worse than the current champion's peak model's.
-
-A check that does not apply (no champion yet, no peak model served, no persistence
-scores) is ``skipped`` and says why. The first version (the registry holds no
-champion) is promoted even when its guard or peak checks fail, and the verdict says
-which: refusing it would leave nothing serving, every pool reactive, which is worse
-than the buffer its peak model lost to (and the served bound is the online mix, which
-leans on the buffer where the model is worse). From then on every check blocks.
-
-What each check compares is in :mod:`forecaster.peak.heldout` (peak) and
-:func:`forecaster.metrics.relative_mase` (the guard); :mod:`forecaster.peak_gate` runs
-the peak scoring for a training.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/gate.py`."""
 
 from __future__ import annotations
 
@@ -51,7 +31,6 @@ class Check:
     """One check of the gate.
 
     Attributes:
-        name: which check.
         status: ``passed``, ``failed`` or ``skipped`` (did not apply).
         detail: one sentence: the figures compared, or why it was skipped.
         challenger: the new version's figure (lower is better); None when skipped.
@@ -87,7 +66,7 @@ class GateDecision:
 
     @property
     def promote(self) -> bool:
-        """True when no check failed, or for the first version (see the module)."""
+        """True when no check failed, or for the first version (docs/forecasting.md)."""
         return not self.failed or self.first
 
     @property

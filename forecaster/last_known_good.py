@@ -1,17 +1,6 @@
 """The last-known-good copy of the champion, kept under ``models_dir``.
 
-Each successful load of the champion refreshes a local copy so a restart while the
-registry is down still serves the last known good champion, and says so. Layout, one
-directory per registered model::
-
-    <models_dir>/last_known_good/<name>/CURRENT           -> "v3-20240101T000000Z"
-    <models_dir>/last_known_good/<name>/v3-20240101T000000Z/model/MLmodel ...
-    <models_dir>/last_known_good/<name>/v3-20240101T000000Z/metadata.json
-
-A copy is written to a temporary directory, renamed into place, and only then does
-``CURRENT`` (replaced atomically) point at it; a crash at any moment leaves
-``CURRENT`` naming a complete copy.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/last_known_good.py`."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
 """Online calibration of served quantiles from stored forecasts and realised actuals.
 
-A quantile forecast ``q`` at level ``tau`` is served as ``q + offset``, the offset in
-the series' own units (GPUs). The offset is adaptive conformal inference
-(:class:`forecaster.peak.calibration.AdaptiveConformal`): the ``1 - alpha``
-quantile of recent scores ``y - q``, and ``alpha`` moves after every realised
-forecast, down after a miss (the actual above the bound that was *issued*), up after
-a cover, so the long-run miss rate tends to ``1 - tau`` whatever the drift.
-
-Stored forecasts come due out of order (a forecast of 1 h ahead is realised after
-the next generation's 5-min step), so :func:`replay` walks the generations in time
-order and, before issuing each one's offset, learns from every forecast realised by
-then, and only those: the offset of a generation never sees an actual after it. The
-result is the offset to add to a forecast made now, and the coverage the raw and the
-calibrated bounds actually had.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/live_calibration.py`."""
 
 from __future__ import annotations
 
@@ -43,7 +30,6 @@ class LiveCalibration:
         offset: what to add to the level's quantile forecast issued now (units of y).
         live_coverage: share of the realised forecasts with ``y <= q`` (raw bounds).
         calibrated_coverage: share with ``y <= q + issued offset``.
-        forecasts: how many realised forecasts were replayed.
     """
 
     level: float

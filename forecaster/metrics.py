@@ -1,16 +1,6 @@
 """Forecast accuracy metrics: pure functions over backtest frames.
 
-MASE follows ``ANCHORS.md``: the mean absolute error over forecast steps ``1..h`` of a
-window divided by the in-sample MAE of the 1-step naive forecast on that window's
-training data, then averaged over windows (cutoffs). sMAPE is on the 0-200 scale.
-Pinball loss and coverage are reported per quantile level.
-
-Constant training windows: their naive scale is 0 and MASE would be infinite (or
-0/0). Such windows get scale NaN and are left out of the MASE average (the other
-metrics still count them); a series whose every window is constant has MASE NaN.
-An epsilon scale was rejected because one idle-then-busy window would then dominate
-every mean it enters.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/metrics.py`."""
 
 from __future__ import annotations
 
@@ -180,7 +170,6 @@ class RelativeMase:
         ratio_of_means: mean champion MASE over mean reference MASE, on the same cells.
         worst: the highest per-cell ratio; NaN when no cell counts.
         worst_cell: ``(unique_id, horizon)`` of ``worst``; None when no cell counts.
-        cells: the cells counted.
         left_out: cells left out: the reference's MASE is 0 or undefined there (a flat
             window), or the champion's is undefined or 0 (no ratio has a logarithm).
     """

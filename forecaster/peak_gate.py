@@ -1,14 +1,6 @@
 """A training's peak checks: its peak model against the buffer and the champion's.
 
-The challenger's peak model (its hyperparameters, :func:`forecaster.peak.fitting.peak_prototype`)
-is fitted once on the history up to the first held-out cutoff and scored on every
-origin after it (:mod:`forecaster.peak.heldout`), as is the champion's: a copy of its
-hyperparameters at the leads and levels pools serve now, refitted on the same data,
-so neither is scored on windows it was trained on. When those hyperparameters are the
-challenger's, its forecasts are the challenger's (the same fit, not made twice) and
-the comparison is a tie, which passes. The cost is one peak fit (two when the
-champion's hyperparameters differ).
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak_gate.py`."""
 
 from __future__ import annotations
 

@@ -35,7 +35,6 @@ class TrainingPlan:
         selection_horizon: the label models are selected and gated on (the one that
             matters to the policy, about a node's lead time); ``None`` averages all.
         n_windows: rolling-origin cutoffs selection is made on.
-        levels: quantile levels.
         max_train: most recent observations each fit sees.
         heldout_windows: later cutoffs, unseen by selection, that the champion is
             scored and gated on (at least 1).

@@ -1,12 +1,6 @@
 """Forecast-vs-actual plots of backtest frames, for MLflow runs and reports.
 
-One panel per series and backtest window, each with its own time axis: windows lie
-days apart and span hours, so one axis over all of them draws each as a speck in a
-mostly blank figure. Rows are series, columns windows (the latest ``max_windows``).
-
-Figures are built on matplotlib's object API with an Agg canvas: no pyplot, so no
-global figure registry that grows in a long-running process and no GUI backend.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/plotting.py`."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
 """What a reviewer sees per pool in the MLflow UI: a child run and a backtest figure.
 
-A training run's own metrics are means over series; a reviewer asking "how good is
-the forecast of ``l4-infer``'s demand?" needs each series' score. Each pool gets a
-child run of the training run whose metrics are its series' champion scores
-(``<metric>/<horizon>/<signal>``, and ``<metric>/<horizon>/mean`` over the pool), so
-the runs table sorts and compares pools and series, and whose artifact is the pool's
-backtest figure (a panel per series and window). The training run holds every
-pool's figure under ``backtest_plots/``.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/pool_review.py`."""
 
 from __future__ import annotations
 
@@ -74,9 +67,7 @@ def log_pool_review(
     """Log per pool a child run of ``run`` (scores, champions, figure), and the figures.
 
     Args:
-        run: the open training run.
         champion_rows: the backtest rows of each series' champion (model ``champion``).
-        scores: the training's score frame.
         selection: each series' champion model.
         level: the quantile level of the figures' bands.
     """

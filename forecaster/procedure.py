@@ -1,23 +1,6 @@
 """The train-time procedure as an estimator, and its walk-forward backtest.
 
-:class:`TrainedChampion` is what ``foresight train`` does to pick and fit a champion,
-packed behind the estimator contract: ``fit(df)`` chooses a family per series as
-training does and fits it on the latest ``max_train`` observations. Under the default
-rule (``plan.champion == "median"``) every series gets the median of the families and
-nothing is backtested (under ``guarded`` likewise, the guarded choice); under ``select``
-the candidates (their median and guarded choice among them) are backtested on the
-selection windows of ``df`` (the same nested windows as training,
-see :func:`forecaster.cutoffs.nested_cutoffs`) and the best on the plan's selection
-horizon is picked; ``predict`` forecasts with that champion. No MLflow, no
-registry: training adds the held-out scores, the gate and the registration around the
-same steps. Every training is taken as promoted here (the gate is not replayed).
-
-:func:`champion_backtest` runs that procedure walk-forward: at each cutoff a fresh
-:class:`TrainedChampion` sees only the data up to the cutoff and forecasts what
-follows, so the score is the score of what training would have deployed then, with
-no look-ahead. Because the estimator follows the contract, anything that refits a
-model on a schedule (the simulator's walk-forward forecaster) can replay it too.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/procedure.py`."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
 """The MLflow pyfunc wrapper of a fitted Foresight forecaster.
 
-A logged model answers "forecast these series this many steps ahead": its input is a
-frame ``unique_id`` (str), ``h`` (int), one row per series wanted, and its output the
-forecast frame ``unique_id, ds, step, model, mean, q<level>...`` of exactly those
-series, the same rows ``model.predict(h, levels)`` gives for them. ``ds`` stays a
-UTC datetime column and the signature says so.
-
-The fitted model is stored as a cloudpickle artifact and the wrapper is logged as
-MLflow "models from code" (a three-line generated entry file), so MLflow never
-pickles the wrapper itself. Loading it needs the ``foresight`` package installed,
-as any pickle of our classes does.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/pyfunc.py`."""
 
 from __future__ import annotations
 
@@ -79,7 +69,6 @@ def forecast_requests(
     """Forecast the series a request frame names, each for its own ``h``.
 
     Args:
-        model: the fitted forecaster.
         requests: columns ``unique_id`` and ``h``, one row per series.
         levels: the quantile levels of the output.
 

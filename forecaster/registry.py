@@ -1,11 +1,6 @@
 """The model registry: versions, the ``champion`` alias, and loading the champion.
 
-Only the promotion gate moves the ``champion`` alias (never the deprecated stages),
-and every decision, promoted or not, is recorded on the version it concerns. Serving
-loads ``models:/<name>@champion``; each successful load refreshes the local
-last-known-good copy (:mod:`forecaster.last_known_good`), so a restart while the
-registry is down still serves the last known good champion, and says so.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/registry.py`."""
 
 from __future__ import annotations
 
@@ -62,8 +57,6 @@ class LoadedModel:
     """A champion ready to serve and where it came from.
 
     Attributes:
-        model: the fitted forecaster.
-        version: its registered model version.
         source: ``registry`` or ``last_known_good`` (the registry failed or had no
             champion).
         reason: why the last-known-good copy was used; empty for the registry.
@@ -90,13 +83,7 @@ def register(
 
     Args:
         model_uri: the logged model, e.g. ``ModelInfo.model_uri`` (``models:/m-...``).
-        name: the registered model's name.
-        tracking: the registry to use.
         run_id: the training run, linked from the version in the UI.
-        tags: version tags.
-
-    Returns:
-        The new version number as a string.
     """
     client = tracking.client()
     source, model_id = model_uri, None
@@ -186,7 +173,6 @@ def load_champion(
     Args:
         name: the registered model's name.
         models_dir: where last-known-good copies live.
-        tracking: the registry to load from.
         refresh_last_known_good: after a registry load, make it the local copy too.
 
     Raises:

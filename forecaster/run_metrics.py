@@ -1,11 +1,6 @@
 """Metric keys of a training run: pure functions from score frames to MLflow metrics.
 
-Kept apart from :mod:`forecaster.tracking` (which talks to MLflow) so what a run
-records reads, and is tested, without a tracking store: the aggregates per model
-and horizon (:func:`summary_metrics`), the per-window series (:func:`window_metrics`,
-logged with ``step`` = the window's index, so the MLflow UI draws one line per key)
-and the names MLflow accepts (:func:`metric_key`).
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/run_metrics.py`."""
 
 from __future__ import annotations
 

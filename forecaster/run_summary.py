@@ -1,18 +1,6 @@
 """What a reviewer reads first about a training: a few figures, two small tables, a note.
 
-A training run carries hundreds of metrics (every family, metric and horizon). This
-module boils them down to the questions a reviewer asks, as ``summary/...`` metrics
-(columns of the MLflow runs table), the tables ``summary.json`` (per horizon) and
-``gate.json`` (per check), and the run's description:
-
-- point accuracy against persistence per horizon: the geometric mean over series of
-  the champion's held-out MASE relative to persistence's, and the ratio of the means
-  (:func:`forecaster.metrics.relative_mase`, the gate's measure);
-- the peak model's held-out pinball against the trailing-day buffer's, at the served
-  levels (below 1 is better);
-- the coverage of the upper quantiles (the share of actuals at or below them);
-- the gate's verdict and the checks that failed.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/run_summary.py`."""
 
 from __future__ import annotations
 
@@ -61,7 +49,6 @@ def summarise(
     Args:
         scores: held-out scores per ``unique_id, model, horizon``.
         selection: each series' champion model.
-        decision: the promotion gate's decision.
         levels: the quantile levels forecast; coverage is reported above the median.
         served: the levels the gate scored the peak model at.
     """

@@ -1,14 +1,6 @@
 """Model selection per series and the promotion gate of a challenger.
 
-Selection picks, per series, the simplest model whose backtest score is within a
-margin (5 % by default) of the lowest: a more complex model must earn its place by
-more than the noise of a handful of windows, because where the level persists
-nothing beats persistence for free, and a lucky streak on the selection windows is
-exactly how a fragile model gets picked.
-The point check of the promotion gate (:mod:`forecaster.gate`) passes a challenger
-only when it beats the current champion on the same backtest windows: the same
-series, cutoffs and steps, scored the same way.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/selection.py`."""
 
 from __future__ import annotations
 

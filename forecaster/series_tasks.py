@@ -1,13 +1,6 @@
 """The forecast job's tasks, in a module light enough to import in every worker.
 
-An executor's worker imports the module of each function it is sent before it can
-run it. The job's own module (``pipelines.jobs.forecast``) imports the registry,
-MLflow and the store: 20 s to import on a loaded 2-core machine, paid by every worker
-of every run's fresh pool before its first series. These tasks import only the
-models' modules, which the fork server preloads (``pipelines.executors``).
-Each returns a failure as a value rather than raising it, so one series' failure is
-reported while the others are stored.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/series_tasks.py`."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
 """MLflow experiment tracking of training runs.
 
-One experiment per deployment, one run per training, open for the whole training. A
-run carries the training's parameters, a reviewer's summary and description
-(:mod:`forecaster.run_summary`), score aggregates and per-window series
-(:mod:`forecaster.run_metrics`, whose keys this module re-exports), the per-series
-score table, the backtest frame, backtest plots per pool, a child run per pool and
-the champion of each series, so a reviewer can tell from the MLflow UI what was
-trained, on what, and why a model won. Every MLflow call goes through
-:func:`tracking_errors`, which turns library and connection failures into
-:class:`~forecaster.exceptions.TrackingError` naming the tracking URI without its
-credentials.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/tracking.py`."""
 
 from __future__ import annotations
 
@@ -342,8 +332,6 @@ def start_training_run(
     two training runs at once in one process.
 
     Args:
-        config: where to track.
-        run_name: the run's display name.
         tags: extra run tags; ``foresight.kind=train`` is always set.
         description: the run's note in the MLflow UI.
     """

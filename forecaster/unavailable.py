@@ -1,14 +1,6 @@
 """Why something could not be made: a small typed value instead of a bare string.
 
-A job that carries on past a failed part (one series of a fleet, the peak forecast of
-a run) keeps the part's :class:`Unavailable` beside the parts it made, so callers
-branch on ``isinstance(x, Unavailable)`` and its :data:`Cause`, never on the words.
-The service does the same per pool: a pool that cannot be decided (no live samples
-yet, invalid samples) or has no forecast to show is a normal state of the service, not
-an error; it travels as an ``Unavailable`` beside the answers of the other pools, and
-becomes a 503 (``api.errors.PoolUnavailableError``) only when a request asked for that
-pool alone.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/unavailable.py`."""
 
 from __future__ import annotations
 

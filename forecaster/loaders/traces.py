@@ -1,11 +1,6 @@
 """Readers of the real public traces in ``../shared/data`` (see the README there).
 
-Series names follow the contract's ``<entity>/<signal>``: ``earth_total/allocated_gpus``,
-``earth_vc_<vc>/pending_gpus``, ``alibaba_lora/arrivals``, ``alibaba_openb/<column>``,
-``nab/<series>``. Where an entity has both ``allocated_gpus`` and ``pending_gpus``, a
-derived ``<entity>/demand`` (their sum) is added: demand is forecast in its own right,
-because quantiles of a sum are not the sum of quantiles.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/loaders/traces.py`."""
 
 from __future__ import annotations
 
