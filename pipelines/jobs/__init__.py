@@ -1,12 +1,6 @@
 """The scheduled jobs: ingest, train, forecast, evaluate and publish.
 
-Each job is a plain function ``run_<name>(settings) -> JobReport`` in its own module,
-callable from the CLI, the scheduler or a test alike; :func:`run_job` runs one by name.
-
-``run_job`` is loaded on first use: it pulls in every job's
-dependencies (MLflow, the models), which code that only needs :class:`JobReport`
-(the scheduler's bookkeeping, ``foresight jobs``) should not pay for.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/__init__.py`."""
 
 from __future__ import annotations
 

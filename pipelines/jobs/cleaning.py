@@ -1,12 +1,6 @@
 """Fetched samples to storable ones, per the series contract, one series at a time.
 
-The store keeps observations, not repairs: the contract's rules decide what a sample
-*is* (a repeated timestamp keeps its last value; NaN, infinite and negative values of
-a signal that cannot be negative are missing measurements), and missing ones are
-simply not stored. Gap filling and regularising to the step stay where the contract
-does them, in :func:`forecaster.contract.validate_series` when history is read for
-training or forecasting, so an interpolated value never poses as a measurement.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/cleaning.py`."""
 
 from __future__ import annotations
 

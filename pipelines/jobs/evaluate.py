@@ -1,18 +1,6 @@
 """The ``evaluate`` job: live accuracy of stored forecasts, and a degraded-champion alarm.
 
-Forecasts generated within ``lookback`` are scored against the actuals that have
-arrived (live MASE per series and horizon, interval coverage per quantile) and
-logged to MLflow as a run tagged ``job=evaluate``. The champion counts as degraded
-when, over the series it forecast, its mean live MASE at the selection horizon
-exceeds ``scheduler.retrain_mase_ratio`` times the mean backtest MASE it scored when
-trained (a series without one uses persistence's). It also replays online calibration
-(adaptive conformal inference, :mod:`forecaster.live_calibration`) over the served
-version's realised forecasts up to the selection horizon, per series and level:
-``details["calibration"]`` holds the offset to add to each quantile forecast made now,
-and the coverage the raw and the calibrated bounds had; the mean coverages go to
-MLflow. A degraded current champion sets ``details["retrain"] = True``; what follows
-is the scheduler's (:func:`pipelines.scheduler.dispatch.follow_up`).
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/evaluate.py`."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
 """Fetching every series' window from a source, isolating the series that fail.
 
-Series that share a window are fetched together (one request per query and chunk
-for Prometheus, one read for a file). When such a fetch fails, its series are
-fetched one by one so that a single rejected query or missing file series does not
-stop the others. A source that is down fails every series, so the fetcher stops as
-soon as it can tell: when a query that worked earlier in this run fails too, or
-when the first two series fail without any success. Each of those failures already
-went through the source's own retries.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/fetching.py`."""
 
 from __future__ import annotations
 

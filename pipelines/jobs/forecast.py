@@ -1,27 +1,6 @@
 """The ``forecast`` job: the one place serving's forecasts are made, into the store.
 
-As ``foresight forecast`` does: the registered champion fixes each series' family
-and hyperparameters; its state is as old as the training, so each series is refitted
-on its recent history before predicting. Each series is fitted alone, through the
-training's executor (``scheduler.workers`` processes or Dask), so one that fails is
-reported while the others are stored. A joint family's pooled part (``global_gbm``) is
-learnt once per run, from every series' recent history, before those refits.
-
-When the champion's version carries a peak-quantile model (fitted by the same
-training, see :mod:`forecaster.peak.fitting`), the job also predicts, from the same
-history and through the same executor, the quantiles of every pool's demand peak over
-each trained lead, made at each series' newest observation (the origin), calibrates
-and combines them online (:mod:`forecaster.peak.online`: ACI and a mix with the
-trailing-day buffer, the state built from the raw forecasts earlier runs stored and
-the actuals, continued from the run before while those are unchanged) and stores
-served and raw quantiles in ``peak_forecasts`` beside the per-horizon rows. The peak
-model is global and fitted at training time: predicting is one pass over the fleet, no
-refit. The API reads both and fits nothing (see :mod:`api.forecasts`).
-
-A run is one unit: its per-horizon rows, its peak rows and the run's record are
-committed in one transaction (:mod:`pipelines.store.forecast_runs`), and the service
-reads only recorded runs, so it never serves a run's forecasts without its peaks.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/forecast.py`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """History for training and forecasting, read from the store and validated once.
 
-The store holds observations only; here they become the contract's frame: regular
-steps, bounded gaps interpolated, bad series dropped and named. All kept series
-must share one step (models, horizons and backtests are in steps); series of
-another step are reported rather than mixed in.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/history.py`."""
 
 from __future__ import annotations
 

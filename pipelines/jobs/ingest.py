@@ -1,13 +1,6 @@
 """The ``ingest`` job: new samples of every pool signal into the store, plus demand.
 
-Incremental: each series is fetched from just after its newest stored sample (its
-first run reaches back ``prometheus.backfill_days``, or takes a whole file), so a
-run after an outage fills the gap. Idempotent: the store upserts by series and
-timestamp, so re-ingesting a window adds nothing. All-or-nothing: everything a run
-fetched (and the ``<pool>/demand_gpus`` derived from it) is written in one
-transaction after fetching ends, so a source that dies mid-run leaves the store as
-it was and the next run starts from the same place.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/ingest.py`."""
 
 from __future__ import annotations
 

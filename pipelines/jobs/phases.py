@@ -1,10 +1,6 @@
 """Wall seconds per phase of one job run, so an operator sees where a cycle's time goes.
 
-A job times its phases with one :class:`Phases` (``with phases("read"): ...``) and
-puts :attr:`Phases.seconds` in its report's details; ``foresight jobs --json`` and
-``benchmarks/forecast_cycle.py`` read them from there. The clock is a parameter, so a
-test can drive it.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/phases.py`."""
 
 from __future__ import annotations
 

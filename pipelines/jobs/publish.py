@@ -1,20 +1,6 @@
 """The ``publish`` job: compute recommendations and deliver them to their consumers.
 
-The work is the publisher's: ``publish_once`` of :mod:`api.publishing` (the policy,
-the ConfigMap and buffers, the webhook outbox). The job does not fetch it: the CLI,
-which wires the parts together, hands it in through :func:`publishing_runner`
-(``foresight scheduler`` the plain one, ``foresight serve`` one bound to the running
-service), bound to the deployment's settings. This job only supplies the store and
-the clock and turns the outcome into a report. It writes to a cluster only in
-``apply`` mode: the CLI passes ``dry_run`` while ``service.forecast_only`` (an API
-setting).
-
-A publication degrades per object, and so does the report: each object's result is
-in ``details["objects"]`` (``written``, ``unchanged``, ``skipped``...), the ones
-skipped or failed are its ``problems`` with the reason, and the run is ``partial``
-when there are any (``failed`` when no object got through). The summary names them,
-so ``foresight jobs`` shows them.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/publish.py`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """Live scores: stored forecasts against the actuals that arrived since.
 
-Scored exactly as backtests are (:func:`forecaster.metrics.score_backtest`), with
-each stored forecast playing a backtest window: MASE is the window's MAE over the
-in-sample MAE of the 1-step naive forecast on the history the forecast was made
-from (its last ``max_train`` observations), so live and backtest MASE compare.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/scoring.py`."""
 
 from __future__ import annotations
 

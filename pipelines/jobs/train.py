@@ -1,10 +1,6 @@
 """The ``train`` job: backtest, select, gate and register on the store's history.
 
-The same :func:`forecaster.training.train` as ``foresight train``, fed from the
-store instead of a file and fanned out through
-:func:`pipelines.executors.make_executor`. A training killed midway leaves the previous
-champion serving (see ``forecaster.training``).
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/train.py`."""
 
 from __future__ import annotations
 
