@@ -1,44 +1,6 @@
 """The served peak bound: the model's raw quantiles, calibrated and combined online.
 
-At every origin ``p`` of a series (one step of its regular grid) and for every level
-at once, :class:`OnlinePeak`:
-
-1. learns from the forecast issued at ``s = p - L`` (``L`` the lead in steps), whose
-   peak ``max(y[s+1 .. p])`` is realised now: adaptive conformal inference
-   (:class:`forecaster.peak.calibration.AdaptiveConformal`) from its raw bound, the
-   combination (:class:`forecaster.peak.combine.DiscountedExperts`) from the
-   pinball losses of its calibrated bound and of the reference, and the trailing-day
-   record of realised headroom ``peak - y[s]``;
-2. issues ``p``'s bounds: ``raw + offset * scale`` (calibrated; the raw bound at a
-   level too extreme for ACI's window,
-   :func:`forecaster.peak.calibration.calibrates`), the reference ``y[p] +
-   quantile(realised headroom of the trailing day)`` (what persistence + k sd
-   provisions), the raw bound, the time-of-day reference ``y[p] +
-   quantile(realised headroom of the origins within an hour of p's time of day over
-   the last week)`` and the seasonal references (the lead-time peak realised at the
-   same time yesterday and last week, plus the quantile of their own errors over the
-   trailing day: what a seasonal naive + k sd buffer provisions)
-   (:mod:`forecaster.peak.reference`), mixed by the experts' weights,
-   a mix at most a scale unit above demand set to demand where the reference is at
-   or below demand (:func:`forecaster.peak.combine.snap_to_demand`); persistence where none is
-   known yet; from :data:`forecaster.peak.recovery.MIN_LEVEL` up, raised to the level
-   demand had before an idle spell it has just come back from, where its returns
-   mostly do (:func:`forecaster.peak.recovery.held_level`);
-   never below 0, levels never crossing (:func:`finish`).
-
-A raw bound may be missing (NaN) at an origin, where no forecast was made: that origin
-issues the reference and teaches the calibration nothing.
-
-The state is rebuilt at every :func:`anchor`: it starts ``warmup`` before the day of
-the origin and runs through it; the references read the series up to :data:`SEASON`
-and a lead further back (actuals only). So the bound at an origin is a function
-of the series and the raw forecasts of a bounded, fixed window, whoever computes it: the
-forecast job (:func:`~forecaster.peak.serving.served_bounds`, from the stored raw
-forecasts and the actuals; a state it keeps between runs is continued only while
-those inputs are unchanged, so a crash or a restart loses nothing) and the decision
-replay (``pipelines.simulate.peak``) issue the same bound from the same inputs.
-Nothing after ``p`` is read.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/online.py`."""
 
 from __future__ import annotations
 
@@ -347,7 +309,7 @@ def day_rule(day: int) -> ReturnRule:
     """The return-from-idle rule on a grid of ``day`` steps a day.
 
     The one place the rule is derived: :class:`OnlinePeak` holds its bound with it and
-    :func:`~forecaster.peak.serving.serve_frame` reports the level it held, so the two
+    :func:`~forecaster.peak.serving.serve_states` reports the level it held, so the two
     cannot disagree.
     """
     return ReturnRule.on_step(pd.Timedelta(days=1) / day)
@@ -359,7 +321,7 @@ def issue(
     """Step ``state`` through the origins ``start, start + 1, ...`` and return their bounds.
 
     The one online loop: the forecast job
-    (:func:`~forecaster.peak.serving.served_bounds`) and the decision replay
+    (:func:`~forecaster.peak.serving.serve_states`) and the decision replay
     (``pipelines.simulate.peak``) both run it, so they issue the same bound from the
     same inputs.
 

@@ -1,21 +1,10 @@
 """The served peak bounds of a fleet's fresh raw forecasts, as the forecast job stores them.
 
-The online loop itself is :mod:`forecaster.peak.online`; this module feeds it one
-series and lead at a time from frames: the actuals, the raw forecasts earlier runs
-stored and the one made now (:func:`serve_frame`), and the bound at a series' last
-origin (:func:`served_bounds`).
-
-Rebuilding a state steps it through every origin since its :func:`~forecaster.peak.online.anchor`
-(a day and up to a day more). A caller that runs every few minutes keeps what
-:func:`serve_states` returns and hands it to the next run: a state whose inputs (the
-grid, the actuals, the raw forecasts and scales it stepped through) are unchanged
-is continued through the new origins only, which issues the same bounds as a
-rebuild (the online loop reads nothing after an origin); any other is rebuilt.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/serving.py`."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -32,37 +21,6 @@ RAW_PREFIX: Final = "raw_"
 """Prefix of a served frame's columns of the model's own quantiles (``raw_q0.9``)."""
 RETURN_LEVEL: Final = "return_level"
 """Column of a served frame: the level the bounds were held at after an idle spell."""
-
-
-def served_bounds(
-    ds: pd.DatetimeIndex,
-    y: FloatArray,
-    raw: FloatArray,
-    scale: FloatArray,
-    levels: Sequence[float],
-    lead: int,
-    *,
-    step: pd.Timedelta,
-    warmup: pd.Timedelta = WARMUP,
-) -> FloatArray:
-    """Return the bounds issued at the last origin of a series, per level.
-
-    Args:
-        ds: the series' regular grid, ending at the origin.
-        y: its values (NaN where missing).
-        raw: the model's raw bounds, one row per position and a column per level
-            (NaN where no forecast was made at that origin).
-        scale: the series' scale per position (NaN where unknown: no forecast).
-        levels: the levels of ``raw``'s columns, increasing.
-        lead: the lead in steps.
-        step: the grid's step.
-        warmup: as :func:`anchor`.
-
-    Raises:
-        ValueError: the arrays disagree in length, or the grid is empty.
-    """
-    state = _stepped(ds, y, raw, scale, tuple(levels), lead, step, warmup, None)
-    return state.bounds
 
 
 StateKey = tuple[str, int]
@@ -147,15 +105,18 @@ def _stepped(
     return Stepped(ds, y, raw, scale, levels, warmup, state, np.asarray(issued, dtype=np.float64))
 
 
-def serve_frame(
+def serve_states(
     fresh: pd.DataFrame,
     history: pd.DataFrame,
     earlier: pd.DataFrame,
     step: pd.Timedelta,
+    states: Mapping[StateKey, Stepped] | None = None,
     *,
     warmup: pd.Timedelta = WARMUP,
-) -> pd.DataFrame:
-    """Return the served peak forecasts of a fresh raw peak frame.
+) -> tuple[pd.DataFrame, dict[StateKey, Stepped]]:
+    """Return the served peak forecasts of a fresh raw peak frame, and the online states.
+
+    The states of an earlier run are continued where they still hold.
 
     Args:
         fresh: ``PeakQuantileForecaster.predict_peak``'s frame made now
@@ -166,35 +127,15 @@ def serve_frame(
             origin and lead wins when there are several).
         step: the series' step.
         warmup: as :func:`anchor`.
+        states: what an earlier call returned (its states are stepped on in place:
+            the caller gives them up); a state whose inputs changed is rebuilt.
 
     Returns:
         ``fresh`` with ``q<level>`` the served bounds, ``raw_q<level>`` the model's and
         ``return_level`` the level demand had before an idle spell it has just come
         back from, which the bounds are held at or above (NaN where the rule is
-        silent: :mod:`forecaster.peak.recovery`).
-    """
-    return serve_states(fresh, history, earlier, step, warmup=warmup)[0]
-
-
-def serve_states(
-    fresh: pd.DataFrame,
-    history: pd.DataFrame,
-    earlier: pd.DataFrame,
-    step: pd.Timedelta,
-    states: Mapping[StateKey, Stepped] | None = None,
-    *,
-    warmup: pd.Timedelta = WARMUP,
-) -> tuple[pd.DataFrame, dict[StateKey, Stepped]]:
-    """:func:`serve_frame`, continuing the states of an earlier run where they still hold.
-
-    Args:
-        fresh, history, earlier, step, warmup: as :func:`serve_frame`.
-        states: what an earlier call returned (its states are stepped on in place:
-            the caller gives them up); a state whose inputs changed is rebuilt.
-
-    Returns:
-        The served frame, and each row's state after its origin by ``(id, lead)``,
-        for the next call.
+        silent: :mod:`forecaster.peak.recovery`); and each row's state after its
+        origin by ``(id, lead)``, for the next call.
     """
     levels = tuple(quantile_levels(fresh.columns))
     columns = [quantile_column(q) for q in levels]

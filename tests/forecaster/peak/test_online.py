@@ -15,9 +15,9 @@ from forecaster.peak.reference import (
     seasonal_naive_reference,
     seasonal_reference,
 )
-from forecaster.peak.serving import serve_frame, served_bounds
 from forecaster.peak.target import lead_peak
 from forecaster.types import DS, UID, Y
+from tests.forecaster.peak.serving import serve_frame, served_bounds
 
 STEP = pd.Timedelta(minutes=10)
 LEVELS = (0.5, 0.9, 0.95)

@@ -18,8 +18,9 @@ from forecaster.peak.recovery import (
     return_level,
     return_levels,
 )
-from forecaster.peak.serving import RETURN_LEVEL, serve_frame
+from forecaster.peak.serving import RETURN_LEVEL
 from forecaster.types import DS, UID, Y
+from tests.forecaster.peak.serving import serve_frame
 
 RULE = ReturnRule(idle=3, hold=6, before=6)
 STEP = pd.Timedelta(minutes=10)

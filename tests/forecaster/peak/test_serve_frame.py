@@ -10,9 +10,10 @@ import pandas as pd
 from forecaster.peak.online import WARMUP, anchor, day_rule, steps_per_day
 from forecaster.peak.recovery import held_level
 from forecaster.peak.reference import SEASON
-from forecaster.peak.serving import RAW_PREFIX, RETURN_LEVEL, serve_frame, served_bounds
+from forecaster.peak.serving import RAW_PREFIX, RETURN_LEVEL
 from forecaster.peak.types import LAST, LEAD, SCALE
 from forecaster.types import DS, UID, Y, quantile_column
+from tests.forecaster.peak.serving import serve_frame, served_bounds
 
 STEP = pd.Timedelta(minutes=10)
 LEVELS = (0.5, 0.9, 0.95)

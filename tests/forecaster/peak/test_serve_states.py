@@ -7,9 +7,10 @@ import copy
 import numpy as np
 import pandas as pd
 
-from forecaster.peak.serving import serve_frame, serve_states
+from forecaster.peak.serving import serve_states
 from forecaster.peak.types import LAST, LEAD, SCALE
 from forecaster.types import DS, UID, Y, quantile_column
+from tests.forecaster.peak.serving import serve_frame
 
 STEP = pd.Timedelta(minutes=10)
 LEVELS = (0.5, 0.9, 0.95)

@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from forecaster.metrics import naive_scale
-from forecaster.peak.serving import serve_frame
 from forecaster.registry import load_champion
 from forecaster.tracking import TrackingConfig
 from forecaster.training import recent_history
@@ -23,6 +22,7 @@ from pipelines.jobs.history import read_history, training_plan
 from pipelines.jobs.ingest import run_ingest
 from pipelines.jobs.train import run_train
 from pipelines.store.store import Store
+from tests.forecaster.peak.serving import serve_frame
 from tests.pipelines.jobs.job_fakes import POOL, START, FakeSource, make_settings, synthetic
 
 pytestmark = pytest.mark.slow

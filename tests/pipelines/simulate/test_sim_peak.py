@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from forecaster.exceptions import DataValidationError
-from forecaster.peak.serving import served_bounds
 from forecaster.types import DS, UID, Y
 from pipelines.config.pools import PoolConfig
 from pipelines.simulate.engine import simulate
@@ -18,6 +17,7 @@ from pipelines.simulate.foresight import ForesightPolicy
 from pipelines.simulate.peak import ModelCache, PeakReplayForecaster
 from pipelines.simulate.replay_forecast import PointForecast
 from pipelines.simulate.types import History
+from tests.forecaster.peak.serving import served_bounds
 
 STEP = pd.Timedelta(minutes=10)
 START = pd.Timestamp("2024-05-01", tz="UTC")
