@@ -1,44 +1,6 @@
 """One training: backtest the candidates, choose per series, gate, register, promote.
 
-The champion forecasts each series with the median of the families by default
-(``plan.champion == "median"``, see :mod:`forecaster.models.combination`); its
-backtest rows are the median of the families' rows in each window, so it is scored
-without fitting any family twice, and only the held-out windows are backtested (there
-is nothing to select). ``select`` picks one family (or the median) per series on the
-selection windows instead.
-
-Scores are nested: the backtest has earlier *selection* windows and later *held-out*
-windows (:func:`forecaster.cutoffs.nested_cutoffs`). Selection sees only the
-selection windows; the champion's reported scores and the promotion gate use only the
-held-out ones, which selection never saw (neither as training data nor as actuals).
-MLflow gets both, as ``selection/<metric>/<model>/<horizon>`` and
-``heldout/<metric>/<model>/<horizon>`` (the champion's and persistence's; every
-backtested family's in ``scores_by_model.json``), so a reviewer cannot mistake one for
-the other. Under ``guarded`` only the guarded choice's members are backtested
-(:func:`scored_candidates`): its rows and the gate need nothing else.
-
-The training also fits one global peak-quantile model on every pool's demand
-(:mod:`forecaster.peak.fitting`) at the plan's ``peak_leads`` and ``peak_levels``, and
-stores it inside the same logged model as the champion, so the registered version,
-its ``champion`` alias and its last-known-good copy carry both. Too little history
-means no peak model (the reason is logged and tagged ``foresight.peak``).
-
-The gate (:mod:`forecaster.gate`) judges both: the point forecasts against the
-current champion's on the held-out windows, with no series x horizon cell above
-1.10x persistence's MASE, and the peak model, fitted before the first held-out cutoff
-and scored after it (:mod:`forecaster.peak_gate`), against the trailing-day buffer and
-the current champion's peak model by pinball at the levels pools serve. The decision
-is a :class:`~forecaster.gate.GateDecision`; its checks are the run's ``gate/...``
-metrics and ``foresight.gate.*`` tags.
-
-The MLflow run spans the training: it opens before the backtest (the UI shows it
-running, and its duration is the training's) and ends after registration and the
-gate, FINISHED, or FAILED when anything raised. The order of the side effects is what
-keeps a crash harmless: the run is logged first, the new version is registered next,
-the ``champion`` alias moves only after the gate said so, and the last-known-good
-copy is replaced last (atomically). A training killed at any point leaves the
-previous champion serving.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/training.py`."""
 
 from __future__ import annotations
 
@@ -150,8 +112,6 @@ def train(
         df: validated long frame (see ``forecaster.contract.validate_series``).
         candidates: unfitted model prototypes; names must be unique.
         plan: horizons, windows and levels.
-        tracking: the MLflow tracking server and registry.
-        model_name: the registered model's name.
         models_dir: where the last-known-good copy lives.
         run_name: the MLflow run's display name; default :func:`default_run_name`
             (what was trained and up to when), so runs tell apart in the MLflow UI.

@@ -30,8 +30,6 @@ class TrainingRecord:
     """What a training scored, for its run.
 
     Attributes:
-        plan: the training plan.
-        candidates: the model prototypes.
         df: the validated long frame trained on.
         result: the whole backtest (selection and held-out windows).
         heldout: the held-out windows' backtest frame.

@@ -1,18 +1,6 @@
 """The estimator contract every Foresight forecaster follows.
 
-scikit-learn's contract: ``__init__`` stores hyperparameters only, ``fit(df)`` returns
-``self`` and leaves learned state in attributes ending in ``_``, ``predict`` checks it
-is fitted. A model fits every series of a long frame independently; subclasses
-implement the per-series point forecast and, where they can do it cheaply and
-exactly, the per-series calibration residuals.
-
-Intervals are split-conformal: at fit time each model produces out-of-sample
-residuals (actual minus forecast) per step ahead on the most recent history; a
-quantile ``q`` at step ``k`` is the point forecast plus the ``q`` empirical quantile
-of the step-``k`` residuals. This keeps every family's intervals calibrated the same
-way, needs no distributional assumption (queue depth is bursty and zero-inflated),
-and the backtest measures the coverage it actually gets.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/models/base.py`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """What the two gradient boosting families share: changes at anchor steps, shrunk.
 
-:mod:`forecaster.models.gbm` (each series on its own) and
-:mod:`forecaster.models.global_gbm` (a fleet at once) both forecast the change from
-the last value, ``y[t+k] - y[t]``, at a few anchor steps ``k`` with one scikit-learn
-``HistGradientBoostingRegressor`` (absolute loss) each, interpolate the steps between
-anchors, and shrink each anchor's change toward persistence by the weight of
-``SHRINK_GRID`` with the least held-out error (weight 0 is persistence).
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/models/boosting.py`."""
 
 from __future__ import annotations
 

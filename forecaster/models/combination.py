@@ -1,21 +1,6 @@
 """The median of the families: a point forecast one bad family cannot drag away.
 
-(Seasonal naive is left out of the median of the full set: see :data:`LEFT_OUT`.)
-
-Picking one family per series on a handful of selection windows fails when a lucky
-streak picks a fragile family (seasonal naive on the Helios VCs: won most selection
-windows, then many times worse than persistence held out; ``docs/forecasting.md``).
-The median of the
-families' forecasts, step by step, needs no selection and no weights: as long as
-most families stay near the level (persistence, ETS and the gradient boosting do
-wherever the level persists), one family far off moves the median only to the next
-family in line. Quantiles are the median of the families' quantiles at each level,
-so they never cross when the families' own do not (the median is monotone).
-
-:func:`median_of` is the one rule; the estimator applies it to its fitted members and
-:func:`with_median_rows` to backtest rows of the members already fitted, so training
-scores exactly what the estimator would forecast without fitting every family twice.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/models/combination.py`."""
 
 from __future__ import annotations
 

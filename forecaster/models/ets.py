@@ -1,12 +1,6 @@
 """Exponential smoothing (additive Holt-Winters) with a damped trend and a daily season.
 
-Parameters are estimated once by statsmodels on a prefix of the history that ends
-where the calibration origins begin; the smoothing recursion then runs with those
-frozen parameters over the rest of the history. Its forecasts from the calibration
-origins are out of sample (neither the parameters nor the states saw the values they
-are scored on), and the state at the end of the history is the one the point forecast
-starts from. One optimisation per series serves both the fit and the intervals.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/models/ets.py`."""
 
 from __future__ import annotations
 
@@ -339,7 +333,6 @@ class ExponentialSmoothing(SmoothingFamily):
             keep the one with the least mean absolute error on the calibration origins
             (an out-of-sample AutoETS over the additive family).
         horizon: steps ahead the intervals are calibrated for.
-        alias: name in forecast frames.
     """
 
     name = "ets"

@@ -1,21 +1,6 @@
 """Gradient boosting: direct multi-horizon forecasts of the change from the last value.
 
-One scikit-learn ``HistGradientBoostingRegressor`` per anchor step (1, 3, 12, 36, ...
-up to the horizon, plus the horizon itself) learns ``y[t+k] - y[t]`` from recent lags,
-rolling statistics, the same time a day and a week before the target, and the target's
-hour and weekday; steps between anchors are interpolated. Predicting the change makes
-"no change" (persistence, the hard peer on load series) the natural fallback: each
-anchor's predicted change is shrunk by a weight in ``[0, 1]`` chosen on a held-out
-tail of the history, where weight 0 is persistence. The same held-out forecasts give
-the calibration residuals, and the final forecast is the fold models' forecast from
-the last origin (whose features hold the latest values), so each anchor is fitted
-once (refitting on all the history doubled the fits for no measured gain:
-``docs/forecasting.md``).
-
-The models are small on purpose (4 anchors up to 36 steps, 20 trees of 7 leaves at
-learning rate 0.3, 32 bins): a fit's cost is the number of trees times the leaves per
-tree, not the rows (the measurement behind the sizes is in ``docs/forecasting.md``).
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/models/gbm.py`."""
 
 from __future__ import annotations
 
@@ -67,9 +52,6 @@ class GradientBoosting(AnchoredBoosting):
         windows: rolling mean / standard deviation windows in steps.
         anchors: candidate anchor steps; those up to ``horizon`` (plus ``horizon``)
             get a model.
-        max_iter: boosting iterations per anchor model.
-        learning_rate: boosting learning rate.
-        max_leaf_nodes: leaves per tree.
         max_bins: histogram bins per feature (at most 255); fewer bins make each split
             search cheaper.
         min_samples_leaf: least training rows per leaf (guards bursty series).
@@ -78,12 +60,10 @@ class GradientBoosting(AnchoredBoosting):
         min_improvement: relative held-out MAE gain over persistence an anchor model
             needs to be used at all (otherwise that step falls back to persistence).
         max_history: only the last this many observations are used (4 weeks of 5 min).
-        random_state: seed of the boosting.
         n_threads: OpenMP threads per fit. 1 by default: series are fitted in parallel
             by the caller, and on small frames (~8000 rows) more threads are slower
             (measured 30x slower with the default thread count on 2 cores).
         horizon: steps ahead the intervals are calibrated for.
-        alias: name in forecast frames.
     """
 
     name = "gbm"

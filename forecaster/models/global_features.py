@@ -1,11 +1,6 @@
 """Features and training rows of the global gradient boosting family.
 
-:mod:`forecaster.models.global_gbm` learns from these: every series cut to its history
-and scaled by its own volatility (:func:`series_scale`), the features of each origin
-that transfer across series (:func:`base_features`), those of each target time
-(:func:`step_features`), and the rows one anchor's regressors learn and are scored
-on (:func:`rows`), sampled to bound the cost (:func:`sample`).
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/models/global_features.py`."""
 
 from __future__ import annotations
 

@@ -1,41 +1,6 @@
 """Global gradient boosting: one model per fleet, learnt on all its series at once.
 
-Issue #12 item 2. The per-series families learn each series from its own four weeks;
-on a bursty, mostly-idle queue that is a handful of bursts, too few to learn how long
-a burst lasts, so every family ends up at persistence. This family pools the series
-of the frame it is fitted on (its *fleet*) into one direct multi-horizon model:
-
-* Each series is scaled by its own recent volatility, the mean absolute 1-step change
-  over its training window (the MASE denominator), so one model fits series of any
-  size and its absolute loss on scaled changes is the mean MASE it is scored on. The
-  scale is stored per series and inverted at predict.
-* Targets are the scaled changes ``(y[t+k] - y[t]) / scale`` at anchor steps ``k``
-  (steps between anchors are interpolated, as in :mod:`forecaster.models.boosting`);
-  one scikit-learn ``HistGradientBoostingRegressor`` (absolute loss) per anchor.
-* Features transfer across series (:mod:`forecaster.models.global_features`): scaled
-  recent changes and rolling statistics, the level against the recent maximum, median
-  and minimum, the share of zeros lately, the steps since the last zero (how long the
-  burst has lasted) and since the last change, the same time a day earlier, the
-  target's hour and weekday, and two series features (share of zeros and relative
-  volatility over the window).
-* Shrinkage toward persistence as the per-series family: the last
-  ``validation_fraction`` of every series is held out, a fold model learnt on the rows
-  before it forecasts it, and each series takes the weight in ``[0, 1]`` on the
-  predicted change that minimises its own held-out error plus the fleet's (both in
-  scaled units; weight 0 is persistence, any other must beat it by
-  ``min_improvement``). The fleet term lets a series whose tail held no burst still
-  use what the fleet learnt; its own term vetoes a model that hurts it. The same
-  held-out forecasts are its split-conformal residuals.
-
-Fitting is in two parts. :meth:`GlobalGradientBoosting.learn_fleet` learns the pooled
-regressors (:class:`FleetModel`) from every series of a frame; the per-series part
-(scale, weights, residuals, the forecast from the last observation) is cheap. A
-prototype built with ``fleet=`` skips the first part, so callers that fit series one
-at a time (the rolling-origin backtest, the champion's per-series fan-out) can share
-one fleet model learnt on all the series up to the same time (see
-:mod:`forecaster.fleet`). ``fit(df)`` without ``fleet`` learns it from ``df``: a frame
-of one series is a fleet of one.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/models/global_gbm.py`."""
 
 from __future__ import annotations
 
@@ -122,23 +87,16 @@ class GlobalGradientBoosting(AnchoredBoosting):
             -earlier features use it.
         anchors: candidate anchor steps; those up to ``horizon`` (plus ``horizon``) get
             a regressor.
-        max_iter: boosting iterations per anchor regressor.
-        learning_rate: boosting learning rate.
-        max_leaf_nodes: leaves per tree.
-        max_bins: histogram bins per feature.
-        min_samples_leaf: least training rows per leaf.
         validation_fraction: share of every series held out for the shrinkage and the
             calibration residuals.
         min_improvement: relative held-out gain over persistence a weight needs.
         max_history: only each series' last this many observations are used.
         max_rows: most training rows per regressor; larger fleets are subsampled with
             an even stride over every series' origins, so the cost stays bounded.
-        random_state: seed of the boosting.
         n_threads: OpenMP threads per regressor fit.
         fleet: a fleet model learnt beforehand (:meth:`learn_fleet`); ``None`` learns
             it from the frame given to ``fit``.
         horizon: steps ahead the intervals are calibrated for.
-        alias: name in forecast frames.
     """
 
     name = "global_gbm"

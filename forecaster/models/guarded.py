@@ -1,27 +1,6 @@
 """The guarded choice: persistence, unless a family's own out-of-sample errors beat it.
 
-Where the level persists nothing beats persistence for free, and the median of the
-families (:mod:`forecaster.models.combination`) follows persistence there; where a
-family has structure to exploit (inference arrivals at 1-3 h, CPU series with a daily
-cycle) the median dilutes it with the families that do not. The guarded choice keeps
-persistence as the reference and lets another family forecast step ``k`` of a series
-only when that family's out-of-sample mean absolute error over steps ``1..k`` is below
-persistence's by more than a margin (:data:`MARGIN`); among such families the one with
-the lowest error forecasts. Nothing is refitted and nothing is learnt from later data:
-the errors are the split-conformal calibration residuals each family already computes
-at fit time, on the history before the forecast origin (``docs/forecasting.md``,
-"Intervals").
-
-Each member forecast carries those errors in a column, :data:`ERROR`
-(:func:`with_calibration_error`; :class:`Calibrated` wraps a family so its forecasts
-do), so the rule is a pure function of the members' forecast frames, as the median is:
-:class:`GuardedChoice` applies it to its fitted members and :func:`with_guarded_rows`
-to the rows of a backtest of calibrated families, so training scores exactly what the
-estimator forecasts without fitting any family twice.
-
-A forecast row is one member's whole row (mean and quantiles): quantiles never cross
-when that member's do not.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/models/guarded.py`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """MSTL: daily and weekly seasons removed by statsmodels, the rest smoothed.
 
-The history is decomposed once, on the prefix that ends where the calibration origins
-begin. Each seasonal component is extrapolated by repeating its last cycle; the
-seasonally adjusted series (value minus extrapolated seasons) is forecast by
-non-seasonal exponential smoothing with parameters estimated on the prefix and states
-filtered to the end. Forecasts from the calibration origins therefore use nothing
-they are scored on, and the final forecast is the same model advanced to the end.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/models/mstl.py`."""
 
 from __future__ import annotations
 
@@ -89,7 +83,6 @@ class MSTL(SmoothingFamily):
         select: when true, also try dropping the longest periods (down to none) and
             keep the choice with the least mean absolute error on the calibration origins.
         horizon: steps ahead the intervals are calibrated for.
-        alias: name in forecast frames.
     """
 
     name = "mstl"

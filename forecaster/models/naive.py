@@ -18,7 +18,6 @@ class Persistence(Forecaster):
     Args:
         horizon: steps ahead the intervals are calibrated for.
         window: how many recent origins the interval residuals come from.
-        alias: name in forecast frames.
     """
 
     name = PERSISTENCE
@@ -45,7 +44,6 @@ class SeasonalNaive(Forecaster):
         season_length: steps in one season (144 for a day at 10 min).
         horizon: steps ahead the intervals are calibrated for.
         window: how many recent origins the interval residuals come from.
-        alias: name in forecast frames.
     """
 
     name = "seasonal_naive"

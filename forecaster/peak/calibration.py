@@ -1,18 +1,6 @@
 """Online calibration: adaptive conformal inference (Gibbs & Candès, 2021).
 
-A forecast quantile ``q`` at level ``tau`` is corrected by an offset in the series'
-own scale: ``bound = q + offset * scale``. The offset is the empirical
-``1 - alpha_t`` quantile of recent scores ``(peak - q) / scale`` (forecasts whose peak
-is already realised), and ``alpha_t`` moves after every realised outcome:
-
-    alpha_{t+1} = alpha_t + gamma * ((1 - tau) - miss_t)
-
-where ``miss_t`` is 1 when the realised peak exceeded the bound that was *issued*.
-Misses lower ``alpha`` (a wider bound), covered outcomes raise it, so the long-run
-miss rate tends to ``1 - tau`` whatever the drift. A forecast made at ``t`` for lead
-``L`` is realised only at ``t + L``: the calibrator keeps the issued bounds in a queue
-of ``L`` and learns from each when it comes due, never earlier.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/calibration.py`."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
 """Online combination of quantile forecasts, weighted by their realised pinball loss.
 
-Per series, lead and quantile ``tau`` the bounds of ``k`` experts are mixed convexly
-(served: the four of :data:`forecaster.peak.online.EXPERTS`, i.e. the calibrated
-model, the reference, i.e. the trailing-day empirical quantile of headroom,
-persistence + k sd, the model's raw bound and the time-of-day reference),
-
-    bound_t = sum_i w_it * expert_it,
-    w_it = exp(-eta * L_it) / sum_j exp(-eta * L_jt),
-
-where ``L_it`` is the exponentially discounted mean pinball loss (in the series'
-scale units) of expert ``i`` over the forecasts *already realised* at ``t``: a
-forecast made at ``s`` for lead ``L`` is scored only from ``s + L`` on. This is
-exponentially weighted averaging of experts with a discounted loss, so it tracks
-whichever is better for a while (the model on volatile series, the reference on a
-pool whose demand stays flat, the raw model where calibration widens a bound that
-was already right). Pinball loss is convex, so the mix never loses more than the
-weighted average of the experts' losses. Until anything is realised the weights are
-equal; an expert with no bound at an origin (NaN) gets no weight there, and none
-until it has a realised loss.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/combine.py`."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
 """Features of one origin, in the series' own scale, from data up to the origin only.
 
-For a target series ``y`` with scale ``s`` (``scale.py``), at origin ``t``:
-
-- recent changes ``(y[t] - y[t-k]) / s`` for ``k`` in 1, 2, 3, 6, 12 steps;
-- volatility: the 2-hour standard deviation of 1-step changes and, per lead ``L``,
-  the trailing-day standard deviation of ``L``-step changes, both over ``s``;
-- position in the day's range: level minus the trailing-day mean, distance below the
-  trailing-day maximum and above its minimum, over ``s``; the day's share of rising
-  steps and of unchanged steps; steps since the last jump of more than ``s``;
-- calendar: hour of day and weekday of the origin;
-- series features: ``log1p`` of the level and of ``s`` (the pool's size and
-  granularity: one 8-GPU job is a burst on a small pool, noise on a big one);
-- covariates, by role: queue depth in target units (level and 1- and 3-step
-  changes over ``s``, and its share of the target); arrivals, pending jobs and GPU
-  utilisation relative to their own trailing-day mean (level, 1- and 3-step changes).
-
-Every statistic is trailing, so a feature at ``t`` never reads ``y[t+1:]``.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/features.py`."""
 
 from __future__ import annotations
 

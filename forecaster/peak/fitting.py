@@ -1,13 +1,6 @@
 """The training's peak model: one global fit on the fleet, or the reason there is none.
 
-A training fits one :class:`~forecaster.peak.PeakQuantileForecaster` on every pool's
-demand (with its covariates) at the pools' lead steps and provisioning levels. It is
-stored with the registered champion (see :mod:`forecaster.pyfunc`), so a retrained
-peak model reaches serving exactly as the champion does. Too little history, or no
-demand series, is not an error of the training: the champion is still registered,
-the forecast job then stores no peak forecast, and the service falls back to the
-per-horizon forecasts and says so.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/fitting.py`."""
 
 from __future__ import annotations
 
@@ -32,8 +25,6 @@ class PeakFit:
     Attributes:
         model: the fitted global model; None when none could be fitted.
         reason: why ``model`` is None; empty when there is a model.
-        leads: the lead steps it forecasts.
-        levels: the quantile levels it forecasts.
     """
 
     model: PeakQuantileForecaster | None

@@ -1,12 +1,6 @@
 """A fleet frame: the series one global peak model learns from, and the leads it serves.
 
-The peak forecaster is trained on every pool's demand together, each with its pool's
-covariates (queue depth, arrivals, pending jobs, utilisation). :func:`fleet_frame`
-puts a long frame in the form it takes: UTC, string ids, demand clipped at zero
-(demand is a count; a negative reading is a collector's artefact).
-The training, the forecast job and the decision-quality replay all build their
-fleets with it, so what is served is what was benchmarked.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/fleet.py`."""
 
 from __future__ import annotations
 

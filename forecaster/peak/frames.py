@@ -1,13 +1,6 @@
 """From the long frame ``unique_id, ds, y`` to one input per target series.
 
-Series ids are ``<pool>/<signal>``, split by :meth:`forecaster.types.SeriesId.of` (an
-id without ``/`` is a pool with no signal, so never a target). Every series whose
-signal is a target (by default ``demand_gpus``) is forecast; the pool's other signals
-that have a covariate role (queue depth, arrivals, pending jobs, GPU utilisation) ride
-along, aligned on the target's timestamps. A pool without some covariate simply lacks
-those features (the boosted trees take missing values natively), so one model serves
-every pool.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/frames.py`."""
 
 from __future__ import annotations
 

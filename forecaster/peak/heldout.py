@@ -1,20 +1,6 @@
 """The peak model on held-out windows: fitted before them, scored by pinball after.
 
-What the promotion gate asks of a peak-quantile model
-(:class:`~forecaster.peak.PeakQuantileForecaster`): at the levels pools provision
-for, is its bound of the lead-time peak better than the trailing-day buffer (what
-persistence + k sd provisions, :func:`forecaster.peak.reference.trailing_reference`)
-and than the current champion's peak model?
-
-It is one fit per model, not one per window: the model is fitted on the history up
-to the training's first held-out cutoff (:func:`heldout_forecasts`) and forecasts
-every origin from there on, so no held-out actual is seen by the fit, the same
-windows the point forecasts are gated on are scored, and the extra cost of the gate
-is one fit and one prediction per model. :func:`peak_losses` scores any set of such
-forecasts against each other and the buffer on the origins they all cover, in each
-series' volatility unit (:func:`forecaster.peak.scale.recent_scale`, as the served
-combination weighs its experts), so a 400-GPU pool does not drown a 4-GPU one.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/heldout.py`."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
 """The peak-quantile forecaster: global gradient-boosted quantiles of the lead-time peak.
 
-One scikit-learn ``HistGradientBoostingRegressor(loss="quantile")`` per lead and
-quantile is trained on every target series of the fleet stacked together. Each
-series is measured in its own recent volatility (``scale.py``): the model learns the
-quantiles of ``(max(y[t+1 .. t+L]) - y[t]) / s[t]`` from features in the same unit
-(``features.py``), so a small or new pool borrows what the big ones show, and the
-cost of a fit follows the number of rows (capped by ``max_rows``), not of series.
-Every row weighs the same in that unit. (Rows used to be weighted by their scale over
-the series' median scale; an idle pool's median scale sits at the epsilon floor, so
-its few active rows weighed up to 1e8 each and the fit of the whole fleet followed
-them: on the Earth VCs, two idle VCs out of 16 made the model worse than the
-trailing-day reference at 10 minutes.)
-
-Predictions are sorted across quantiles (they never cross), made non-decreasing
-across leads (the peak over a longer lead is at least the shorter one's), and
-clipped at zero for series that never went negative.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/model.py`."""
 
 from __future__ import annotations
 
@@ -57,9 +42,6 @@ class PeakQuantileForecaster(Hyperparameters):
         covariates: ``(signal, role)`` pairs of the pools' other signals used as
             features; roles are ``queue`` (in target units), ``arrivals``, ``jobs``,
             ``util``.
-        max_iter: boosting iterations per model.
-        learning_rate: boosting learning rate.
-        max_leaf_nodes: leaves per tree.
         min_samples_leaf: least rows per leaf. Large on purpose: a leaf must pool many
             events, not the few rows of one fault seen on every series at once (on the
             Helios traces, with 40 and no clip two data stalls before an outage taught

@@ -1,29 +1,6 @@
 """Demand coming back after an idle spell: expect the level it had before.
 
-A training pool whose demand drops to zero and comes back has mostly been interrupted,
-not emptied: jobs are resubmitted or restarted from their checkpoints (on the Helios
-Earth virtual clusters most returns reached the level of the hour before the idle
-spell within the hour after: ``docs/forecasting.md``, "Demand back from an idle
-spell"). A model of the lead-time peak cannot learn this from the few returns
-its history holds, and at the return its features say "a jump from zero", which it
-has seldom seen; its bound then follows demand up one lead at a time while the work
-queues.
-
-:func:`return_level` gives, at an origin, the level to provision at least: the maximum
-of the hour before the idle spell, when demand came back from at least
-``ReturnRule.idle`` at zero no more than ``ReturnRule.hold`` ago and is still below
-that level (NaN otherwise). The served bound (:mod:`forecaster.peak.online`) is
-raised to it at the levels from :data:`MIN_LEVEL` up: the level came back in most
-returns, so it is a statement about the median and above, not about the low
-quantiles. Only the series' own past is read.
-
-That premise is checked on each series' own past (:func:`comes_back`): where, in the
-week before an origin, the series came back from idle at least :data:`MIN_RETURNS`
-times and fewer than half of those returns reached their level within the hold, the
-rule does not hold the bound (:func:`held_level`): on the Alibaba LoRA inference
-trace demand drops to zero on quiet nights and flickers back with the arrivals, and
-fewer than half of its returns reach their level (the counts are in the docs).
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/recovery.py`."""
 
 from __future__ import annotations
 

@@ -1,25 +1,6 @@
 """The time-of-day reference: recent buffers at this time of day, not over the whole day.
 
-The trailing-day reference (what persistence + k sd provisions) takes a quantile of
-the lead-time headroom realised over the last day, whatever the hour. Arrivals follow
-the clock (work is submitted in working hours), so the buffer needed at 10:00 is better
-told by the headrooms seen around 10:00 on the last days. This reference takes, at an
-origin ``t``, the quantile of the realised headroom ``max(y[s+1 .. s+L]) - y[s]`` of
-the origins ``s`` within an hour of ``t``'s time of day over the last week (and the
-last hour), realised by ``t``: about 100 values at 10-minute steps.
-
-It is an expert of the served combination (:mod:`forecaster.peak.online`); what it
-scores alone and adds to the mix is in ``docs/forecasting.md`` ("Online combination
-with the references").
-
-The seasonal references (:func:`seasonal_naive_bound`) are experts of the same mix
-that carry the *level*, not only the buffer, from the same time on an earlier day:
-the lead-time peak realised ``lag`` steps before (same time yesterday, same time last
-week) plus the quantile of that forecast's own realised errors over the trailing day
-(what a "seasonal naive + k sd" buffer provisions, in quantile form). Where demand
-follows the clock (inference arrivals) the level itself repeats, and a buffer on the
-current level lags every rise.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/reference.py`."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """Per-series scale: the recent volatility every series is measured in.
 
-A global model sees pools of 1 GPU and of 800 side by side. Each series' features and
-target are divided by its own recent typical step change, so "a jump of 3 usual steps"
-means the same thing on every pool, and the learned quantiles transfer to a new or
-small pool. The scale is causal (it uses only values up to the origin).
-
-The scale is the larger of the mean absolute 1-step change over the trailing day and
-half of it over the trailing week, so that a quiet day does not shrink the unit to
-nothing before a burst; a floor relative to the level (and an absolute epsilon) keeps
-a constant series finite.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/scale.py`."""
 
 from __future__ import annotations
 

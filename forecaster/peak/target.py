@@ -1,10 +1,6 @@
 """The quantity the scale decision needs: the demand peak over the lead time.
 
-At an origin ``t`` the lead-time peak is ``max(y[t+1 .. t+L])``: what must be
-provisioned now so that nothing waits until capacity ordered now arrives. The
-forecaster learns the *headroom* ``peak - y[t]``, the part of the peak the current
-level does not already cover; that is the buffer a "persistence + k sd" rule adds.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/target.py`."""
 
 from __future__ import annotations
 
