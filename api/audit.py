@@ -1,9 +1,4 @@
-"""The audit trail of recommendations: a pool's answer is stored when it differs.
-
-"Differs" is judged on what a reader of the trail acts on (desired and current nodes,
-action, mode, model version, the explanation's term), not on the time or the
-explanation's wording, so a steady pool adds nothing however often it is decided.
-"""
+"""The audit trail of recommendations: a pool's answer is stored when it differs (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Following the registry's ``@champion``: every replica serves what was promoted.
-
-Details: docs/api.md, "Notes from the code", `api/champion.py`."""
+"""Following the registry's ``@champion``: every replica serves what was promoted (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""One pool's decision from the service's inputs, each checked to be this clock's.
-
-Details: docs/api.md, "Notes from the code", `api/decision.py`."""
+"""One pool's decision from the service's inputs, each checked to be this clock's (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""``/docs`` and ``/redoc`` served with their scripts and styles, no CDN needed.
-
-Details: docs/api.md, "Notes from the code", `api/docs_ui.py`."""
+"""``/docs`` and ``/redoc`` served with their scripts and styles, no CDN needed (docs/api.md)."""
 
 from __future__ import annotations
 

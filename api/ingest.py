@@ -1,6 +1,4 @@
-"""Pushed samples into the store, with derived demand.
-
-Details: docs/api.md, "Notes from the code", `api/ingest.py`."""
+"""Pushed samples into the store, with derived demand (docs/api.md)."""
 
 from __future__ import annotations
 

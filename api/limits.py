@@ -1,6 +1,4 @@
-"""Request body limits: a 413 as soon as a body is known to be too large.
-
-Details: docs/api.md, "Notes from the code", `api/limits.py`."""
+"""Request body limits: a 413 as soon as a body is known to be too large (docs/api.md)."""
 
 from __future__ import annotations
 

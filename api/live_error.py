@@ -1,6 +1,4 @@
-"""Each pool's live forecast error, as the evaluate job last measured it.
-
-Details: docs/api.md, "Notes from the code", `api/live_error.py`."""
+"""Each pool's live forecast error, as the evaluate job last measured it (docs/api.md)."""
 
 from __future__ import annotations
 

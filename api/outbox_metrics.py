@@ -1,8 +1,6 @@
 """``foresight_webhook_outbox_items{status}``: the webhook outbox by status, at scrape time.
 
-``status="dead"`` counts the dead letters: deliveries a receiver rejected for good,
-kept until an operator retries them (``foresight webhooks retry``). Alert on it.
-"""
+Details: docs/api.md, "Notes from the code", `api/outbox_metrics.py`."""
 
 from __future__ import annotations
 

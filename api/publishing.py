@@ -1,6 +1,4 @@
-"""Publishing the recommendation set: the cluster's objects and the webhooks.
-
-Details: docs/consumers.md, "Notes from the code", `api/publishing.py`."""
+"""Publishing the recommendation set: the cluster's objects and the webhooks (docs/consumers.md)."""
 
 from __future__ import annotations
 

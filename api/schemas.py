@@ -1,6 +1,4 @@
-"""Request and response bodies of the HTTP API, separate from the domain types.
-
-Details: docs/api.md, "Notes from the code", `api/schemas.py`."""
+"""Request and response bodies of the HTTP API, separate from the domain types (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """What the app serves from: :class:`Services`, and the default sources it starts with.
 
-Built once per app by :func:`api.main.build_services` (or injected by tests) and
-completed in the lifespan (:func:`api.deps.serving_services`); the recommendation
-service (:mod:`api.service`) then reads every input of a decision through it.
-"""
+Details: docs/api.md, "Notes from the code", `api/services.py`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""A Prometheus collector that reads the app's store at each scrape.
-
-The outbox, publish and scorecard gauges are all read this way, and all answer a
-scrape the same way: nothing while the service is not started, and nothing (with a
-warning) while the store is down, since a scrape must still answer then.
-"""
+"""A Prometheus collector that reads the app's store at each scrape (docs/api.md)."""
 
 from __future__ import annotations
 

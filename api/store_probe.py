@@ -1,6 +1,4 @@
-"""Readiness of the store for writes: a small heartbeat write, bounded in time.
-
-Details: docs/api.md, "Notes from the code", `api/store_probe.py`."""
+"""Readiness of the store for writes: a small heartbeat write, bounded in time (docs/api.md)."""
 
 from __future__ import annotations
 

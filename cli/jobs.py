@@ -1,8 +1,6 @@
 """``foresight ingest`` and ``foresight backfill``: run the ingest job once, with a bar.
 
-Wired into :mod:`cli` one line per command. A failed run exits 1 after
-printing its report; a configuration error exits 2 (as every command does).
-"""
+Details: docs/jobs.md, "Notes from the code", `cli/jobs.py`."""
 
 from __future__ import annotations
 

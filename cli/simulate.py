@@ -1,6 +1,4 @@
-"""``foresight simulate``: replay a pool's demand against scaling policies.
-
-Details: docs/simulate.md, "Notes from the code", `cli/simulate.py`."""
+"""``foresight simulate``: replay a pool's demand against scaling policies (docs/simulate.md)."""
 
 from __future__ import annotations
 

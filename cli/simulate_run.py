@@ -1,8 +1,6 @@
 """The replay behind ``foresight simulate``: load, replay, compare, print and write.
 
-:mod:`cli.simulate` checks the options (before any heavy import) and hands
-them here as :class:`~cli.simulate.SimulateArgs`.
-"""
+Details: docs/simulate.md, "Notes from the code", `cli/simulate_run.py`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """What every ``foresight`` command shares: the console, options, settings and errors.
 
-The command modules (:mod:`cli` and the modules of its lazy commands) import
-from here so each command reads settings, reports errors and prints the same way.
-"""
+Details: docs/layout.md, "Notes from the code", `cli/support.py`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """The estimator contract as the backtest sees it, cloning, and comparing prototypes.
 
-What fits prototypes (the backtest, the champion, the combinations) treats every model
-alike through :class:`Estimator` and fits copies rebuilt from ``get_params``
-(:func:`clone`), never the prototypes it is given.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/estimator.py`."""
 
 from __future__ import annotations
 

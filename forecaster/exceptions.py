@@ -1,9 +1,4 @@
-"""Foresight's own exception hierarchy.
-
-Library errors are translated into these at the boundary (``raise ... from``); HTTP
-errors exist only in ``api/``. The deployment's own errors (the store, publishing)
-extend it in :mod:`pipelines.errors`.
-"""
+"""Foresight's own exception hierarchy (docs/forecasting.md)."""
 
 
 class ForesightError(Exception):

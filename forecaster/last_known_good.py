@@ -1,6 +1,4 @@
-"""The last-known-good copy of the champion, kept under ``models_dir``.
-
-Details: docs/forecasting.md, "Notes from the code", `forecaster/last_known_good.py`."""
+"""The last-known-good copy of the champion, kept under ``models_dir`` (docs/forecasting.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Forecast accuracy metrics: pure functions over backtest frames.
-
-Details: docs/forecasting.md, "Notes from the code", `forecaster/metrics.py`."""
+"""Forecast accuracy metrics: pure functions over backtest frames (docs/forecasting.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """A model's files from the registry: a ``models:/`` URI resolved and downloaded.
 
-MLflow resolves ``models:/`` URIs against its global registry URI only, so they are
-resolved here with an explicit client (:class:`~forecaster.tracking.TrackingConfig`)
-and the files fetched from where they are.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/model_files.py`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """What a training evaluates and on which data: the plan shared by training and its replays.
 
-Kept apart from :mod:`forecaster.training` (which talks to MLflow) so the train-time
-procedure can be replayed (:mod:`forecaster.procedure`) without importing MLflow.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/plan.py`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The train-time procedure as an estimator, and its walk-forward backtest.
-
-Details: docs/forecasting.md, "Notes from the code", `forecaster/procedure.py`."""
+"""The train-time procedure as an estimator, and its walk-forward backtest (docs/forecasting.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The MLflow pyfunc wrapper of a fitted Foresight forecaster.
-
-Details: docs/forecasting.md, "Notes from the code", `forecaster/pyfunc.py`."""
+"""The MLflow pyfunc wrapper of a fitted Foresight forecaster (docs/forecasting.md)."""
 
 from __future__ import annotations
 

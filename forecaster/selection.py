@@ -1,6 +1,4 @@
-"""Model selection per series and the promotion gate of a challenger.
-
-Details: docs/forecasting.md, "Notes from the code", `forecaster/selection.py`."""
+"""Model selection per series and the promotion gate of a challenger (docs/forecasting.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""MLflow experiment tracking of training runs.
-
-Details: docs/forecasting.md, "Notes from the code", `forecaster/tracking.py`."""
+"""MLflow experiment tracking of training runs (docs/forecasting.md)."""
 
 from __future__ import annotations
 

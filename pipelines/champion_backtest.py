@@ -1,6 +1,4 @@
-"""``foresight backtest --champion``: the trained champion scored walk-forward.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/champion_backtest.py`."""
+"""``foresight backtest --champion``: the trained champion scored walk-forward (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Each data warning once per run, however many commands the run has.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/data_warnings.py`."""
+"""Each data warning once per run, however many commands the run has (docs/jobs.md)."""
 
 from __future__ import annotations
 

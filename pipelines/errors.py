@@ -1,8 +1,4 @@
-"""The deployment's errors: the store, and the consumers' formats.
-
-Both extend :class:`~forecaster.exceptions.ForesightError`, so whatever catches
-Foresight's own errors (the CLI, the jobs, the API's handlers) catches these too.
-"""
+"""The deployment's errors: the store, and the consumers' formats (docs/jobs.md)."""
 
 from forecaster.exceptions import ForesightError
 

@@ -1,6 +1,4 @@
-"""Where training and backtests fan out: nowhere, a local process pool, or Dask.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/executors.py`."""
+"""Where training and backtests fan out: nowhere, a local process pool, or Dask (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Start the MLflow UI beside ``foresight serve`` for the embedded default.
-
-With a local (SQLite) tracking store nobody else serves the UI, so ``make run``
-starts ``mlflow ui`` on the same store and stops it when Foresight stops. A remote
-tracking server (``http(s)://``) already has a UI: its address is returned as is.
-"""
+"""Start the MLflow UI beside ``foresight serve`` for the embedded default (docs/jobs.md)."""
 
 from __future__ import annotations
 

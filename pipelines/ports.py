@@ -1,9 +1,6 @@
 """Check that the ports ``foresight serve`` listens on are free, before starting anything.
 
-Without the check a taken API port fails only after the app and the scheduler have
-started and the banner has advertised the address, and a taken MLflow UI port is
-reported minutes later; another program answering there looks like Foresight.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/ports.py`."""
 
 from __future__ import annotations
 

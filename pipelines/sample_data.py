@@ -1,6 +1,4 @@
-"""Deterministic generator of the committed sample: a small GPU cluster's metrics.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/sample_data.py`."""
+"""Deterministic generator of the committed sample: a small GPU cluster's metrics (docs/jobs.md)."""
 
 from __future__ import annotations
 

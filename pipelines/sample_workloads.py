@@ -1,6 +1,4 @@
-"""The sample's workloads played step by step under a reactive autoscaler.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/sample_workloads.py`."""
+"""The sample's workloads played step by step under a reactive autoscaler (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Bounds: every recommendation lies in the pool's ``[min_nodes, max_nodes]``.
-
-The bounds are the operator's word and beat every other term, the reactive floor
-included: a pool capped at ``max_nodes`` cannot grow past it whatever is demanded.
-"""
+"""Bounds: every recommendation lies in the pool's ``[min_nodes, max_nodes]`` (docs/policy.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """The knobs of the call-chain analysis (:func:`~api.callchain.bottleneck.analyse`), defaults.
 
-The deployment's ``callchain`` settings (:class:`api.settings.CallChainSettings`) take
-their defaults from here, so each default has one source.
-"""
+Details: docs/api.md, "Notes from the code", `api/callchain/bottleneck_settings.py`."""
 
 from __future__ import annotations
 

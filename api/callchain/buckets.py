@@ -1,8 +1,4 @@
-"""Time buckets of per-service streaming sketches, and their merge into statistics.
-
-:class:`~api.callchain.incremental.ChainWindow` folds each span into the bucket of its
-arrival; the statistics of the window merge the buckets it still holds.
-"""
+"""Time buckets of per-service streaming sketches, and their merge into statistics (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Parse a JSON request body so that every way it can fail is a validation error.
-
-The messages say what is wrong with the body and the rule it breaks, never the
-parser's own words (``Exceeds the limit (4300 digits) for integer string conversion
-... use sys.set_int_max_str_digits()`` is advice for the server, not the sender).
-"""
+"""Parse a JSON request body so that every way it can fail is a validation error (docs/api.md)."""
 
 from __future__ import annotations
 

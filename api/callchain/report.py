@@ -1,6 +1,4 @@
-"""The verdict on one service: its record, and the words said about it.
-
-Details: docs/api.md, "Notes from the code", `api/callchain/report.py`."""
+"""The verdict on one service: its record, and the words said about it (docs/api.md)."""
 
 from __future__ import annotations
 

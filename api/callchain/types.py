@@ -1,9 +1,6 @@
 """The call-chain records: one span, and what a window of spans says about one service.
 
-Spans are stored with integer nanosecond times (what OTLP carries), so decoding the same
-trace from protobuf, OTLP JSON or our simple span list gives equal records; ``start`` and
-``end`` are offered as UTC datetimes for display.
-"""
+Details: docs/api.md, "Notes from the code", `api/callchain/types.py`."""
 
 from __future__ import annotations
 

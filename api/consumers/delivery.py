@@ -1,6 +1,4 @@
-"""Webhook delivery from the persistent outbox: claim, sign, POST, settle.
-
-Details: docs/consumers.md, "Notes from the code", `api/consumers/delivery.py`."""
+"""Webhook delivery from the persistent outbox: claim, sign, POST, settle (docs/consumers.md)."""
 
 from __future__ import annotations
 

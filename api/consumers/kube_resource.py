@@ -1,9 +1,4 @@
-"""One kind of Kubernetes object through the official client, as plain dicts.
-
-:class:`KubeResource` hides the client's two calling conventions (typed APIs take the
-name first, the custom objects API takes the CRD's coordinates first) behind get, list,
-create, replace and delete.
-"""
+"""One kind of Kubernetes object through the official client, as plain dicts (docs/consumers.md)."""
 
 from __future__ import annotations
 

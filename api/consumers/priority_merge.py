@@ -1,6 +1,4 @@
-"""Merging Foresight's priorities into a live priority-expander ConfigMap.
-
-Details: docs/consumers.md, "Notes from the code", `api/consumers/priority_merge.py`."""
+"""Merging Foresight's priorities into a live priority-expander ConfigMap (docs/consumers.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """The dashboard's HTML shell and static assets, read from the package's ``static/``.
 
-The shell is rendered on the server with the pool names already in it, so a page
-without JavaScript still says which pools exist, and the script only fills in the
-numbers. Assets are looked up in a fixed allow-list: a request can never name a file.
-"""
+Details: docs/dashboard.md, "Notes from the code", `api/dashboard/page.py`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""``GET /dashboard/pool/{pool}``: what the dashboard draws for one pool.
-
-Details: docs/dashboard.md, "Notes from the code", `api/dashboard/pool_view.py`."""
+"""``GET /dashboard/pool/{pool}``: what the dashboard draws for one pool (docs/dashboard.md)."""
 
 from __future__ import annotations
 

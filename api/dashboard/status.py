@@ -1,6 +1,4 @@
-"""``GET /dashboard/status``: is the machinery behind the numbers alive?
-
-Details: docs/dashboard.md, "Notes from the code", `api/dashboard/status.py`."""
+"""``GET /dashboard/status``: is the machinery behind the numbers alive? (docs/dashboard.md)"""
 
 from __future__ import annotations
 

@@ -1,5 +1,3 @@
 """cluster-autoscaler's gRPC expander (``BestOptions``), served from the live ranking.
 
-The protocol (``protos/expander.proto``) is written from cluster-autoscaler's own
-definition; the generated modules beside it are committed.
-"""
+Details: docs/consumers.md, "Notes from the code", `api/grpc_expander/__init__.py`."""

@@ -1,6 +1,4 @@
-"""cluster-autoscaler's gRPC expander, served by Foresight over TLS.
-
-Details: docs/consumers.md, "Notes from the code", `api/grpc_expander/server.py`."""
+"""cluster-autoscaler's gRPC expander, served by Foresight over TLS (docs/consumers.md)."""
 
 from __future__ import annotations
 

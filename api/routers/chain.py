@@ -1,8 +1,4 @@
-"""``GET /signals/chain``: the call chain as the latest analysis sees it.
-
-Read from the background analysis (:mod:`api.latency`), never computed on the request:
-the route costs a copy of the latest result whatever the span rate.
-"""
+"""``GET /signals/chain``: the call chain as the latest analysis sees it (docs/api.md)."""
 
 from __future__ import annotations
 

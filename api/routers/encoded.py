@@ -1,6 +1,4 @@
-"""Recommendation bodies as JSON bytes, each encoded once per decision.
-
-Details: docs/api.md, "Notes from the code", `api/routers/encoded.py`."""
+"""Recommendation bodies as JSON bytes, each encoded once per decision (docs/api.md)."""
 
 from __future__ import annotations
 

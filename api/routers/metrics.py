@@ -1,8 +1,4 @@
-"""``GET /metrics``: the Prometheus text exposition of the app's own registry.
-
-Guarded like a read (the gauges show every pool's desired and current nodes) unless
-``service.metrics_public`` is set; see :func:`api.auth.authorize_metrics`.
-"""
+"""``GET /metrics``: the Prometheus text exposition of the app's own registry (docs/api.md)."""
 
 from __future__ import annotations
 

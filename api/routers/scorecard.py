@@ -1,9 +1,4 @@
-"""``GET /scorecard`` and ``/scorecard/{pool}``: the shadow scorecard.
-
-Per pool, what Foresight recommended against the nodes that actually existed and the
-demand that came: the waiting GPU-hours its plan would have avoided and the node-hours
-it would have added, over the last day and week (see ``docs/scorecard.md``).
-"""
+"""``GET /scorecard`` and ``/scorecard/{pool}``: the shadow scorecard (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""``POST /signals/metrics``: push samples into the store, off the event loop.
-
-Details: docs/api.md, "Notes from the code", `api/routers/signals.py`."""
+"""``POST /signals/metrics``: push samples into the store, off the event loop (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Whether a pool's ``node_group_id`` has the form its cloud provider reports.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/config/node_groups.py`."""
+"""Whether a pool's ``node_group_id`` has the form its cloud provider reports (docs/jobs.md)."""
 
 from __future__ import annotations
 

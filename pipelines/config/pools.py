@@ -1,6 +1,4 @@
-"""Node pools: the unit of every scale decision, as the pools file declares them.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/config/pools.py`."""
+"""Node pools: the unit of every scale decision, as the pools file declares them (docs/jobs.md)."""
 
 from __future__ import annotations
 

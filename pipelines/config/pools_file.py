@@ -1,6 +1,4 @@
-"""The pools file: read a YAML file of node pools, and say what is wrong with it.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/config/pools_file.py`."""
+"""The pools file: read a YAML file of node pools, and say what is wrong with it (docs/jobs.md)."""
 
 from __future__ import annotations
 

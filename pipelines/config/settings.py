@@ -1,6 +1,4 @@
-"""The one typed settings object of a Foresight deployment.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/config/settings.py`."""
+"""The one typed settings object of a Foresight deployment (docs/jobs.md)."""
 
 from __future__ import annotations
 

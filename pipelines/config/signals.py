@@ -1,8 +1,6 @@
 """The signals of a pool: the names every pool has and their default PromQL queries.
 
-A pool's signals are series ``<pool>/<signal>``; a pool may override any default query
-or declare more signals in the pools file (:mod:`pipelines.config.pools`).
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/config/signals.py`."""
 
 from __future__ import annotations
 

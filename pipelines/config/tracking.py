@@ -1,8 +1,4 @@
-"""The MLflow tracking configuration a deployment's settings name.
-
-:mod:`forecaster.tracking` takes a :class:`~forecaster.tracking.TrackingConfig` and
-knows nothing of the deployment's settings; this is where the two meet.
-"""
+"""The MLflow tracking configuration a deployment's settings name (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Running one job: the history record around it and what follows it.
-
-Details: docs/scheduler.md, "Notes from the code", `pipelines/scheduler/dispatch.py`."""
+"""Running one job: the history record around it and what follows it (docs/scheduler.md)."""
 
 from __future__ import annotations
 

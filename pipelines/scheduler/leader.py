@@ -1,6 +1,4 @@
-"""Locks that make exactly one process the scheduler leader.
-
-Details: docs/scheduler.md, "Notes from the code", `pipelines/scheduler/leader.py`."""
+"""Locks that make exactly one process the scheduler leader (docs/scheduler.md)."""
 
 from __future__ import annotations
 

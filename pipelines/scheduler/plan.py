@@ -1,8 +1,4 @@
-"""Which jobs run when: the schedule built from ``Settings.scheduler``.
-
-A plan is data (job name, stable id, trigger), so tests and embedders can pass their
-own (seconds instead of minutes) without touching the scheduler's wiring.
-"""
+"""Which jobs run when: the schedule built from ``Settings.scheduler`` (docs/scheduler.md)."""
 
 from __future__ import annotations
 

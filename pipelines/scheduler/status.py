@@ -1,8 +1,4 @@
-"""What ``foresight jobs`` shows: each job's trigger, last run and next run.
-
-It reads the store only (APScheduler's job table and the run history), so it works
-from any host while the leader runs elsewhere, and without a leader at all.
-"""
+"""What ``foresight jobs`` shows: each job's trigger, last run and next run (docs/scheduler.md)."""
 
 from __future__ import annotations
 

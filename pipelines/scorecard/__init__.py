@@ -1,3 +1,1 @@
-"""The shadow scorecard: per pool, what Foresight's plan would have changed.
-
-Details: docs/scorecard.md, "Notes from the code", `pipelines/scorecard/__init__.py`."""
+"""The shadow scorecard: per pool, what Foresight's plan would have changed (docs/scorecard.md)."""

@@ -1,9 +1,6 @@
 """A pool's scorecard from the store: its demand and node samples and its recommendations.
 
-The recommendations are the service's audit trail (``RecommendationRepository``), which
-records what the service decided whether or not anything was published
-(``service.forecast_only``, dry runs): a shadow deployment scores itself.
-"""
+Details: docs/scorecard.md, "Notes from the code", `pipelines/scorecard/load.py`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Cost against waiting: the decision-quality ratios and the frontier plot.
-
-Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/frontier.py`."""
+"""Cost against waiting: the decision-quality ratios and the frontier plot (docs/simulate.md)."""
 
 from __future__ import annotations
 

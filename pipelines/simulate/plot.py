@@ -1,8 +1,4 @@
-"""Demand against each policy's capacity over time, and the work left waiting.
-
-Built on matplotlib's object API with an Agg canvas (no pyplot global state); save
-with :func:`forecaster.plotting.save_png`.
-"""
+"""Demand against each policy's capacity over time, and the work left waiting (docs/simulate.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """Log a simulation to MLflow: one run with each policy's figures and the plots.
 
-Only the public ``MlflowClient`` is used (no fluent global state); errors become
-:class:`~forecaster.exceptions.TrackingError` naming the tracking URI.
-"""
+Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/tracking.py`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The FIFO queue of work and the wait of every unit of it.
-
-Details: docs/simulate.md, "Notes from the code", `pipelines/simulate/workqueue.py`."""
+"""The FIFO queue of work and the wait of every unit of it (docs/simulate.md)."""
 
 from __future__ import annotations
 

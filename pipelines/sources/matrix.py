@@ -1,8 +1,4 @@
-"""Prometheus ``matrix`` results to arrays: parsing and combining several series.
-
-Kept apart from the HTTP client so the number handling (Prometheus sends values as
-strings, including ``"NaN"`` and ``"+Inf"``) is checked on its own.
-"""
+"""Prometheus ``matrix`` results to arrays: parsing and combining several series (docs/jobs.md)."""
 
 from __future__ import annotations
 

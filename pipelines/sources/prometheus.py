@@ -1,6 +1,4 @@
-"""Samples from a Prometheus-compatible HTTP API (``/api/v1/query_range``).
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/sources/prometheus.py`."""
+"""Samples from a Prometheus-compatible HTTP API (``/api/v1/query_range``) (docs/jobs.md)."""
 
 from __future__ import annotations
 

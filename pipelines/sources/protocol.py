@@ -1,9 +1,4 @@
-"""The metric-source plug-in contract and the frame every source returns.
-
-A source turns a mapping of series ids to source-specific queries (PromQL, a file's
-column or series name) into one long frame ``unique_id, ds, y`` over a time window.
-Sources only fetch and type; cleaning is :func:`forecaster.contract.validate_series`.
-"""
+"""The metric-source plug-in contract and the frame every source returns (docs/jobs.md)."""
 
 from __future__ import annotations
 

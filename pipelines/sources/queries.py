@@ -1,9 +1,4 @@
-"""The queries of a deployment's pools: series id -> PromQL or file series.
-
-The default PromQL of each signal lives with the signals
-(:data:`pipelines.config.signals.DEFAULT_PROMQL`); a pool overrides any of them under
-``signals``. This module turns the pools into the mappings a source's ``fetch`` takes.
-"""
+"""The queries of a deployment's pools: series id -> PromQL or file series (docs/jobs.md)."""
 
 from __future__ import annotations
 

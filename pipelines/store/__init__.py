@@ -1,5 +1,3 @@
 """The store: samples, forecasts, recommendations, pool state and the webhook outbox.
 
-SQLAlchemy 2 over a SQLite file by default or PostgreSQL by URL; the schema is
-migrated with Alembic when the store is opened (:func:`open_store`).
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/store/__init__.py`."""

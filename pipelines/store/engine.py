@@ -1,6 +1,4 @@
-"""Engines, sessions and error translation for the store's database.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/store/engine.py`."""
+"""Engines, sessions and error translation for the store's database (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Stored forecasts: what was predicted, when, by which model version.
-
-The evaluate job scores these against the samples that arrive later, and the
-recommendation service reads the latest one per series.
-"""
+"""Stored forecasts: what was predicted, when, by which model version (docs/jobs.md)."""
 
 from __future__ import annotations
 

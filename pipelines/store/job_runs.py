@@ -1,6 +1,4 @@
-"""The history of scheduled job runs, for ``foresight jobs`` and for operators.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/store/job_runs.py`."""
+"""The history of scheduled job runs, for ``foresight jobs`` and for operators (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Which process leads the scheduler and since when, for ``foresight jobs``.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/store/leader.py`."""
+"""Which process leads the scheduler and since when, for ``foresight jobs`` (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Run the store's Alembic migrations from code.
-
-The Alembic configuration is built here rather than read from an ``alembic.ini``: the
-script location is this package's ``migrations`` directory, and the connection is
-the store's own, so no URL (and no password) passes through Alembic's config parser.
-"""
+"""Run the store's Alembic migrations from code (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The persistent webhook outbox: nothing is lost while a receiver is down.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/store/outbox.py`."""
+"""The persistent webhook outbox: nothing is lost while a receiver is down (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Stored observations of every series: idempotent writes, incremental reads.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/store/samples.py`."""
+"""Stored observations of every series: idempotent writes, incremental reads (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The store's tables as typed SQLAlchemy ORM mappings.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/store/schema.py`."""
+"""The store's tables as typed SQLAlchemy ORM mappings (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The scale policy's stabilisation state, one JSON document per pool.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/store/state.py`."""
+"""The scale policy's stabilisation state, one JSON document per pool (docs/jobs.md)."""
 
 from __future__ import annotations
 

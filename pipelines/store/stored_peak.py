@@ -1,9 +1,6 @@
 """A stored peak forecast as the policy takes it: the one place rows become a bound.
 
-The service (:mod:`api.forecasts`) and the twin's replay of the stored runs
-(:mod:`pipelines.twin.compare`) both read a run's peak rows through
-:func:`stored_peak`, so the replay judges exactly the bound the service decides on.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/store/stored_peak.py`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""``INSERT ... ON CONFLICT`` for both supported backends.
-
-SQLite and PostgreSQL spell the upsert the same way in SQL but SQLAlchemy exposes it
-through each dialect's own ``insert``; this module hides that choice.
-"""
+"""``INSERT ... ON CONFLICT`` for both supported backends (docs/jobs.md)."""
 
 from __future__ import annotations
 

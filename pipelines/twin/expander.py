@@ -1,6 +1,4 @@
-"""cluster-autoscaler's priority expander, as the twin's cluster applies it.
-
-Details: docs/twin.md, "Notes from the code", `pipelines/twin/expander.py`."""
+"""cluster-autoscaler's priority expander, as the twin's cluster applies it (docs/twin.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The lock-step driver: the simulated clock is the only clock.
-
-Details: docs/twin.md, "Notes from the code", `pipelines/twin/loop.py`."""
+"""The lock-step driver: the simulated clock is the only clock (docs/twin.md)."""
 
 from __future__ import annotations
 

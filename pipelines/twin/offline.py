@@ -1,6 +1,4 @@
-"""The offline replay on the twin's own cluster model: one rule for both runs.
-
-Details: docs/twin.md, "Notes from the code", `pipelines/twin/offline.py`."""
+"""The offline replay on the twin's own cluster model: one rule for both runs (docs/twin.md)."""
 
 from __future__ import annotations
 

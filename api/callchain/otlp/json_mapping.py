@@ -1,6 +1,4 @@
-"""Decode an ``ExportTraceServiceRequest`` in the OTLP JSON mapping.
-
-Details: docs/api.md, "Notes from the code", `api/callchain/otlp/json_mapping.py`."""
+"""Decode an ``ExportTraceServiceRequest`` in the OTLP JSON mapping (docs/api.md)."""
 
 from __future__ import annotations
 
