@@ -116,11 +116,7 @@ _SHOWN_PATH: Final = 200
 def _http_message(
     request: Request, code: int, detail: str, cause: BaseException | None = None
 ) -> str:
-    """The framework's terse details, said with what to do about them.
-
-    A body the framework could not parse is described from the parser's error
-    (``cause``): a 5,000-digit number is not "send uncompressed JSON".
-    """
+    """The framework's terse details, said with what to do about them."""
     path = request.url.path[:_SHOWN_PATH]
     if code == status.HTTP_404_NOT_FOUND and detail == "Not Found":
         return f"no route {path}; the routes are listed at /docs"

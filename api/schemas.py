@@ -181,12 +181,7 @@ class PoolRecommendation(_Out):
 
 
 def _quantiles(rec: Recommendation) -> dict[str, float]:
-    """The recommendation's quantiles by column name; the live demand when it has none.
-
-    A reactive decision without a forecast provisions for the demand of now: that is
-    every quantile it used, and a consumer reading one (KEDA's ``valueLocation``)
-    must not find the key missing when the forecast goes away.
-    """
+    """Quantiles by column name; live demand without a forecast, so no key goes missing."""
     if rec.forecast_quantiles:
         return {quantile_column(level): value for level, value in rec.forecast_quantiles.items()}
     demand = rec.explanation.inputs.get("live_demand_gpus")

@@ -202,11 +202,7 @@ class RecommendationService:
             self._mark_dirty(self._pools)
 
     def _stale_then(self, pools: set[str], swap: Callable[[], None]) -> None:
-        """Mark ``pools`` stale, then ``swap`` in their new forecasts, inside the lock.
-
-        A reader that sees a new forecast (``/forecast``) finds the pool's answer stale
-        and has it decided again, never the answer made from the forecast before.
-        """
+        """Mark ``pools`` stale, then ``swap`` in their new forecasts, inside the lock."""
         with self._lock:
             self._mark_dirty(pools)
             swap()

@@ -260,14 +260,7 @@ class _NoFollowUps:
 
 
 def _forecast_before_serving(settings: AppSettings, runner: JobRunner) -> None:
-    """Seed an empty store from the sample data, then run the forecast job once.
-
-    The API reads the forecasts the forecast job stored and fits nothing, and the
-    scheduler's first forecast is an interval away: without this, the first
-    recommendations after ``make run`` would be reactive. The run is recorded like a
-    scheduled one (``foresight jobs``); a failure (no champion yet) is reported and
-    serving goes on, reactively, saying why.
-    """
+    """Seed an empty store from the sample data, then run the forecast job once."""
     from pipelines.config.pools_file import load_pools
     from pipelines.dataset import seed_from_sample
     from pipelines.scheduler.dispatch import JobContext, execute

@@ -250,12 +250,7 @@ def _loaded(path: Path, version: str) -> LoadedModel:
 def check_reachable(tracking: TrackingConfig, timeout_s: float = PROBE_TIMEOUT_S) -> None:
     """Fail within ``timeout_s`` when an MLflow tracking server does not accept connections.
 
-    MLflow's HTTP client retries a dead server with exponential backoff for minutes
-    (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, a process-wide setting), which would hold
-    serving up that long before it fell back to the last-known-good copy. A plain TCP
-    connect answers "is anyone there" in milliseconds and needs no TLS or credentials,
-    so it cannot mistake a private CA or an auth proxy for an outage. Local stores
-    (``sqlite:``, ``file:``, database URLs) are not probed.
+    Local stores (``sqlite:``, ``file:``, database URLs) are not probed.
 
     Raises:
         TrackingError: nothing accepts connections at the server's host and port.

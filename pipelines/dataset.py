@@ -96,12 +96,7 @@ def load_dataset(
 
 
 def _report(settings: Settings, source: Path, lines: list[str]) -> None:
-    """Say what cleaning changed once per run, as lines a person reads.
-
-    Not a warning with this module's path; and not again when an earlier command of
-    the same run (``make run``'s train, then serve) already said it about the same
-    file (:mod:`pipelines.data_warnings`).
-    """
+    """Say what cleaning changed once per run, as lines a person reads."""
     if not lines:
         return
     text = "\n".join(lines)

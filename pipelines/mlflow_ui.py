@@ -88,11 +88,7 @@ def ui_environment(base: Mapping[str, str]) -> dict[str, str]:
 
 
 def _create_store(settings: Settings) -> None:
-    """Create the local tracking store before the UI and the app both open it.
-
-    Two processes creating the same new SQLite store race on its tables ("table
-    already exists"), so the store is made here, once, before either starts.
-    """
+    """Create the local tracking store once, first: two processes creating it race on its tables."""
     from mlflow import MlflowClient
 
     settings.models_dir.mkdir(parents=True, exist_ok=True)

@@ -21,13 +21,7 @@ _BULK_DELETE: Final = 10
 
 
 class _ReactiveAutoscaler:
-    """Cluster-autoscaler's semantics, in whole nodes of pooled GPUs.
-
-    Scale-up requests nodes for work that does not fit, ready one lead time later
-    (plus up to one step of jitter); a surplus of nodes that lasts ``unneeded_steps``
-    is removed, at most 10 at a time (cluster-autoscaler's default bulk delete of empty
-    nodes), never below what running work occupies.
-    """
+    """Cluster-autoscaler's semantics, in whole nodes of pooled GPUs."""
 
     def __init__(
         self, pool: Capacity, lead_steps: int, unneeded_steps: int, rng: np.random.Generator
@@ -153,11 +147,7 @@ def simulate_training(
 def _start_fitting(
     queue: deque[tuple[int, int]], running: list[tuple[int, int]], t: int, free: int
 ) -> int:
-    """Start queued jobs that fit in ``free`` GPUs, in order; return the GPUs started.
-
-    Jobs that do not fit stay queued while smaller ones behind them start (backfill),
-    as Kueue's BestEffortFIFO does.
-    """
+    """Start queued jobs that fit in ``free`` GPUs, in order; return the GPUs started."""
     started = 0
     waiting: deque[tuple[int, int]] = deque()
     while queue:

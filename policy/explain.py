@@ -313,11 +313,7 @@ def _limit_words(
 
 
 def _latency_words(stages: Stages, latency: LatencyAdjustment, applied: int) -> list[str]:
-    """Say what call-chain latency did, once: each verdict in its own words.
-
-    A bottleneck outside every GPU pool is named first (GPUs will not help there); a
-    pool that is not GPU-bound says so without stating nodes it does not add.
-    """
+    """Say what call-chain latency did, once: each verdict in its own words."""
     words: list[str] = []
     if latency.outside:
         names = ", ".join(latency.outside)
@@ -361,12 +357,7 @@ def _set_by(
     gpus_per_node: int,
     utilisation: float,
 ) -> str:
-    """The closing clause; a forecast term says what the forecast added over live demand.
-
-    A flat forecast still lands above the floor, lifted by its interval (the quantile)
-    and, on the per-horizon fallback, by the target utilisation; when live demand at
-    that utilisation needs as many nodes, that, not a predicted rise, set the number.
-    """
+    """The closing clause; a forecast term says what the forecast added over live demand."""
     closing = f"{stages.final} nodes, set by {term}"
     if term != "forecast" or peak_gpus is None or stages.forecast_nodes is None:
         return closing

@@ -197,10 +197,7 @@ def _judge(
     baselines: BaselineState,
     cfg: BottleneckSettings,
 ) -> ServiceReport:
-    """Apply rules 1 and 2: the threshold and status of one service, and its own work.
-
-    ``stats`` are the service's statistics over the window and over its recent part.
-    """
+    """Apply rules 1 and 2: the threshold and status of one service, and its own work."""
     stat, latest = stats
     baseline, usual = baselines.get(name), baselines.get_exclusive(name)
     threshold: float | None = None

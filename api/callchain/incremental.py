@@ -166,10 +166,7 @@ class ChainWindow:
         return AddResult(added=added, evicted=evicted)
 
     def _add_one(self, span: Span, now: datetime, pending: list[tuple[datetime, _Key]]) -> int:
-        """Hold one span; return 1, or 0 for a copy of a settled span (lock held).
-
-        A span new to the window goes to ``pending``, to settle once the batch is in.
-        """
+        """Hold one span; return 1, or 0 for a copy of a settled span (lock held)."""
         key = (span.trace_id, span.span_id)
         held = self._recent.get(key)
         if held is not None and held[2]:

@@ -151,11 +151,7 @@ def rank_pools(
 
 
 def _free_priority(slot: int, spacing: int, taken: set[int]) -> int:
-    """Return ``slot``, or the nearest number of its gap no operator entry uses.
-
-    Up first (an operator entry at the slot then ranks just below the pool), never
-    reaching the next slot up or the catch-all's 0.
-    """
+    """Return ``slot``, or the nearest number of its gap no operator entry uses."""
     candidates: list[int] = [
         slot,
         *range(slot + 1, slot + spacing),

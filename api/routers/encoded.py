@@ -24,12 +24,7 @@ JOINED_SETS: Final = 16
 
 
 class _Memo:
-    """JSON bytes of live wire models, keyed by identity, dropped when the model goes.
-
-    Keyed by ``id``, with a weak reference that both checks the identity on lookup
-    and removes the entry when the model is collected (models need not be hashable,
-    and an old decision's bytes must not outlive it).
-    """
+    """JSON bytes of live wire models, keyed by identity, dropped when the model goes."""
 
     def __init__(self) -> None:
         self._bytes: dict[int, tuple[weakref.ref[PoolRecommendation], bytes]] = {}
@@ -59,12 +54,7 @@ class _Memo:
 
 
 class _Joined:
-    """The joined pools of the last :data:`JOINED_SETS` sets of two pools or more.
-
-    Keyed by the identities of the models joined, and the entry holds the models
-    themselves, so no other object can take one of those identities while the entry
-    lives: a key found is exactly the models asked for. The oldest entry goes first.
-    """
+    """The joined pools of the last :data:`JOINED_SETS` sets of two pools or more."""
 
     def __init__(self, size: int = JOINED_SETS) -> None:
         self._sets: dict[tuple[int, ...], tuple[tuple[PoolRecommendation, ...], bytes]] = {}

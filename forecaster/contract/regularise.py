@@ -121,11 +121,7 @@ def _mark_missing(y: FloatArray, nonnegative: bool, notes: list[str]) -> FloatAr
 
 
 def _grid_anchor(t: IntArray, step_ns: int) -> int:
-    """The grid phase (mod step) that most timestamps already sit on.
-
-    Regular data keeps its own phase (samples at :03, :13, ... stay there); if no two
-    timestamps share a phase (jittered scrapes), the grid is aligned to the epoch.
-    """
+    """The grid phase (mod step) that most timestamps already sit on."""
     residues, counts = np.unique(t % step_ns, return_counts=True)
     if len(t) == 1 or counts.max() > 1:
         return int(residues[np.argmax(counts)])

@@ -132,11 +132,7 @@ class PeakReplayForecaster:
     # -- online state ----------------------------------------------------------------
 
     def _bounds(self, position: int, lead: int) -> FloatArray:
-        """The bounds issued at ``position``: the online state rebuilt at its anchor.
-
-        Bounds depend on the position only (not on the replay asking), so the
-        replays of a quantile sweep share them.
-        """
+        """The bounds issued at ``position``: the online state rebuilt at its anchor."""
         key = (lead, position)
         if key not in self._issued:
             start = int(self._ds.searchsorted(anchor(self._ds[position], self.warmup)))

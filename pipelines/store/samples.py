@@ -254,10 +254,7 @@ def _read_statement(
 
 
 def _pool_key(pool: str) -> int:
-    """The pool's advisory lock key: a stable signed 32-bit hash of its name.
-
-    Two pools sharing a key only take turns more often than they need to.
-    """
+    """The pool's advisory lock key: a stable signed 32-bit hash of its name."""
     unsigned = zlib.crc32(pool.encode())
     return unsigned - (1 << 32) if unsigned >= 1 << 31 else unsigned
 
@@ -272,13 +269,7 @@ def _parts_window(pushed: Sequence[tuple[str, datetime]]) -> tuple[list[str], da
 
 
 def _demand_rows(stored: Sequence[Any], wanted: set[tuple[str, datetime]]) -> list[SampleRow]:
-    """Demand rows from the stored parts at the ``(pool, time)`` pairs ``wanted``.
-
-    One pass over the ``(series_id, ts, value)`` rows with dictionaries: linear in the
-    rows, and for the few of a push far cheaper than the general
-    :func:`~forecaster.loaders.traces.derive_demand` over frames. The rule is the same:
-    both parts present and finite.
-    """
+    """Demand rows from the stored parts at the ``(pool, time)`` pairs ``wanted``."""
     parts: dict[str, dict[tuple[str, datetime], float]] = {part: {} for part in _PARTS}
     for series_id, ts, value in stored:
         pool, signal = SeriesId.of(str(series_id))

@@ -122,13 +122,7 @@ def _served_run(
 
 
 def _recommendation(client: Service, pool: str, ts: datetime) -> Served:
-    """The pool's recommendation decided at ``ts`` from the run made at ``ts``.
-
-    Polled until the service has it. The decision the push of ``ts`` made from the
-    run before is also stamped ``ts``, and the service answers with it while it
-    decides again on the new run (a read does not wait for a decision in progress):
-    acting on it would make the twin's figures depend on timing.
-    """
+    """The recommendation at ``ts`` decided from the run made at ``ts`` (polled until there)."""
     got: list[Served] = []
 
     def decided() -> bool:

@@ -152,11 +152,7 @@ def run_case(
 
 
 def _initial_state(client: ServiceClient, store: Store, case: TwinCase) -> StabilisationState:
-    """The stabilisation state the service holds before the first step.
-
-    The service decides from the stored history as soon as it starts; a read forces
-    that decision, so the state is the same whenever its refresh runs.
-    """
+    """The stabilisation state the service holds before the first step."""
     name = case.pool.name
     wait_until(
         lambda: client.recommendation(name) is not None, 120.0, f"a first decision of {name}"
