@@ -309,13 +309,7 @@ def _incumbent_rows(
     *,
     executor: Executor | None,
 ) -> pd.DataFrame | None:
-    """The current champion's rows on the same held-out windows; ``None`` when there is none.
-
-    When every family it uses is one of this training's prototypes with the same
-    hyperparameters, its rows are those families' rows in ``heldout`` (the training's
-    own backtest, the median included): the same fits, made once. Otherwise it is
-    backtested on those windows.
-    """
+    """The current champion's rows on the same held-out windows; ``None`` when there is none."""
     if loaded is None:
         return None
     incumbent = loaded.model

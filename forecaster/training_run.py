@@ -1,8 +1,6 @@
 """What a training writes to its MLflow run: params, both score sets, the gate, the model.
 
-Kept apart from :mod:`forecaster.training` (which decides what happens) so the record
-of a run reads in one place: :func:`log_training` is everything logged inside the run.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/training_run.py`."""
 
 from __future__ import annotations
 

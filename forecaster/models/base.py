@@ -1,6 +1,4 @@
-"""The estimator contract every Foresight forecaster follows.
-
-Details: docs/forecasting.md, "Notes from the code", `forecaster/models/base.py`."""
+"""The estimator contract every Foresight forecaster follows (docs/forecasting.md)."""
 
 from __future__ import annotations
 

@@ -59,13 +59,7 @@ def interpolate_changes(anchors: tuple[int, ...], changes: FloatArray, h: int) -
 
 
 def _interp_rows(x: FloatArray, xp: FloatArray, fp: FloatArray) -> FloatArray:
-    """``np.interp(x, xp, row)`` for every row of ``fp`` at once, bit for bit.
-
-    A boosting fit interpolates one path per held-out origin (hundreds per series);
-    row by row that was a tenth of its time. The arithmetic is numpy's own (the
-    slope of the segment, ``slope * (x - xp[j]) + fp[j]``, the other end when that is
-    NaN, the knot's value at a knot, the end values outside), so the values are equal.
-    """
+    """``np.interp(x, xp, row)`` for every row of ``fp`` at once, bit for bit."""
     out = np.empty((fp.shape[0], len(x)), dtype=np.float64)
     # j: the knot at or before each x, as numpy's binary search finds it.
     j = np.searchsorted(xp, x, side="right") - 1

@@ -247,15 +247,7 @@ class _Estimates:
 
 @functools.cache
 def _params_only_holt_winters() -> type[Any]:
-    """statsmodels' Holt-Winters whose ``fit`` stops once the parameters are estimated.
-
-    ``fit`` optimises, then passes the estimates to ``_predict`` for a pass over the
-    whole history in Python that builds fitted values, residuals and information
-    criteria: half of the fit's time, and none of it is used here (the filter runs
-    here, with the estimates). The override returns the estimates as passed (the
-    test suite checks they equal the public ``fit``'s on real-sized series).
-    Built on first use, so importing this module does not import statsmodels.
-    """
+    """statsmodels' Holt-Winters whose ``fit`` stops once the parameters are estimated."""
     from statsmodels.tsa.holtwinters import ExponentialSmoothing as _HoltWinters
 
     class _ParamsOnlyHoltWinters(_HoltWinters):  # type: ignore[misc]

@@ -191,12 +191,7 @@ class GradientBoosting(AnchoredBoosting):
     def _update_state(
         self, state: Any, y: FloatArray, ds: pd.DatetimeIndex, last_ds: pd.Timestamp
     ) -> Any:
-        """Forecast the changes from the newest origin with the anchors' kept regressors.
-
-        The same features of the last origin the fit forecast from, over the same
-        ``max_history``; weights and regressors are the fit's, so on the fit's own
-        history the state is the fit's.
-        """
+        """Forecast the changes from the newest origin with the anchors' kept regressors."""
         if not isinstance(state, GBMState) or len(state.models) != len(state.anchors):
             raise UpdateError(
                 "gbm state without its anchors' regressors (saved by an older version)"

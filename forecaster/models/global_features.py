@@ -1,6 +1,4 @@
-"""Features and training rows of the global gradient boosting family.
-
-Details: docs/forecasting.md, "Notes from the code", `forecaster/models/global_features.py`."""
+"""Features and training rows of the global gradient boosting family (docs/forecasting.md)."""
 
 from __future__ import annotations
 

@@ -251,12 +251,7 @@ class GlobalGradientBoosting(AnchoredBoosting):
     def _update_state(
         self, state: Any, y: FloatArray, ds: pd.DatetimeIndex, last_ds: pd.Timestamp
     ) -> Any:
-        """Forecast the changes from the newest origin with the fleet's kept regressors.
-
-        The fleet model, the series' scale and its weights are the fit's; the features
-        of the newest origin are formed over the same ``max_history`` as at the fit, so
-        on the fit's own history the state is the fit's.
-        """
+        """Forecast the changes from the newest origin with the fleet's kept regressors."""
         fleet = getattr(self, "fleet_", None) or self.fleet
         if not isinstance(state, GlobalState) or fleet is None:
             raise UpdateError("global_gbm state without its fleet model")

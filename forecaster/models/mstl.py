@@ -138,11 +138,7 @@ class MSTL(SmoothingFamily):
     def _update_state(
         self, state: Any, y: FloatArray, ds: pd.DatetimeIndex, last_ds: pd.Timestamp
     ) -> Any:
-        """Continue the adjusted series' recursion over the newer observations.
-
-        The seasons are the fit's cycles, repeated on; the smoother's parameters are
-        the fit's.
-        """
+        """Continue the adjusted series' recursion over the newer observations."""
         if not isinstance(state, MSTLState):
             raise UpdateError(f"expected an MSTLState, got {type(state).__name__}")
         values = newer_values(y, ds, last_ds)

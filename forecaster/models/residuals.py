@@ -1,9 +1,6 @@
 """Residuals of a forecaster, and the conformal quantile offsets made from them.
 
-Every family's intervals are its point forecast plus quantiles of its own
-out-of-sample residuals, per step ahead (:mod:`forecaster.models.base`); these are
-the array helpers they share.
-"""
+Details: docs/forecasting.md, "Notes from the code", `forecaster/models/residuals.py`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Online calibration: adaptive conformal inference (Gibbs & Candès, 2021).
-
-Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/calibration.py`."""
+"""Online calibration: adaptive conformal inference (Gibbs & Candès, 2021) (docs/forecasting.md)."""
 
 from __future__ import annotations
 
@@ -100,15 +98,9 @@ MIN_EXPECTED_MISSES = 5.0
 def calibrates(level: float, window: int = WINDOW, min_misses: float = MIN_EXPECTED_MISSES) -> bool:
     """Whether ACI can calibrate ``level`` from ``window`` realised scores.
 
-    The offset is the empirical ``1 - alpha`` quantile of the window's scores: at a level
-    whose window holds fewer than :data:`MIN_EXPECTED_MISSES` expected misses (above
-    0.9826 for the default 288 scores, i.e. 0.99, 0.995, 0.999) that quantile is one of
-    the window's two or three largest scores, so the offset jumps with every burst that
-    enters or leaves the window and widens the bound more than it calibrates it. Such
-    levels serve the model's raw bound as their calibrated one. Chosen on the tune
-    windows of the peak benchmark and of a decision replay (the figures:
-    ``docs/forecasting.md``, "Online calibration: adaptive conformal inference").
-    ``min_misses = 0`` calibrates every level.
+    Not when the window holds fewer than ``min_misses`` expected misses (the offset would
+    jump with every burst): such levels serve the model's raw bound as their calibrated
+    one. ``min_misses = 0`` calibrates every level.
     """
     return (1.0 - level) * window >= min_misses
 

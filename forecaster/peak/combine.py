@@ -103,21 +103,9 @@ def snap_to_demand(
 ) -> FloatArray:
     """Return ``bounds``, those just above demand set to demand where demand is the quantile.
 
-    On a pool whose demand holds still for hours the lead-time peak sits exactly at
-    current demand most of the time: an atom of the peak's distribution. When the
-    atom's mass covers the level, the level's quantile is demand itself, and a bound a
-    hair above it buys only the few peaks that land within that hair, while it gives
-    up the tie (a bound at demand is the quantile; one above it over-covers). A mix of
-    experts at demand with one above it lands there: the mean of bounds is not a
-    quantile of an atom. The trailing-day reference (demand plus the level's quantile
-    of the realised headroom) tells where demand covers the level: it is then at or
-    below demand (at least ``q`` of the trailing day's headroom was at most 0; below
-    demand when more than ``1 - q`` of it was negative, as at the low levels of a pool
-    that sometimes shrinks). There, a bound at most ``tolerance`` scale units above
-    demand is set to demand: it would buy a node for the level above the one demand
-    already covers. Everywhere else, and for a bound that is NaN, at or below demand or
-    further above it, the bound is returned as it is: on a series without an atom
-    (CPU utilisation, say) a bound a little above demand is the quantile.
+    Where the trailing-day ``reference`` is at or below demand (demand covers the level), a
+    bound at most ``tolerance`` scale units above demand is set to demand; every other
+    bound (NaN, at or below demand, or further above) is returned as it is.
 
     Args:
         bounds: the mixed bounds (peak units).

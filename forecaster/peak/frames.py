@@ -1,6 +1,4 @@
-"""From the long frame ``unique_id, ds, y`` to one input per target series.
-
-Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/frames.py`."""
+"""From the long frame ``unique_id, ds, y`` to one input per target series (docs/forecasting.md)."""
 
 from __future__ import annotations
 

@@ -183,13 +183,8 @@ class OnlinePeak:
     def seasonal_columns(self, y: FloatArray, start: int, count: int) -> FloatArray:
         """The seasonal references' bounds at origins ``start .. start + count - 1``.
 
-        Shape ``(count, level, 3)``: the time-of-day reference's, yesterday's, then
-        last week's. They depend on the series only, not on the state, so they are
-        computed for all the origins in one vectorised pass (equal to stepping
-        :func:`~forecaster.peak.reference.seasonal_bound` and
-        :func:`~forecaster.peak.reference.seasonal_naive_bound`; the latter through
-        :func:`~forecaster.peak.reference.seasonal_naive_reference`), reading ``y``
-        up to the last origin only.
+        Shape ``(count, level, 3)``: the time-of-day reference's, yesterday's, then last
+        week's; ``y`` is read up to the last origin only.
         """
         out = np.full((count, len(self.levels), 3), np.nan)
         values = np.asarray(y[: start + count], dtype=np.float64)

@@ -1,6 +1,4 @@
-"""Demand coming back after an idle spell: expect the level it had before.
-
-Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/recovery.py`."""
+"""Demand coming back after an idle spell: expect the level it had before (docs/forecasting.md)."""
 
 from __future__ import annotations
 

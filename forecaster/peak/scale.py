@@ -1,6 +1,4 @@
-"""Per-series scale: the recent volatility every series is measured in.
-
-Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/scale.py`."""
+"""Per-series scale: the recent volatility every series is measured in (docs/forecasting.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The scheduled jobs: ingest, train, forecast, evaluate and publish.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/__init__.py`."""
+"""The scheduled jobs: ingest, train, forecast, evaluate and publish (docs/jobs.md)."""
 
 from __future__ import annotations
 

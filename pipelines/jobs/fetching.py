@@ -1,6 +1,4 @@
-"""Fetching every series' window from a source, isolating the series that fail.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/fetching.py`."""
+"""Fetching every series' window from a source, isolating the series that fail (docs/jobs.md)."""
 
 from __future__ import annotations
 

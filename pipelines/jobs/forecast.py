@@ -136,13 +136,7 @@ def _forecast_and_store(
     observed: datetime | None,
     phases: Phases,
 ) -> _Run:
-    """Read the history, forecast every series and the peaks, commit them as one run.
-
-    ``phases`` times each: ``read``, ``refit_predict`` (the per-series refits and
-    forecasts), ``peak`` (the wait for the peak model's pass over the fleet, which runs
-    beside them), ``peak_online`` (its online calibration and mix) and ``store`` (the
-    one transaction).
-    """
+    """Read the history, forecast every series and the peaks, commit them as one run."""
     with phases("read"):
         history = read_history(store, settings, end=end, days=settings.max_train_days)
         plan = training_plan(settings, history.step)
@@ -194,11 +188,7 @@ def _fanned_out(
     report: Progress,
     phases: Phases,
 ) -> tuple[SeriesForecasts, pd.DataFrame | Unavailable | None, pd.DataFrame | None]:
-    """The per-series forecasts, the raw peaks and the served ones, on the job's kept pool.
-
-    The pool outlives the run (:func:`pipelines.executors.make_executor`'s ``keep``):
-    a cycle every few minutes does not start processes.
-    """
+    """The per-series forecasts, the raw peaks and the served ones, on the job's kept pool."""
     address = settings.scheduler.dask_address
     with make_executor(settings.scheduler.workers, address, keep=JOB) as executor:
         # The peak model's one task goes first: a worker runs it while the others work
@@ -287,16 +277,7 @@ def _served(
     step: pd.Timedelta,
     executor: Executor | None = None,
 ) -> pd.DataFrame:
-    """The fresh raw peak forecasts calibrated and combined online, as they are served.
-
-    The online state is built from the raw forecasts stored by earlier runs and the
-    actuals (:func:`forecaster.peak.serving.serve_states`). The states the last run
-    of this process left are handed to it: one whose inputs are unchanged is stepped
-    through the new origins only, the others are rebuilt, so a crash or a restart
-    costs time, never a different bound. Each series' bounds depend on its own rows
-    only, so the series are served in a few tasks on ``executor`` (each with its own
-    series' rows and states), in this process without one.
-    """
+    """The fresh raw peak forecasts calibrated and combined online, as they are served."""
     if fresh.empty:
         return fresh
     since = anchor(pd.Timestamp(fresh[DS].min())) - int(fresh[LEAD].max()) * step
@@ -335,12 +316,7 @@ def _split(frame: pd.DataFrame, task_of: dict[str, int], tasks: int) -> list[pd.
 
 
 class _OnlineStates:
-    """The served peak states the last run of this process left, for the next to continue.
-
-    The forecast job runs every few minutes in one process (the scheduler's); its
-    states are a cache: whoever takes them gives them up (they are stepped on in
-    place), and a run that fails before keeping new ones leaves none.
-    """
+    """The peak states the last run of this process left; taking them gives them up."""
 
     def __init__(self) -> None:
         self._states: dict[StateKey, Stepped] = {}

@@ -1,6 +1,4 @@
-"""History for training and forecasting, read from the store and validated once.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/history.py`."""
+"""History for training and forecasting, read from the store and validated once (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -194,11 +194,7 @@ def _missing(
     step: timedelta,
     known: set[str],
 ) -> dict[str, str]:
-    """Series that returned nothing while others returned samples past their window start.
-
-    A source with no new data at all is normal (a file, a quiet minute); one series
-    silent while the others advance has vanished (exporter down, relabelled series).
-    """
+    """Series that returned nothing while others returned samples past their window start."""
     if frame is None or frame.empty:
         return {}
     newest = frame[DS].max()

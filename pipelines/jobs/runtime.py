@@ -1,9 +1,4 @@
-"""What every job shares: the clock, the store it owns or borrows, and its report.
-
-Jobs return a :class:`~pipelines.jobs.report.JobReport` for every failure Foresight
-expects (a source or store that is down, no champion yet, bad data): the scheduler
-records it and runs the job again later. Only bugs escape as exceptions.
-"""
+"""What every job shares: the clock, the store it owns or borrows, and its report (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Live scores: stored forecasts against the actuals that arrived since.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/scoring.py`."""
+"""Live scores: stored forecasts against the actuals that arrived since (docs/jobs.md)."""
 
 from __future__ import annotations
 

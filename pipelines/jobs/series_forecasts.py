@@ -1,9 +1,6 @@
 """Every series forecast with the champion: its trained fit updated, else refitted.
 
-The one place per-horizon forecasts are made (:func:`forecast_fleet`): the forecast
-job (:mod:`pipelines.jobs.forecast`) stores them for the service, and ``foresight
-forecast`` prints them.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/series_forecasts.py`."""
 
 from __future__ import annotations
 
@@ -149,10 +146,7 @@ def _trained_forecasts(
     levels: Levels,
     report: Progress,
 ) -> dict[str, pd.DataFrame | Unavailable]:
-    """A model that cannot be refitted (a foreign pyfunc): what it was trained on.
-
-    It predicts the whole fleet once; each series gets its own rows, or the failure.
-    """
+    """A model that cannot be refitted (a foreign pyfunc): what it was trained on."""
     try:
         frame: pd.DataFrame | Unavailable = model.predict(horizon, levels)
     except ForesightError as exc:

@@ -1,9 +1,6 @@
 """Which source a deployment ingests from, with its queries, step and first window.
 
-Prometheus when ``settings.prometheus.url`` is set (the default PromQL of each
-signal, overridable per pool); otherwise the committed sample file (or whatever file
-``sample_dir`` holds), read long-format by series id or by a signal's ``column``.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/sources.py`."""
 
 from __future__ import annotations
 

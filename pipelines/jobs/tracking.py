@@ -1,8 +1,6 @@
 """MLflow for the evaluate job: the champion's backtest scores, and a run per evaluation.
 
-Runs are made with an explicit client (no fluent active run), so an evaluation may
-run while a training logs in another thread of the scheduler.
-"""
+Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/tracking.py`."""
 
 from __future__ import annotations
 

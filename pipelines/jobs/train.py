@@ -1,6 +1,4 @@
-"""The ``train`` job: backtest, select, gate and register on the store's history.
-
-Details: docs/jobs.md, "Notes from the code", `pipelines/jobs/train.py`."""
+"""The ``train`` job: backtest, select, gate and register on the store's history (docs/jobs.md)."""
 
 from __future__ import annotations
 
