@@ -1,15 +1,4 @@
-"""Rolling-origin backtest: fit every model at several cutoffs and keep the errors.
-
-At each cutoff a fresh copy of each model (rebuilt from ``get_params``) is fitted on at
-most ``max_train`` observations up to and including the cutoff and forecasts the next
-``horizon`` steps; the result keeps the forecasts next to the actuals. With
-``refits="first"`` a model is fitted at a series' first cutoff only and updated to the
-later ones (:func:`forecaster.estimator.updated`), as the forecast job advances a
-champion between trainings; a model that cannot update is refitted there. Models are
-treated alike through the estimator contract: the backtest never looks at a model's
-type. Series are independent, so an executor may run them in parallel
-(:func:`forecaster.fanout.fan_out`).
-"""
+"""Rolling-origin backtest: fit models at several cutoffs, keep the errors (docs/forecasting.md)."""
 
 from __future__ import annotations
 

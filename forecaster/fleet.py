@@ -1,28 +1,4 @@
-"""Fleets: giving a jointly fitted family every series at once where series are fitted apart.
-
-A *joint* family (``joint = True``, e.g. :class:`~forecaster.models.global_gbm.
-GlobalGradientBoosting`) learns a pooled model from every series of the frame its
-``fit`` gets, then a cheap per-series part. Training, the champion and the backtest
-fit series one at a time (a few series per task on a process pool or Dask), so a joint
-family there would see a fleet of one. This module closes the gap without changing
-that fan-out:
-
-* :func:`with_fleet` learns the pooled part of every joint family inside a prototype
-  (a family, a median's members, a champion's candidates) once, from a whole frame,
-  and returns a prototype that carries it; per-series fits of its copies reuse it.
-* :func:`fleet_backtest` backtests at explicit per-series cutoffs: at each distinct
-  cutoff time the pooled part is learnt from every series' observations up to that
-  time (each cut to ``max_train``), and only the series cut there are forecast with
-  it, so no fit sees an observation after its own cutoff. With ``refits="first"`` it is
-  learnt at each series' first cutoff time only, and the series' later windows update
-  the fits made with it.
-
-What "fleet" means is therefore "the series of the frame handed to the call": in
-``foresight train`` every series the training gets (they share one step:
-:mod:`pipelines.jobs.history` leaves series of another step out), whatever the number
-of workers, since the pooled part is learnt in the calling process before the
-per-series fan-out; in the benchmarks the series of one step group.
-"""
+"""Joint families (global_gbm) learnt on every series, fitted apart (docs/forecasting.md)."""
 
 from __future__ import annotations
 
