@@ -18,7 +18,7 @@ from forecaster.exceptions import (
     NotFittedError,
     UpdateError,
 )
-from forecaster.models.residuals import residual_quantiles
+from forecaster.models.residuals import Calibration, residual_matrix, residual_quantiles
 from forecaster.types import (
     DEFAULT_LEVELS,
     DS,
@@ -40,12 +40,24 @@ class SeriesFit:
     """Learned state of one series: the model's own state plus calibration data."""
 
     state: Any
-    residuals: FloatArray
-    """Out-of-sample residuals, shape ``(n_windows, horizon)``; may hold NaN."""
+    calibration: Calibration
+    """The out-of-sample residuals, or the compact form they are rebuilt from."""
     last_ds: pd.Timestamp
     step: pd.Timedelta
     nonnegative: bool
     """True when the training values were all >= 0, so forecasts are clipped at 0."""
+
+    @property
+    def residuals(self) -> FloatArray:
+        """Out-of-sample residuals, shape ``(n_windows, horizon)``; may hold NaN."""
+        return residual_matrix(self.calibration)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A fit pickled before the compact forms (#41) holds its matrix as ``residuals``.
+        if "residuals" in state:
+            state = {**state, "calibration": state["residuals"]}
+            del state["residuals"]
+        self.__dict__.update(state)
 
 
 class Hyperparameters:
@@ -123,15 +135,15 @@ class Forecaster(Hyperparameters, ABC):
         """
         raise UpdateError(f"{self.model_name} keeps no state it can advance; refit it")
 
-    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
-        """Return out-of-sample residuals of shape ``(n_windows, horizon)``.
+    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> Calibration:
+        """Return out-of-sample residuals of shape ``(n_windows, horizon)`` (or their compact form).
 
         The default refits on prefixes ending at up to ``n`` recent cutoffs; families
         with an exact cheap form (naive methods) override it.
         """
         return refit_residuals(self, y, ds, self.horizon, n_windows=8)
 
-    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
+    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, Calibration]:
         """Return the learned state and the calibration residuals of one series.
 
         The default calls ``_fit_series`` then ``_calibration_residuals``; families whose
@@ -161,13 +173,13 @@ class Forecaster(Hyperparameters, ABC):
         ds = pd.DatetimeIndex(group[DS])
         step = infer_step(ds, uid)
         try:
-            state, residuals = self._fit_and_calibrate(y, ds)
+            state, calibration = self._fit_and_calibrate(y, ds)
         except ModelError as exc:
             # The hooks see arrays only; the series id is added here, where it is known.
             raise ModelError(f"series {uid!r}: {exc}") from exc
         return SeriesFit(
             state=state,
-            residuals=residuals,
+            calibration=calibration,
             last_ds=ds[-1],
             step=step,
             nonnegative=bool(np.nanmin(y) >= 0.0),
@@ -222,7 +234,7 @@ class Forecaster(Hyperparameters, ABC):
             raise UpdateError(f"series {uid!r}: {self.model_name} update failed: {exc}") from exc
         return SeriesFit(
             state=state,
-            residuals=fit.residuals,
+            calibration=fit.calibration,
             last_ds=ds[-1],
             step=fit.step,
             nonnegative=fit.nonnegative and bool(np.nanmin(y) >= 0.0),
@@ -280,14 +292,14 @@ class OnePassForecaster(Forecaster):
     """
 
     @abstractmethod
-    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
+    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, Calibration]:
         """Return the learned state and the calibration residuals of one series."""
 
     def _fit_series(self, y: FloatArray, ds: pd.DatetimeIndex) -> Any:
         return self._fit_and_calibrate(y, ds)[0]
 
-    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
-        return np.asarray(self._fit_and_calibrate(y, ds)[1], dtype=np.float64)
+    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> Calibration:
+        return self._fit_and_calibrate(y, ds)[1]
 
 
 def infer_step(ds: pd.DatetimeIndex, uid: str) -> pd.Timedelta:

@@ -5,9 +5,11 @@ Details: docs/forecasting.md, "Notes from the code", `forecaster/models/boosting
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 # Imported at module level on purpose: threadpool_limits only caps OpenMP runtimes that
 # are already loaded, so scikit-learn must be imported before a fit enters the limit.
@@ -15,6 +17,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 
 from forecaster.models.base import FloatArray, OnePassForecaster
+from forecaster.models.residuals import residuals_at
 
 SHRINK_GRID: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 
@@ -60,23 +63,85 @@ def interpolate_changes(anchors: tuple[int, ...], changes: FloatArray, h: int) -
 
 def _interp_rows(x: FloatArray, xp: FloatArray, fp: FloatArray) -> FloatArray:
     """``np.interp(x, xp, row)`` for every row of ``fp`` at once, bit for bit."""
-    out = np.empty((fp.shape[0], len(x)), dtype=np.float64)
     # j: the knot at or before each x, as numpy's binary search finds it.
     j = np.searchsorted(xp, x, side="right") - 1
-    for i, (x_i, j_i) in enumerate(zip(x, j, strict=True)):  # few steps, many rows
-        if j_i < 0 or j_i >= len(xp) - 1 or xp[j_i] == x_i:
-            out[:, i] = fp[:, min(max(j_i, 0), len(xp) - 1)]
-            continue
-        with np.errstate(invalid="ignore", over="ignore"):  # np.interp is silent too
-            slope = (fp[:, j_i + 1] - fp[:, j_i]) / (xp[j_i + 1] - xp[j_i])
-            value = slope * (x_i - xp[j_i]) + fp[:, j_i]
-            nan = np.isnan(value)
-            if nan.any():
-                other = slope * (x_i - xp[j_i + 1]) + fp[:, j_i + 1]
-                flat = np.isnan(other) & (fp[:, j_i] == fp[:, j_i + 1])
-                value = np.where(nan, np.where(flat, fp[:, j_i], other), value)
-        out[:, i] = value
+    # At a knot or outside the knots, the knot's (or the end's) value.
+    out = fp[:, np.clip(j, 0, len(xp) - 1)]
+    inside = (j >= 0) & (j < len(xp) - 1)
+    inside[inside] = xp[j[inside]] != x[inside]
+    if not inside.any():
+        return out
+    # Between knots, every step at once (a loop over the steps cost as much again when a
+    # forecast rebuilds held-out paths, PathResiduals); each value is the same arithmetic.
+    lo = j[inside]
+    left, right = fp[:, lo], fp[:, lo + 1]
+    with np.errstate(invalid="ignore", over="ignore"):  # np.interp is silent too
+        slope = (right - left) / (xp[lo + 1] - xp[lo])
+        value = slope * (x[inside] - xp[lo]) + left
+        nan = np.isnan(value)
+        if nan.any():
+            other = slope * (x[inside] - xp[lo + 1]) + right
+            flat = np.isnan(other) & (left == right)
+            value = np.where(nan, np.where(flat, left, other), value)
+    out[:, inside] = value
     return out
+
+
+@dataclass(frozen=True, eq=False)
+class PathResiduals:
+    """Held-out residuals of paths interpolated from anchor changes, kept compact.
+
+    The residuals from origin ``t`` of the held-out tail are ``y[t+1..t+horizon]``
+    minus the path ``y[t] + interpolate_changes(anchors, changes[t], horizon)``: the
+    tail's values and the changes (a column per anchor) give them exactly, at
+    ``1 + len(anchors)`` numbers per origin instead of ``horizon``. An anchor whose
+    changes are all zero (weight 0: persistence) keeps only their signs.
+
+    Attributes:
+        values: the series from the tail's first origin to its end.
+        anchors: the anchor steps.
+        changes: the changes of the anchors not in ``zero_anchors``, a row per origin
+            (every value of ``values`` but the last).
+        zero_anchors: the positions in ``anchors`` whose changes are all 0.
+        zero_signs: per zero anchor, its changes' sign bits (``np.packbits``).
+        horizon: the steps of a path.
+    """
+
+    values: FloatArray
+    anchors: tuple[int, ...]
+    changes: FloatArray
+    zero_anchors: tuple[int, ...]
+    zero_signs: npt.NDArray[np.uint8]
+    horizon: int
+
+    @classmethod
+    def of(
+        cls, tail: FloatArray, anchors: tuple[int, ...], changes: FloatArray, horizon: int
+    ) -> PathResiduals:
+        """Keep the held-out ``tail`` (``y`` from the first origin) and its ``changes``."""
+        zero = tuple(int(j) for j in np.flatnonzero((changes == 0.0).all(axis=0)))
+        kept = [j for j in range(changes.shape[1]) if j not in zero]
+        signs = np.packbits(np.signbit(changes[:, list(zero)]), axis=0).T
+        return cls(
+            np.array(tail, dtype=np.float64),
+            anchors,
+            np.ascontiguousarray(changes[:, kept]),
+            zero,
+            np.ascontiguousarray(signs),
+            horizon,
+        )
+
+    def matrix(self) -> FloatArray:
+        """Return the residuals, shape ``(n_origins, horizon)``, NaN past the tail's end."""
+        n = len(self.values) - 1
+        changes = np.empty((n, len(self.anchors)), dtype=np.float64)
+        kept = [j for j in range(len(self.anchors)) if j not in self.zero_anchors]
+        changes[:, kept] = self.changes
+        if self.zero_anchors:
+            signs = np.unpackbits(self.zero_signs, axis=1, count=n).T.astype(bool)
+            changes[:, list(self.zero_anchors)] = np.where(signs, -0.0, 0.0)
+        paths = self.values[:-1, None] + interpolate_changes(self.anchors, changes, self.horizon)
+        return residuals_at(self.values, range(n), paths)
 
 
 def shrink_weight(errors: FloatArray, min_improvement: float) -> float:

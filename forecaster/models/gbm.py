@@ -16,12 +16,13 @@ from forecaster.models.base import FloatArray
 from forecaster.models.boosting import (
     SHRINK_GRID,
     AnchoredBoosting,
+    PathResiduals,
     interpolate_changes,
     openmp_threads,
     shift,
     shrink_weight,
 )
-from forecaster.models.residuals import residuals_at
+from forecaster.models.residuals import Calibration
 
 DEFAULT_ANCHORS: tuple[int, ...] = (1, 3, 12, 36, 72, 144, 288)
 
@@ -139,13 +140,13 @@ class GradientBoosting(AnchoredBoosting):
 
     # -- fit ----------------------------------------------------------------------
 
-    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
+    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, Calibration]:
         y = y[-self.max_history :]
         ds = ds[-self.max_history :]
         with openmp_threads(self.n_threads):
             return self._fit_anchors(y, ds)
 
-    def _fit_anchors(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
+    def _fit_anchors(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, Calibration]:
         n = len(y)
         step = ds[1] - ds[0]
         anchors = self.anchor_steps()
@@ -185,8 +186,7 @@ class GradientBoosting(AnchoredBoosting):
             models=tuple(models),
             columns=tuple(columns),
         )
-        paths = y[fold_origins, None] + interpolate_changes(anchors, fold_changes, self.horizon)
-        return state, residuals_at(y, fold_origins, paths)
+        return state, PathResiduals.of(y[fold_start:], anchors, fold_changes, self.horizon)
 
     def _update_state(
         self, state: Any, y: FloatArray, ds: pd.DatetimeIndex, last_ds: pd.Timestamp

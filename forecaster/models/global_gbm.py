@@ -17,6 +17,7 @@ from forecaster.models.base import FloatArray
 from forecaster.models.boosting import (
     SHRINK_GRID,
     AnchoredBoosting,
+    PathResiduals,
     interpolate_changes,
     openmp_threads,
     shift,
@@ -32,7 +33,7 @@ from forecaster.models.global_features import (
     stack,
     step_features,
 )
-from forecaster.models.residuals import residuals_at
+from forecaster.models.residuals import Calibration
 from forecaster.types import DS, UID, SeriesFrame, Y
 
 DEFAULT_ANCHORS: Final[tuple[int, ...]] = (1, 3, 6, 12, 24, 36, 72, 144, 288)
@@ -204,7 +205,7 @@ class GlobalGradientBoosting(AnchoredBoosting):
             last_ds=max(p.ds[-1] for p in sampled),
         )
 
-    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, FloatArray]:
+    def _fit_and_calibrate(self, y: FloatArray, ds: pd.DatetimeIndex) -> tuple[Any, Calibration]:
         fleet = getattr(self, "fleet_", None) or self.fleet
         if fleet is None:  # a direct per-series call: the series is its own fleet
             frame = pd.DataFrame({UID: "series", DS: ds, Y: y})
@@ -245,8 +246,7 @@ class GlobalGradientBoosting(AnchoredBoosting):
             changes=final_changes,
             weights=weights,
         )
-        paths = p.y[fold_origins, None] + interpolate_changes(anchors, fold_changes, self.horizon)
-        return state, residuals_at(p.y, fold_origins, paths)
+        return state, PathResiduals.of(p.y[p.fold_start :], anchors, fold_changes, self.horizon)
 
     def _update_state(
         self, state: Any, y: FloatArray, ds: pd.DatetimeIndex, last_ds: pd.Timestamp

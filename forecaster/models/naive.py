@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.models.base import FloatArray, Forecaster
-from forecaster.models.residuals import lagged_residuals
+from forecaster.models.residuals import Calibration, LaggedResiduals
 from forecaster.types import PERSISTENCE
 
 
@@ -33,8 +33,8 @@ class Persistence(Forecaster):
     def _predict_series(self, state: Any, h: int) -> FloatArray:
         return np.full(h, float(state))
 
-    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
-        return lagged_residuals(y, self.horizon, period=1, window=self.window)
+    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> Calibration:
+        return LaggedResiduals.of(y, self.horizon, period=1, window=self.window)
 
 
 class SeasonalNaive(Forecaster):
@@ -71,5 +71,5 @@ class SeasonalNaive(Forecaster):
         season = np.asarray(state, dtype=np.float64)
         return np.resize(season, h)
 
-    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> FloatArray:
-        return lagged_residuals(y, self.horizon, period=self.season_length, window=self.window)
+    def _calibration_residuals(self, y: FloatArray, ds: pd.DatetimeIndex) -> Calibration:
+        return LaggedResiduals.of(y, self.horizon, period=self.season_length, window=self.window)

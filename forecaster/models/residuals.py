@@ -4,14 +4,35 @@ Details: docs/forecasting.md, "Notes from the code", `forecaster/models/residual
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
+from numpy.lib.stride_tricks import sliding_window_view
 
 from forecaster.types import Levels
 
 FloatArray = npt.NDArray[np.float64]
+
+
+class CompactResiduals(Protocol):
+    """What a residual matrix is rebuilt from, exactly, when :meth:`matrix` is called."""
+
+    def matrix(self) -> FloatArray:
+        """Return the residuals, shape ``(n_windows, horizon)``; may hold NaN."""
+        ...
+
+
+Calibration: TypeAlias = FloatArray | CompactResiduals
+"""A fit's calibration residuals: the matrix itself, or what rebuilds it."""
+
+
+def residual_matrix(calibration: Calibration) -> FloatArray:
+    """Return the residual matrix of ``calibration`` (rebuilt when it is compact)."""
+    if isinstance(calibration, np.ndarray):
+        return calibration
+    return calibration.matrix()
 
 
 def residual_quantiles(residuals: FloatArray, h: int, levels: Levels) -> FloatArray:
@@ -67,20 +88,51 @@ def residuals_at(
     return np.asarray(actual - forecasts, dtype=np.float64)
 
 
-def lagged_residuals(y: FloatArray, horizon: int, period: int, window: int) -> FloatArray:
+@dataclass(frozen=True, eq=False)
+class LaggedResiduals:
     """Exact residuals of a naive forecast that repeats the value ``period`` back.
 
     For persistence (``period=1``) the step-``k`` residual from origin ``t`` is
     ``y[t+k] - y[t]``; for seasonal naive it is ``y[t+k] - y[t+k-period*ceil(k/p)]``.
     Only the last ``window`` origins are used, so intervals track recent volatility.
+    Kept are the values those residuals read (``window + horizon + period - 1`` at
+    most) rather than the ``(window + horizon - 1) x horizon`` matrix.
+
+    Attributes:
+        values: the series from index ``start`` to its end.
+        start: where ``values`` begins in the series.
     """
-    n = len(y)
-    origins = np.arange(max(period - 1, n - window - horizon), n - 1)
-    residuals = np.full((len(origins), horizon), np.nan)
-    for k in range(1, horizon + 1):
-        back = period * int(np.ceil(k / period))
-        target = origins + k
-        source = target - back
-        ok = (target < n) & (source >= 0)
-        residuals[ok, k - 1] = y[target[ok]] - y[source[ok]]
-    return residuals
+
+    values: FloatArray
+    start: int
+    horizon: int
+    period: int
+    window: int
+
+    @classmethod
+    def of(cls, y: FloatArray, horizon: int, period: int, window: int) -> LaggedResiduals:
+        """Keep the values of ``y`` the residuals of its last ``window`` origins read."""
+        first = max(period - 1, len(y) - window - horizon)
+        start = max(0, first - period + 1)  # the oldest value the first origin repeats
+        return cls(np.array(y[start:], dtype=np.float64), start, horizon, period, window)
+
+    def matrix(self) -> FloatArray:
+        """Return the residuals, shape ``(n_origins, horizon)``, NaN past the series' end."""
+        n = self.start + len(self.values)
+        first = max(self.period - 1, n - self.window - self.horizon)
+        origins = np.arange(first, n - 1)
+        k = np.arange(1, self.horizon + 1)
+        # Every step at once, as a forecast rebuilds it. Origins start at ``period - 1``,
+        # so a source is never before the series; a target past its end reads the pad
+        # and is dropped.
+        padded = np.concatenate([self.values, np.zeros(self.horizon)])
+        if self.period == 1:  # persistence: each step against the origin's own value
+            windows = sliding_window_view(padded, self.horizon + 1)
+            rows = windows[first - self.start :][: len(origins)]
+            diff = rows[:, 1:] - rows[:, :1]
+        else:
+            back = self.period * -(-k // self.period)  # period * ceil(k / period)
+            at = (origins - self.start)[:, None] + k[None, :]
+            diff = padded[at] - padded[at - back[None, :]]
+        ok = k[None, :] < (n - origins)[:, None]
+        return np.where(ok, diff, np.nan)

@@ -118,7 +118,7 @@ def test_an_update_keeps_the_calibration_residuals(two_series: pd.DataFrame) -> 
     )
     moved = fitted.update(two_series)
     for uid, fit in fitted.fits_.items():
-        assert moved.fits_[uid].residuals is fit.residuals
+        assert moved.fits_[uid].calibration is fit.calibration
 
 
 def test_a_series_the_fit_never_saw_cannot_be_updated(two_series: pd.DataFrame) -> None:
