@@ -29,10 +29,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from benchmarks.peak_batch import calibrate, combine_bounds
 from benchmarks.progress import Counter
-from forecaster.peak.calibration import TUNED_GAMMA, calibrate, calibrates
+from forecaster.peak.calibration import TUNED_GAMMA, calibrates
 from forecaster.peak.calibration import WINDOW as ACI_WINDOW
-from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE, TUNED_SNAP, combine_bounds
+from forecaster.peak.combine import TUNED_ETA, TUNED_HALFLIFE, TUNED_SNAP
 from forecaster.peak.online import EXPERTS, Expert, Mixed, finish
 from forecaster.peak.recovery import MIN_LEVEL
 from forecaster.peak.types import FloatArray

@@ -90,6 +90,7 @@ from benchmarks.inputs import (  # noqa: E402
     pick_series,
     pool_signal_ids,
 )
+from benchmarks.peak_batch import calibrate, held_levels, seasonal_reference  # noqa: E402
 from benchmarks.peak_lofo import (  # noqa: E402
     SERVED,
     WITHOUT_SEASONAL,
@@ -108,15 +109,12 @@ from benchmarks.progress import Counter, counter  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.exceptions import DataValidationError, InsufficientHistoryError, SourceError  # noqa: E402
 from forecaster.loaders import DEMAND, load_trace  # noqa: E402
-from forecaster.peak.calibration import calibrate  # noqa: E402
 from forecaster.peak.fleet import pool_leads  # noqa: E402
 from forecaster.peak.model import PeakQuantileForecaster  # noqa: E402
 from forecaster.peak.online import EXPERTS, day_rule  # noqa: E402
-from forecaster.peak.recovery import held_levels  # noqa: E402
 from forecaster.peak.reference import (  # noqa: E402
     naive_lags,
     seasonal_naive_reference,
-    seasonal_reference,
     trailing_reference,
 )
 from forecaster.peak.scale import recent_scale  # noqa: E402

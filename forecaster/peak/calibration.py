@@ -6,8 +6,6 @@ from collections import deque
 
 import numpy as np
 
-from forecaster.peak.types import FloatArray
-
 WINDOW = 288
 """Realised scores ACI's offset is the quantile of (two days at 10-min steps)."""
 GAMMA = 0.002
@@ -103,46 +101,3 @@ def calibrates(level: float, window: int = WINDOW, min_misses: float = MIN_EXPEC
     one. ``min_misses = 0`` calibrates every level.
     """
     return (1.0 - level) * window >= min_misses
-
-
-def aci_offsets(
-    scores: FloatArray, level: float, lead: int, gamma: float = GAMMA, window: int = WINDOW
-) -> FloatArray:
-    """Return the ACI offset issued at every step of a series of consecutive forecasts.
-
-    ``scores[t]`` is ``(peak[t] - q[t]) / scale[t]`` of the forecast made at step ``t``;
-    the offset at ``t`` uses only ``scores[: t - lead + 1]`` (the peaks realised by
-    ``t``), exactly as :class:`AdaptiveConformal` fed live.
-    """
-    calibrator = AdaptiveConformal(level, lead, gamma=gamma, window=window)
-    values = np.asarray(scores, dtype=np.float64)
-    out = np.empty(len(values))
-    for t in range(len(values)):
-        if t >= lead:
-            calibrator.observe(float(values[t - lead]))
-        out[t] = calibrator.issue()
-    return out
-
-
-def calibrate(
-    bound: FloatArray,
-    peak: FloatArray,
-    scale: FloatArray,
-    level: float,
-    lead: int,
-    gamma: float = GAMMA,
-    window: int = WINDOW,
-) -> FloatArray:
-    """Return ACI-calibrated bounds of consecutive forecasts of one series.
-
-    Args:
-        bound: the raw quantile forecasts (peak units), one per origin, in time order.
-        peak: the realised peaks of the same origins (NaN where not realised yet).
-        scale: the series' scale at each origin.
-        level: the nominal quantile.
-        lead: the lead time in steps.
-        gamma: ACI step size.
-        window: scores the offset is a quantile of.
-    """
-    scores = (np.asarray(peak) - np.asarray(bound)) / np.asarray(scale)
-    return np.asarray(bound + aci_offsets(scores, level, lead, gamma, window) * scale)

@@ -4,8 +4,6 @@ Details: docs/forecasting.md, "Notes from the code", `forecaster/peak/combine.py
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from forecaster.peak.types import FloatArray
@@ -122,58 +120,3 @@ def snap_to_demand(
     near = (above > 0.0) & (above <= tolerance * np.asarray(scale, dtype=np.float64))
     atom = np.asarray(reference, dtype=np.float64) <= d
     return np.asarray(np.where(near & atom, d, b), dtype=np.float64)
-
-
-def expert_weights(losses: FloatArray, lead: int, eta: float, halflife: float) -> FloatArray:
-    """Return the experts' weights at every step from their per-origin losses.
-
-    Args:
-        losses: shape ``(origins, experts)``; row ``t`` holds the losses of the
-            forecasts made at ``t`` (NaN where a peak is missing). The weights at ``t``
-            use only rows ``: t - lead + 1``.
-        lead: steps between a forecast and its realisation.
-        eta: how sharply the weights follow the loss differences (0: always equal).
-        halflife: steps after which a realised loss counts half.
-
-    Returns:
-        Shape ``(origins, experts)``, each row summing to 1.
-    """
-    if lead < 1:
-        raise ValueError(f"need lead >= 1; got {lead}")
-    values = np.asarray(losses, dtype=np.float64)
-    experts = DiscountedExperts(eta, halflife, values.shape[1])
-    out = np.empty(values.shape)
-    for t in range(len(values)):
-        s = t - lead  # the newest origin whose peak is realised by t
-        if s >= 0:
-            experts.observe(values[s])
-        out[t] = experts.weights()
-    return out
-
-
-def combine_bounds(
-    experts: Sequence[FloatArray],
-    peak: FloatArray,
-    scale: FloatArray,
-    level: float,
-    lead: int,
-    eta: float = TUNED_ETA,
-    halflife: float = TUNED_HALFLIFE,
-) -> FloatArray:
-    """Return the online combination of experts' bounds of consecutive origins of one series.
-
-    Args:
-        experts: each expert's bounds (peak units), one per origin, in time order (NaN
-            where it has none: the others share its weight there).
-        peak: the realised peaks (NaN where not realised yet).
-        scale: the series' scale at each origin (losses are divided by it).
-        level: the quantile level the bounds aim at.
-        lead: the lead time in steps.
-        eta: sharpness of the weights (see :func:`expert_weights`).
-        halflife: steps after which a realised loss counts half.
-    """
-    bounds = np.column_stack([np.asarray(e, dtype=np.float64) for e in experts])
-    s = np.asarray(scale, dtype=np.float64)
-    losses = np.column_stack([pinball(peak, b, level) / s for b in bounds.T])
-    weights = expert_weights(losses, lead, eta, halflife)
-    return np.array([mix(b, w) for b, w in zip(bounds, weights, strict=True)])

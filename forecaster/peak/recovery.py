@@ -130,12 +130,3 @@ def held_level(y: FloatArray, p: int, rule: ReturnRule) -> float:
     """:func:`return_level` where the series :func:`comes_back`, else NaN."""
     level = return_level(y, p, rule)
     return level if math.isfinite(level) and comes_back(y, p, rule) else math.nan
-
-
-def held_levels(y: FloatArray, rule: ReturnRule) -> FloatArray:
-    """:func:`held_level` at every position of ``y`` (NaN where the bound is not held)."""
-    levels = return_levels(y, rule)
-    for p in np.flatnonzero(np.isfinite(levels)):
-        if not comes_back(y, int(p), rule):
-            levels[p] = math.nan
-    return levels

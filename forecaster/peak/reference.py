@@ -55,14 +55,6 @@ def seasonal_bound(
     return np.asarray(float(y[p]) + np.quantile(headroom, levels), dtype=np.float64)
 
 
-def seasonal_reference(y: FloatArray, lead: int, day: int, levels: Sequence[float]) -> FloatArray:
-    """:func:`seasonal_bound` at every origin of ``y``, shape ``(origin, level)``."""
-    values = np.asarray(y, dtype=np.float64)
-    lags = seasonal_lags(day, lead)
-    rows = [seasonal_bound(values, p, lags, lead, levels) for p in range(len(values))]
-    return np.array(rows).reshape(len(values), len(levels))
-
-
 def trailing_reference(y: FloatArray, lead: int, day: int, levels: Sequence[float]) -> FloatArray:
     """The trailing-day buffer at every origin of ``y``, shape ``(origin, level)``.
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forecaster.peak.calibration import AdaptiveConformal, aci_offsets, calibrate, calibrates
+from benchmarks.peak_batch import aci_offsets, calibrate
+from forecaster.peak.calibration import AdaptiveConformal, calibrates
 from forecaster.peak.target import lead_headroom, lead_peak
 
 

@@ -5,14 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forecaster.peak.combine import (
-    DiscountedExperts,
-    combine_bounds,
-    expert_weights,
-    mix,
-    pinball,
-    snap_to_demand,
-)
+from benchmarks.peak_batch import combine_bounds, expert_weights
+from forecaster.peak.combine import DiscountedExperts, mix, pinball, snap_to_demand
 
 
 def test_pinball_is_asymmetric() -> None:

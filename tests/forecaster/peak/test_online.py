@@ -6,14 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.peak.calibration import MIN_EXPECTED_MISSES, TUNED_GAMMA, calibrate, calibrates
-from forecaster.peak.combine import combine_bounds, snap_to_demand
+from benchmarks.peak_batch import calibrate, combine_bounds, seasonal_reference
+from forecaster.peak.calibration import MIN_EXPECTED_MISSES, TUNED_GAMMA, calibrates
+from forecaster.peak.combine import snap_to_demand
 from forecaster.peak.online import OnlinePeak, anchor, issue
 from forecaster.peak.reference import (
     SEASON,
     seasonal_naive_bound,
     seasonal_naive_reference,
-    seasonal_reference,
 )
 from forecaster.peak.target import lead_peak
 from forecaster.types import DS, UID, Y

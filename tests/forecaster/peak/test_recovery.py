@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchmarks.peak_batch import held_levels
 from forecaster.peak.online import OnlinePeak, day_rule, steps_per_day
 from forecaster.peak.recovery import (
     MIN_RETURNS,
     ReturnRule,
     comes_back,
     held_level,
-    held_levels,
     return_level,
     return_levels,
 )

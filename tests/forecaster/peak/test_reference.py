@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchmarks.peak_batch import seasonal_reference
 from forecaster.peak.reference import (
     SEASONAL_MIN,
     seasonal_lags,
     seasonal_naive_bound,
     seasonal_naive_reference,
-    seasonal_reference,
     trailing_reference,
 )
 
