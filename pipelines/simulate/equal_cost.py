@@ -8,14 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from pipelines.simulate.frontier import (
-    Point,
-    benefit_at,
-    frontier,
-    gap_at_cost,
-    interpolated,
-    points_beaten,
-)
+from pipelines.simulate.frontier import Point, benefit_at, gap_at_cost, points_beaten
 
 BUDGETS: Final[tuple[float, ...]] = (1.02, 1.05, 1.10)
 """Cost ratios to the oracle's GPU-hours at which every policy's best gap is reported."""
@@ -84,42 +77,3 @@ def compare_policies(
             "wins_at_budgets": [wins, judged],
         }
     return {"subject": subject, "best_gap_at_cost": best, "against": against}
-
-
-def at_least_as_good(comparison: Mapping[str, Any], other: str) -> bool:
-    """True when the subject matches ``other`` at every budget ``other`` reaches and at
-    every one of ``other``'s points (at equal cost).
-    """
-    row = comparison["against"][other]
-    wins, judged = row["wins_at_budgets"]
-    beaten, compared = row["beaten"]
-    return bool(wins == judged and beaten == compared and compared > 0)
-
-
-def where_both_reach(subject: Sequence[Point], other: Sequence[Point]) -> dict[str, float]:
-    """The subject's margin over ``other`` at every cost both frontiers span.
-
-    The costs are those of every point either policy offers that lie inside both
-    policies' cost ranges; at each, both frontiers are interpolated
-    (:func:`~pipelines.simulate.frontier.interpolated`). Unlike the ``beaten`` count of
-    :func:`compare_policies`, a cost above one policy's costliest setting is not
-    compared: "at equal cost, wherever both reach that cost".
-
-    Returns:
-        ``{"worst": smallest margin, "at_cost": its cost, "mean": mean margin,
-        "costs": how many costs}``; NaN figures and 0 costs where the ranges do not
-        overlap.
-    """
-    mine, theirs = frontier(subject), frontier(other)
-    if not mine or not theirs:
-        return {"worst": math.nan, "at_cost": math.nan, "mean": math.nan, "costs": 0}
-    low = max(mine[0][0], theirs[0][0]) - 1e-12
-    high = min(mine[-1][0], theirs[-1][0]) + 1e-12
-    offered = [x for x, y in [*subject, *other] if math.isfinite(x) and math.isfinite(y)]
-    costs = sorted({x for x in offered if low <= x <= high})
-    margins = [(interpolated(mine, x) - interpolated(theirs, x), x) for x in costs]
-    if not margins:
-        return {"worst": math.nan, "at_cost": math.nan, "mean": math.nan, "costs": 0}
-    worst, at = min(margins)
-    mean = sum(m for m, _ in margins) / len(margins)
-    return {"worst": worst, "at_cost": at, "mean": mean, "costs": len(margins)}

@@ -106,8 +106,8 @@ def test_points_beaten_counts_points_cheaper_than_the_subject_as_lost():
 
 
 def test_a_policy_without_a_cheap_setting_cannot_win_at_equal_cost():
+    from benchmarks.decision_report import at_least_as_good
     from pipelines.simulate.equal_cost import (
-        at_least_as_good,
         best_gap_at_budgets,
         compare_policies,
         equal_cost_rows,
@@ -132,7 +132,7 @@ def test_a_policy_without_a_cheap_setting_cannot_win_at_equal_cost():
 
 
 def test_where_both_reach_compares_only_inside_both_ranges():
-    from pipelines.simulate.equal_cost import where_both_reach
+    from benchmarks.decision_report import where_both_reach
 
     subject = [(1.0, 0.2), (1.2, 0.6)]
     # The other's 0.9 at 1.5 lies above the subject's range: not compared (the beaten
