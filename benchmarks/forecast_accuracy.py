@@ -57,13 +57,14 @@ from benchmarks.peers import PeerAutoETS, PeerMSTL  # noqa: E402
 from benchmarks.progress import counter  # noqa: E402
 from forecaster.champion import FAMILY  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
+from forecaster.cutoffs import rolling_origin_cutoffs  # noqa: E402
 from forecaster.estimator import Estimator  # noqa: E402
 from forecaster.fleet import fleet_backtest  # noqa: E402
 from forecaster.loaders import load_trace  # noqa: E402
 from forecaster.metrics import HORIZON, horizon_steps, score_backtest  # noqa: E402
 from forecaster.models.catalog import default_models, steps_in  # noqa: E402
-from forecaster.procedure import champion_backtest, default_cutoffs  # noqa: E402
-from forecaster.types import DS, MODEL, UID  # noqa: E402
+from forecaster.procedure import champion_backtest  # noqa: E402
+from forecaster.types import DS, MODEL, UID, SeriesFrame  # noqa: E402
 from pipelines.config.settings import Settings, load_settings  # noqa: E402
 from pipelines.jobs.history import candidate_models, training_plan  # noqa: E402
 
@@ -82,6 +83,35 @@ REGIONS: dict[str, dict[str, float]] = {
 or ``tune`` (50-75 %, every window and its actuals before the test region), the only
 windows design choices may be made on."""
 QUICK = ("earth_total/demand_gpus", "alibaba_lora/arrivals", "nab/rds_cpu_utilization_e47b3b")
+
+
+def default_cutoffs(
+    df: SeriesFrame,
+    *,
+    horizon: int,
+    n_windows: int,
+    start_frac: float = 0.75,
+    end_frac: float = 1.0,
+) -> dict[str, list[pd.Timestamp]]:
+    """Per series, ``n_windows`` rolling-origin cutoffs between ``start_frac`` and ``end_frac``.
+
+    With the default ``end_frac`` these are the positions :func:`forecaster.backtest.
+    backtest` uses, as timestamps, so the champion and plain families can be scored on
+    the very same windows. A smaller ``end_frac`` places them as if each series ended
+    there: every window, actuals included, lies before that share of the series (a
+    tuning region that the default windows never overlap).
+    """
+    if not 0.0 <= start_frac < end_frac <= 1.0:
+        raise ValueError(f"need 0 <= start_frac < end_frac <= 1, got {start_frac}, {end_frac}")
+    out: dict[str, list[pd.Timestamp]] = {}
+    for uid, group in df.groupby(UID, sort=True, observed=True):
+        ds = group[DS].reset_index(drop=True)
+        used = len(ds) if end_frac >= 1.0 else int(end_frac * len(ds))
+        positions = rolling_origin_cutoffs(
+            used, horizon=horizon, n_windows=n_windows, start_frac=start_frac / end_frac
+        )
+        out[str(uid)] = [pd.Timestamp(ds.iloc[p]) for p in positions]
+    return out
 
 
 def read_input(args: argparse.Namespace) -> pd.DataFrame | None:

@@ -50,14 +50,19 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.forecast_accuracy import HORIZONS, REGIONS, TEST_WINDOWS, load_series  # noqa: E402
+from benchmarks.forecast_accuracy import (  # noqa: E402
+    HORIZONS,
+    REGIONS,
+    TEST_WINDOWS,
+    default_cutoffs,
+    load_series,
+)
 from benchmarks.headroom_plot import draw  # noqa: E402
 from benchmarks.inputs import data_dir  # noqa: E402
 from benchmarks.simple_pool import Member, pool  # noqa: E402
 from forecaster.contract import validate_series  # noqa: E402
 from forecaster.metrics import horizon_steps, naive_scale  # noqa: E402
 from forecaster.models.catalog import steps_in  # noqa: E402
-from forecaster.procedure import default_cutoffs  # noqa: E402
 from forecaster.types import DS, UID, Y  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"

@@ -11,7 +11,6 @@ import pandas as pd
 
 from forecaster.backtest import BacktestResult, backtest
 from forecaster.champion import FAMILY, ChampionForecaster
-from forecaster.cutoffs import rolling_origin_cutoffs
 from forecaster.estimator import Estimator
 from forecaster.exceptions import InsufficientHistoryError, NotFittedError
 from forecaster.fleet import fleet_backtest
@@ -26,7 +25,7 @@ from forecaster.models.guarded import (
 )
 from forecaster.plan import COMBINATION_RULES, TrainingPlan, recent_history
 from forecaster.selection import choose_families, default_family
-from forecaster.types import CUTOFF, DEFAULT_LEVELS, DS, PERSISTENCE, UID, Levels, SeriesFrame
+from forecaster.types import CUTOFF, DEFAULT_LEVELS, PERSISTENCE, UID, Levels, SeriesFrame
 
 
 class TrainedChampion(Hyperparameters):
@@ -149,7 +148,7 @@ def champion_backtest(
         candidates: the candidate prototypes training would get (same model set).
         plan: the training plan (as ``foresight train`` builds it from the settings).
         cutoffs: timestamps of the last observation each training may see; one list for
-            every series, or one per series (see :func:`default_cutoffs`).
+            every series, or one per series (``benchmarks/forecast_accuracy.py`` places them).
         horizon: steps forecast at each cutoff; default the plan's.
         levels: quantile levels; default the plan's.
         executor: fans the series out (a process pool or Dask).
@@ -187,32 +186,3 @@ def _per_series(
     if isinstance(cutoffs, Mapping):
         return cutoffs
     return {str(uid): list(cutoffs) for uid in df[UID].unique()}
-
-
-def default_cutoffs(
-    df: SeriesFrame,
-    *,
-    horizon: int,
-    n_windows: int,
-    start_frac: float = 0.75,
-    end_frac: float = 1.0,
-) -> dict[str, list[pd.Timestamp]]:
-    """Per series, ``n_windows`` rolling-origin cutoffs between ``start_frac`` and ``end_frac``.
-
-    With the default ``end_frac`` these are the positions :func:`forecaster.backtest.
-    backtest` uses, as timestamps, so the champion and plain families can be scored on
-    the very same windows. A smaller ``end_frac`` places them as if each series ended
-    there: every window, actuals included, lies before that share of the series (a
-    tuning region that the default windows never overlap).
-    """
-    if not 0.0 <= start_frac < end_frac <= 1.0:
-        raise ValueError(f"need 0 <= start_frac < end_frac <= 1, got {start_frac}, {end_frac}")
-    out: dict[str, list[pd.Timestamp]] = {}
-    for uid, group in df.groupby(UID, sort=True, observed=True):
-        ds = group[DS].reset_index(drop=True)
-        used = len(ds) if end_frac >= 1.0 else int(end_frac * len(ds))
-        positions = rolling_origin_cutoffs(
-            used, horizon=horizon, n_windows=n_windows, start_frac=start_frac / end_frac
-        )
-        out[str(uid)] = [pd.Timestamp(ds.iloc[p]) for p in positions]
-    return out

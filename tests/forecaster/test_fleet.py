@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchmarks.forecast_accuracy import default_cutoffs
 from forecaster.backtest import backtest, split_heldout
 from forecaster.estimator import updated
 from forecaster.fleet import nested_fleet_backtest, with_fleet
 from forecaster.models.global_gbm import GlobalGradientBoosting
 from forecaster.models.naive import Persistence
-from forecaster.procedure import default_cutoffs
 from forecaster.types import CUTOFF, DS, MODEL, UID
 
 H = 6
