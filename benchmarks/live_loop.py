@@ -20,7 +20,7 @@ figure). A case without its data is skipped with a message.
 A third case, run on its own (``--multi-pool STEPS``): the sample's ``a100-train`` work
 on two node groups, on-demand and spot, under ``autoscaler``; pending pods grow the
 group the priority expander picks from the ConfigMap the service serves
-(``pipelines.twin.multipool``), written to ``live_loop_multipool.json``.
+(``benchmarks/twin_multipool.py``), written to ``live_loop_multipool.json``.
 
 Run: ``python benchmarks/live_loop.py [--quick] [--jobs 2]``. Prints a table per run
 (twin vs replay: waiting GPU-hours, node-hours, scale events, relative difference),
@@ -54,6 +54,7 @@ from api.settings import load_app_settings  # noqa: E402
 from benchmarks.decision_fleets import default_fleets  # noqa: E402
 from benchmarks.decision_fleets import on_step as fleet_on_step  # noqa: E402
 from benchmarks.decision_quality import LORA_PEAK_GPUS, VCS  # noqa: E402
+from benchmarks.twin_multipool import run_group_case, sample_group_case  # noqa: E402
 from forecaster.exceptions import SourceError  # noqa: E402
 from forecaster.loaders import shared_data_dir  # noqa: E402
 from pipelines.simulate.engine import simulate  # noqa: E402
@@ -62,8 +63,7 @@ from pipelines.simulate.peak import PeakReplayForecaster  # noqa: E402
 from pipelines.twin.case import TwinCase, sample_case, trace_case  # noqa: E402
 from pipelines.twin.cluster import Semantics  # noqa: E402
 from pipelines.twin.compare import FIGURES  # noqa: E402
-from pipelines.twin.multipool import run_group_case, sample_group_case  # noqa: E402
-from pipelines.twin.report import comparison_table, hourly_progress, plot_nodes  # noqa: E402
+from pipelines.twin.report import comparison_table, hourly_progress  # noqa: E402
 from pipelines.twin.run import run_case  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "live_loop.json"
@@ -145,6 +145,37 @@ def walk_forward_replay(shared: Path, case: TwinCase) -> dict[str, Any]:
 def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(columns)
     return frame.set_index(pd.DatetimeIndex(frame.pop("ts")))
+
+
+def plot_nodes(
+    path: Path,
+    title: str,
+    demand: pd.Series,
+    gpus_per_node: int,
+    runs: dict[str, pd.DataFrame],
+) -> Path:
+    """Nodes held (ready + booting) over time per run, with demand in nodes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(11, 4.5))
+    axis.plot(
+        demand.index, demand / gpus_per_node, color="0.6", lw=1, label="demand / GPUs per node"
+    )
+    for (name, frame), style in zip(runs.items(), ("-", "--", ":", "-."), strict=False):
+        held = frame["ready_nodes"] + frame["pending_nodes"]
+        axis.step(frame.index, held, where="post", ls=style, lw=1.2, label=f"{name}: nodes held")
+    axis.set_title(title)
+    axis.set_ylabel("nodes")
+    axis.legend(loc="upper left", fontsize=8)
+    figure.autofmt_xdate()
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
 
 
 def plot_case(

@@ -1,4 +1,4 @@
-"""How a twin run is shown: the comparison table, the hourly progress line and the plot."""
+"""How a twin run is shown: the comparison table and the hourly progress line."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -67,34 +66,3 @@ def hourly_progress(label: str, console: Console | None = None) -> Progress:
             print(line, file=sys.stdout, flush=True)
 
     return report
-
-
-def plot_nodes(
-    path: Path,
-    title: str,
-    demand: pd.Series,
-    gpus_per_node: int,
-    runs: dict[str, pd.DataFrame],
-) -> Path:
-    """Nodes held (ready + booting) over time per run, with demand in nodes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(11, 4.5))
-    axis.plot(
-        demand.index, demand / gpus_per_node, color="0.6", lw=1, label="demand / GPUs per node"
-    )
-    for (name, frame), style in zip(runs.items(), ("-", "--", ":", "-."), strict=False):
-        held = frame["ready_nodes"] + frame["pending_nodes"]
-        axis.step(frame.index, held, where="post", ls=style, lw=1.2, label=f"{name}: nodes held")
-    axis.set_title(title)
-    axis.set_ylabel("nodes")
-    axis.legend(loc="upper left", fontsize=8)
-    figure.autofmt_xdate()
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.twin.multipool import run_group_case, sample_group_case
+from benchmarks.twin_multipool import run_group_case, sample_group_case
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,7 @@
 """The twin with several pools the same work runs on: the priority expander picks the group.
 
-Details: docs/twin.md, "Notes from the code", `pipelines/twin/multipool.py`."""
+Run by ``benchmarks/live_loop.py --multi-pool``; details: docs/twin.md, "Notes from the
+code", `benchmarks/twin_multipool.py`."""
 
 from __future__ import annotations
 
