@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from benchmarks.twin_groups import Group, GroupCluster, GroupResult, choose
 from pipelines.config.pools import PoolConfig
 from pipelines.config.pools_file import load_pools
 from pipelines.simulate.types import SimPool
 from pipelines.store.store import open_store
 from pipelines.twin.case import JobForecaster, _window, deploy, long_signals, sample_signals
 from pipelines.twin.cluster import Published, Semantics
-from pipelines.twin.expander import Priorities, choose
-from pipelines.twin.groups import Group, GroupCluster, GroupResult
+from pipelines.twin.expander import Priorities
 from pipelines.twin.loop import (
     SERVE_TIMEOUT_S,
     Forecaster,
