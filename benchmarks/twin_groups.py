@@ -13,30 +13,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchmarks.twin_expander import Priorities, choose
 from pipelines.simulate.engine import NodeFleet
 from pipelines.simulate.types import SimPool
 from pipelines.simulate.workqueue import WorkQueue
 from pipelines.twin.cluster import UNNEEDED_TIME, Published, Reading, Semantics, Unneeded
-from pipelines.twin.expander import Priorities
 from policy.bounds import clamp
 from policy.need import ceil_nodes
-
-
-def choose(priorities: Priorities, candidates: Sequence[str]) -> str | None:
-    """The node group cluster-autoscaler grows among ``candidates`` (ids that can take it).
-
-    The highest priority matching a candidate wins; candidates matching no entry are
-    dropped unless none matches (then all stay); a tie goes to the id that sorts
-    first (the twin's stand-in for the next expander). None when there is no candidate.
-    """
-    if not candidates:
-        return None
-    ranked = {group: priorities.priority_of(group) for group in candidates}
-    matched = [p for p in ranked.values() if p is not None]
-    if not matched:
-        return min(candidates)
-    best = max(matched)
-    return min(group for group, p in ranked.items() if p == best)
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pandas as pd
+import yaml
 
-from benchmarks.twin_groups import Group, GroupCluster, GroupResult, choose
+from benchmarks.twin_expander import Priorities, choose, priorities_of_configmap
+from benchmarks.twin_groups import Group, GroupCluster, GroupResult
 from pipelines.config.pools import PoolConfig
 from pipelines.config.pools_file import load_pools
 from pipelines.simulate.types import SimPool
 from pipelines.store.store import open_store
 from pipelines.twin.case import JobForecaster, _window, deploy, long_signals, sample_signals
 from pipelines.twin.cluster import Published, Semantics
-from pipelines.twin.expander import Priorities
 from pipelines.twin.loop import (
     SERVE_TIMEOUT_S,
     Forecaster,
@@ -36,6 +38,27 @@ from pipelines.twin.service import (
 
 SPOT_PRICE_SHARE = 0.4
 """The spot group's price per node, as a share of the on-demand list price."""
+
+
+class GroupClient(ServiceClient):
+    """The twin's service client, with the priority-expander ConfigMap read too."""
+
+    def priority_expander(self) -> Priorities | None:
+        """``GET /integrations/priority-expander`` (YAML, the ConfigMap ``publish`` applies).
+
+        None while the service does not answer 200.
+
+        Raises:
+            ExpanderConfigError: the ConfigMap's ``priorities`` is not what
+                cluster-autoscaler reads.
+        """
+        try:
+            answer = self._http.get("/integrations/priority-expander", params={"format": "yaml"})
+        except httpx.HTTPError:
+            return None
+        if answer.status_code != 200:
+            return None
+        return priorities_of_configmap(yaml.safe_load(answer.text))
 
 
 @dataclass(frozen=True)
@@ -106,7 +129,7 @@ class GroupStep:
 def run_groups(
     case: GroupCase,
     *,
-    client: ServiceClient,
+    client: GroupClient,
     forecaster: Forecaster,
     semantics: Semantics = "autoscaler",
 ) -> tuple[GroupResult, list[GroupStep]]:
@@ -152,7 +175,7 @@ def run_groups(
     return cluster.result(), steps
 
 
-def _configmap(client: ServiceClient, ts: datetime) -> Priorities:
+def _configmap(client: GroupClient, ts: datetime) -> Priorities:
     """The served ConfigMap's priorities (polled until the service answers)."""
     got: list[Priorities] = []
 
@@ -172,7 +195,7 @@ def run_group_case(
     """Deploy the case in ``workdir``, run the twin against ``foresight serve``, stop it."""
     config, settings = deploy(case.pools, case.history, case.step, workdir)
     process = ServeProcess(config, workdir, twin_environment())
-    client = ServiceClient(process.base)
+    client = GroupClient(process.base)
     with open_store(settings.store_url) as store:
         try:
             process.start(client)

@@ -17,10 +17,8 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 import httpx
-import yaml
 
 from forecaster.exceptions import ForesightError
-from pipelines.twin.expander import Priorities, priorities_of_configmap
 
 START_TIMEOUT_S: Final = 180.0
 _POLL_S: Final = 0.05
@@ -131,23 +129,6 @@ class ServiceClient:
         return datetime.fromisoformat(body["generated_at"]), None if version is None else str(
             version
         )
-
-    def priority_expander(self) -> Priorities | None:
-        """``GET /integrations/priority-expander`` (YAML, the ConfigMap ``publish`` applies).
-
-        None while the service does not answer 200.
-
-        Raises:
-            ExpanderConfigError: the ConfigMap's ``priorities`` is not what
-                cluster-autoscaler reads.
-        """
-        try:
-            answer = self._http.get("/integrations/priority-expander", params={"format": "yaml"})
-        except httpx.HTTPError:
-            return None
-        if answer.status_code != 200:
-            return None
-        return priorities_of_configmap(yaml.safe_load(answer.text))
 
     def healthy(self) -> bool:
         """True when ``/healthz`` answers 200."""

@@ -7,10 +7,15 @@ from datetime import timedelta
 import pandas as pd
 import pytest
 
-from benchmarks.twin_groups import Group, GroupCluster, choose
+from benchmarks.twin_expander import (
+    ExpanderConfigError,
+    choose,
+    parse_priorities,
+    priorities_of_configmap,
+)
+from benchmarks.twin_groups import Group, GroupCluster
 from pipelines.simulate.types import SimPool
 from pipelines.twin.cluster import Published
-from pipelines.twin.expander import ExpanderConfigError, parse_priorities, priorities_of_configmap
 
 STEP = timedelta(minutes=10)
 PREFER_SPOT = parse_priorities("20:\n  - ^ng-spot$\n10:\n  - ^ng-od$\n0:\n  - .*\n")

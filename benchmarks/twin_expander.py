@@ -1,8 +1,11 @@
-"""cluster-autoscaler's priority expander, as the twin's cluster applies it (docs/twin.md)."""
+"""cluster-autoscaler's priority expander, as the twin's cluster applies it.
+
+Applied by the multi-pool twin's cluster (``benchmarks/twin_groups.py``); details:
+docs/twin.md, "Notes from the code", `benchmarks/twin_expander.py`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,3 +81,20 @@ def priorities_of_configmap(manifest: Any) -> Priorities:
             f"expected a ConfigMap with data.{CONFIGMAP_KEY} (a YAML text), got {manifest!r:.200}"
         )
     return parse_priorities(data[CONFIGMAP_KEY])
+
+
+def choose(priorities: Priorities, candidates: Sequence[str]) -> str | None:
+    """The node group cluster-autoscaler grows among ``candidates`` (ids that can take it).
+
+    The highest priority matching a candidate wins; candidates matching no entry are
+    dropped unless none matches (then all stay); a tie goes to the id that sorts
+    first (the twin's stand-in for the next expander). None when there is no candidate.
+    """
+    if not candidates:
+        return None
+    ranked = {group: priorities.priority_of(group) for group in candidates}
+    matched = [p for p in ranked.values() if p is not None]
+    if not matched:
+        return min(candidates)
+    best = max(matched)
+    return min(group for group, p in ranked.items() if p == best)
