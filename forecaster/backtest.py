@@ -137,12 +137,9 @@ def backtest(
     """Backtest ``models`` on every series of ``df`` over rolling origins.
 
     Args:
-        models: unfitted models with distinct ``model_name`` values; each window
-            fits a fresh copy, so these are never mutated.
+        models: unfitted models with distinct ``model_name`` values (never mutated).
         df: validated long frame ``unique_id, ds, y`` (sorted, regular).
-        horizon: steps forecast at each cutoff.
         n_windows: cutoffs per series (see ``rolling_origin_cutoffs``).
-        levels: quantile levels every model predicts.
         max_train: fit on at most this many latest observations (``None``: all).
         start_frac: cutoffs lie in the last ``1 - start_frac`` of each series.
         progress: called with ``(series done, series total)`` after each series.
@@ -159,8 +156,7 @@ def backtest(
             id (a series absent from the mapping gets none); each series is cut at its
             last observation at or before each one that leaves training data and at
             least one observation to score.
-        refits: ``each`` fits at every cutoff; ``first`` fits at a series' first
-            cutoff and updates the fitted model to the later ones (see the module).
+        refits: ``first`` fits at a series' first cutoff and updates to the later ones.
 
     Raises:
         ValueError: when model names repeat.

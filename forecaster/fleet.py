@@ -109,9 +109,8 @@ def fleet_backtest(
     cutoffs. With one, the series are grouped by cutoff time; for each time the pooled
     part is learnt from every series of ``df`` up to it (the last ``max_train``
     observations of each), added to each model's fit seconds, and the series cut there
-    are backtested with it. With ``refits="first"`` the series are grouped by their
-    first cutoff time, and each group is backtested at all its cutoffs with the pooled
-    part learnt then (later windows update, :func:`forecaster.backtest.backtest`).
+    are backtested with it. With ``refits="first"`` a series is grouped by its first
+    cutoff time only and backtested at all its cutoffs with the pooled part learnt then.
     """
     if not any(has_joint(m) for m in models):
         return backtest(
@@ -171,12 +170,7 @@ def fleet_backtest(
                 if progress is not None:
                     progress(i, len(schedule))
             outcomes = [f.result() for f in futures]
-    results = [r for r, _ in outcomes]
-    learnt: dict[str, float] = {}
-    for _, seconds in outcomes:
-        for name, s in seconds.items():
-            learnt[name] = learnt.get(name, 0.0) + s
-    return _concat(results, learnt)
+    return _concat(outcomes)
 
 
 def nested_fleet_backtest(
@@ -273,7 +267,13 @@ def _replace(value: Any, df: SeriesFrame, memo: dict[int, Any]) -> Any:
     return with_fleet(value, df, memo)
 
 
-def _concat(results: list[BacktestResult], learnt: Mapping[str, float]) -> BacktestResult:
+def _concat(outcomes: list[tuple[BacktestResult, dict[str, float]]]) -> BacktestResult:
+    """One result of every cutoff time's, fit seconds plus each time's fleet learning."""
+    results = [r for r, _ in outcomes]
+    seconds: dict[str, float] = {}
+    for result, learnt in outcomes:
+        for name, s in [*learnt.items(), *result.fit_seconds.items()]:
+            seconds[name] = seconds.get(name, 0.0) + float(s)
     frames = [r.frame for r in results if not r.frame.empty]
     frame = (
         pd.concat(frames, ignore_index=True).sort_values(
@@ -286,10 +286,6 @@ def _concat(results: list[BacktestResult], learnt: Mapping[str, float]) -> Backt
         [UID, CUTOFF], ignore_index=True
     )
     failures = [r.failures for r in results if not r.failures.empty]
-    seconds: dict[str, float] = dict(learnt)
-    for r in results:
-        for name, s in r.fit_seconds.items():
-            seconds[name] = seconds.get(name, 0.0) + float(s)
     return BacktestResult(
         frame=frame,
         scales=scales.astype({c: np.float64 for c in scales.columns if c == "scale"}),
