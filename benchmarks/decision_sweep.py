@@ -54,8 +54,8 @@ FLOOR_MIN_COST: Final = 1.0
 """The floors swept: those whose static size alone cost, on the prehistory, at least this
 multiple of the GPUs its demand occupied (:func:`prehistory_cost`); a cheaper one sits
 below the demand the reactive floor already serves. No upper bound: on a series that
-grows after its prehistory a size that cost 1.6x there can cost 1.48x on the replay
-(Earth total's static mean + 6 sd), and a floor past every cap only adds points past
+grows after its prehistory a size that cost more than 1.5x there can cost 1.48x on the
+replay (Earth total's static mean + 6 sd), and a floor past every cap only adds points past
 them."""
 NO_HOLD: Final = ScaleDownConfig(window=timedelta(0), max_step_nodes=1000)
 """The scale-down swept beside the pool's own: no window, no step limit."""
