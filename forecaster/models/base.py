@@ -18,7 +18,7 @@ from forecaster.exceptions import (
     NotFittedError,
     UpdateError,
 )
-from forecaster.models.residuals import Calibration, residual_matrix, residual_quantiles
+from forecaster.models.residuals import Calibration, calibration_offsets, residual_matrix
 from forecaster.types import (
     DEFAULT_LEVELS,
     DS,
@@ -272,7 +272,7 @@ class Forecaster(Hyperparameters, ABC):
             MODEL: self.model_name,
             MEAN: mean,
         }
-        offsets = residual_quantiles(fit.residuals, h, levels)
+        offsets = calibration_offsets(fit.calibration, h, levels)
         for i, level in enumerate(levels):
             out[quantile_column(level)] = mean + offsets[i]
         if fit.nonnegative:

@@ -17,7 +17,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 
 from forecaster.models.base import FloatArray, OnePassForecaster
-from forecaster.models.residuals import residuals_at
+from forecaster.models.residuals import Summarised, residuals_at
 
 SHRINK_GRID: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 
@@ -88,7 +88,7 @@ def _interp_rows(x: FloatArray, xp: FloatArray, fp: FloatArray) -> FloatArray:
 
 
 @dataclass(frozen=True, eq=False)
-class PathResiduals:
+class PathResiduals(Summarised):
     """Held-out residuals of paths interpolated from anchor changes, kept compact.
 
     The residuals from origin ``t`` of the held-out tail are ``y[t+1..t+horizon]``

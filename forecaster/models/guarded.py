@@ -15,6 +15,7 @@ from forecaster.estimator import Estimator, clone, updated
 from forecaster.exceptions import NotFittedError
 from forecaster.models.base import FloatArray, Hyperparameters
 from forecaster.models.combination import MedianCombination, with_median
+from forecaster.models.residuals import calibration_mae
 from forecaster.types import (
     CUTOFF,
     DEFAULT_LEVELS,
@@ -64,16 +65,13 @@ def step_errors(model: object, uid: str, h: int) -> FloatArray | None:
     """
     fits = getattr(model, "fits_", None)
     fit = fits.get(uid) if isinstance(fits, Mapping) else None
-    residuals = getattr(fit, "residuals", None)
-    if residuals is None:
+    calibration = getattr(fit, "calibration", None)
+    if calibration is None:
         return None
-    r = np.abs(np.asarray(residuals, dtype=np.float64))
-    if r.ndim != 2 or r.shape[1] == 0 or not np.isfinite(r).any():
+    mae = calibration_mae(calibration)
+    if mae is None:
         return None
-    known = np.isfinite(r)
-    count = known.sum(axis=0)
-    mae = np.where(count > 0, np.where(known, r, 0.0).sum(axis=0) / np.maximum(count, 1), np.nan)
-    return np.asarray(mae[np.minimum(np.arange(h), r.shape[1] - 1)], dtype=np.float64)
+    return np.asarray(mae[np.minimum(np.arange(h), len(mae) - 1)], dtype=np.float64)
 
 
 def with_calibration_error(frame: pd.DataFrame, model: object) -> pd.DataFrame:

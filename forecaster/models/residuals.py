@@ -42,15 +42,88 @@ def residual_quantiles(residuals: FloatArray, h: int, levels: Levels) -> FloatAr
     ``sqrt(step / horizon)``; steps with no finite residual get offset 0.
     """
     horizon = residuals.shape[1] if residuals.ndim == 2 else 0
-    qs = np.asarray(list(levels), dtype=np.float64)
-    offsets = np.zeros((len(qs), h), dtype=np.float64)
     if horizon == 0:
-        return offsets
-    per_column = column_quantiles(residuals, qs)
+        return np.zeros((len(levels), h), dtype=np.float64)
+    return widened(column_quantiles(residuals, np.asarray(list(levels), dtype=np.float64)), h)
+
+
+def widened(per_column: FloatArray, h: int) -> FloatArray:
+    """Offsets for steps ``1..h`` from per-step ones (``(levels, horizon)``), as
+    :func:`residual_quantiles` extends them past the horizon."""
+    horizon = per_column.shape[1]
     steps = np.arange(1, h + 1)
     widen = np.where(steps > horizon, np.sqrt(steps / horizon), 1.0)
-    offsets[:] = per_column[:, np.minimum(steps, horizon) - 1] * widen
-    return offsets
+    return np.asarray(per_column[:, np.minimum(steps, horizon) - 1] * widen, dtype=np.float64)
+
+
+def column_mae(residuals: FloatArray) -> FloatArray | None:
+    """Mean absolute residual of each step (NaN where a step has none); ``None`` when
+    the matrix holds no finite residual at all."""
+    r = np.abs(np.asarray(residuals, dtype=np.float64))
+    if r.ndim != 2 or r.shape[1] == 0 or not np.isfinite(r).any():
+        return None
+    known = np.isfinite(r)
+    count = known.sum(axis=0)
+    mae = np.where(count > 0, np.where(known, r, 0.0).sum(axis=0) / np.maximum(count, 1), np.nan)
+    return np.asarray(mae, dtype=np.float64)
+
+
+class Summarised:
+    """What the compact forms share: the few numbers per step a forecast reads, kept.
+
+    A forecast reads the matrix twice (its quantiles for the intervals, its mean absolute
+    value for the guarded choice's errors): both are kept once the matrix is rebuilt,
+    never the matrix itself, so a long-lived forecast process stays as small as the
+    compact form. They are not pickled.
+    """
+
+    def matrix(self) -> FloatArray:
+        """Return the residuals, shape ``(n_windows, horizon)``; may hold NaN."""
+        raise NotImplementedError
+
+    def summaries(self, levels: tuple[float, ...]) -> tuple[FloatArray, FloatArray | None]:
+        """Per-step quantiles at ``levels`` (``(levels, horizon)``) and per-step MAE."""
+        memo = self._memo()
+        if levels not in memo:
+            residuals = self.matrix()
+            memo[levels] = column_quantiles(residuals, np.asarray(levels, dtype=np.float64))
+            memo[None] = column_mae(residuals)
+        return memo[levels], memo[None]
+
+    def mae(self) -> FloatArray | None:
+        """Per-step mean absolute residual (:func:`column_mae`)."""
+        memo = self._memo()
+        if None not in memo:
+            memo[None] = column_mae(self.matrix())
+        result: FloatArray | None = memo[None]
+        return result
+
+    def _memo(self) -> dict[tuple[float, ...] | None, Any]:
+        # Frozen dataclasses: the memo goes into the instance's dict directly.
+        memo: dict[tuple[float, ...] | None, Any] = self.__dict__.setdefault("_summaries", {})
+        return memo
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_summaries", None)
+        return state
+
+
+def calibration_offsets(calibration: Calibration, h: int, levels: Levels) -> FloatArray:
+    """:func:`residual_quantiles` of ``calibration``'s residuals (kept when compact)."""
+    if not isinstance(calibration, Summarised):
+        return residual_quantiles(residual_matrix(calibration), h, levels)
+    per_column, _ = calibration.summaries(tuple(levels))
+    if per_column.shape[1] == 0:
+        return np.zeros((len(levels), h), dtype=np.float64)
+    return widened(per_column, h)
+
+
+def calibration_mae(calibration: Calibration) -> FloatArray | None:
+    """:func:`column_mae` of ``calibration``'s residuals (kept when compact)."""
+    if not isinstance(calibration, Summarised):
+        return column_mae(residual_matrix(calibration))
+    return calibration.mae()
 
 
 def column_quantiles(values: FloatArray, qs: FloatArray) -> FloatArray:
@@ -89,7 +162,7 @@ def residuals_at(
 
 
 @dataclass(frozen=True, eq=False)
-class LaggedResiduals:
+class LaggedResiduals(Summarised):
     """Exact residuals of a naive forecast that repeats the value ``period`` back.
 
     For persistence (``period=1``) the step-``k`` residual from origin ``t`` is

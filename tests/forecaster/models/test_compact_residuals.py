@@ -244,3 +244,33 @@ def test_a_fit_pickled_with_its_matrix_loads_and_forecasts(
 def test_the_boosting_module_keeps_path_residuals() -> None:
     # The families name it through the module they import it from.
     assert gbm.PathResiduals is boosting.PathResiduals is global_gbm.PathResiduals
+
+
+@pytest.mark.parametrize("index", range(4), ids=["persistence", "seasonal", "gbm", "global"])
+def test_a_forecast_rebuilds_each_matrix_once_and_pickles_without_its_summaries(
+    index: int, frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _families()[index].fit(frame)
+    sizes = {
+        uid: len(pickle.dumps(fit.calibration, protocol=5)) for uid, fit in model.fits_.items()
+    }
+    rebuilt: list[int] = []
+    for kind in {type(fit.calibration) for fit in model.fits_.values()}:
+        original = kind.matrix
+
+        def counted(self: Any, _original: Any = original) -> FloatArray:
+            rebuilt.append(id(self))
+            matrix: FloatArray = _original(self)
+            return matrix
+
+        monkeypatch.setattr(kind, "matrix", counted)
+    first = model.predict(2 * H, LEVELS)
+    errors = {uid: step_errors(model, uid, 2 * H) for uid in model.fits_}
+    # Once per fit: the intervals and the guarded choice's errors read the same rebuild.
+    assert sorted(rebuilt) == sorted(id(fit.calibration) for fit in model.fits_.values())
+    pd.testing.assert_frame_equal(model.predict(2 * H, LEVELS), first, check_exact=True)
+    for uid, fit in model.fits_.items():
+        assert np.array_equal(step_errors(model, uid, 2 * H), errors[uid], equal_nan=True)
+        assert np.array_equal(errors[uid], _errors(fit.calibration.matrix(), 2 * H), equal_nan=True)
+        # Only the compact form is pickled, not the summaries kept beside it.
+        assert len(pickle.dumps(fit.calibration, protocol=5)) == sizes[uid]
