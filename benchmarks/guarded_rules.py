@@ -27,7 +27,10 @@ tune windows only, among variants whose worst tune cell is at most 1.10x persist
 by the criterion declared before any result was seen, ``regret`` (the mean over those
 families of log(variant / best single member)); ``max_regret`` and ``pooled`` are
 reported beside it as checks (:data:`CRITERIA`). The chosen variant is then scored on
-the held-out family's test windows. Nothing that picks a variant scores it.
+the held-out family's test windows. Nothing that picks a variant scores it. The
+variants chosen on all four families' tune windows are also scored on ``early``
+(24 cutoffs over 25-50 % of each series, before the tune region), on which nothing is
+chosen: a fresh check (:func:`fresh_check`).
 
 Run: ``python benchmarks/guarded_rules.py [--rows FILE]`` (``--rows`` caches the
 members' backtests: about 10 minutes on the 2-core machine). Prints the tables and
@@ -81,6 +84,14 @@ from pipelines.jobs.history import candidate_models, training_plan  # noqa: E402
 
 OUTPUT = ROOT / "benchmarks" / "results" / "guarded_rules.json"
 TUNE_WINDOWS = 36
+EARLY_WINDOWS = 24
+REGIONS_HERE: dict[str, dict[str, float]] = {
+    **REGIONS,
+    "early": {"start_frac": 0.25, "end_frac": 0.5},
+}
+"""forecast_accuracy's regions, plus ``early`` (cutoffs over 25-50 % of each series, every
+window before the tune region): fresh windows on which nothing was chosen or seen, where
+the variants chosen on the tune region are checked once more."""
 """Tune cutoffs per series: three times the test's, as forecast_accuracy's tune runs."""
 GBM, GLOBAL = "gbm", "global_gbm"
 PAIR = "gbm_pair"
@@ -171,7 +182,9 @@ def member_rows(df: pd.DataFrame, region: str, n_windows: int, workers: int) -> 
             plan = training_plan(settings, step_)
             candidates = candidate_models(settings, step_, plan.horizon)
             members = set(guarded_members([c.model_name for c in candidates]))
-            cutoffs = default_cutoffs(part, horizon=horizon, n_windows=n_windows, **REGIONS[region])
+            cutoffs = default_cutoffs(
+                part, horizon=horizon, n_windows=n_windows, **REGIONS_HERE[region]
+            )
             began = time.perf_counter()
             result = fleet_backtest(
                 [
@@ -471,18 +484,43 @@ def committed_family_table(committed: pd.DataFrame) -> pd.DataFrame:
 
 
 def load_rows(args: argparse.Namespace, df: pd.DataFrame) -> dict[str, Rows]:
-    """The members' rows per region, from ``--rows`` when it exists, else backtested."""
+    """The members' rows per region, from ``--rows`` where it holds them, else backtested."""
+    windows = {"test": TEST_WINDOWS, "tune": args.tune_windows, "early": args.early_windows}
+    cached: dict[str, tuple[Any, ...]] = {}
     if args.rows is not None and args.rows.exists():
         cached = pickle.loads(args.rows.read_bytes())  # plain tuples: no class by module
-        return {region: Rows(*parts) for region, parts in cached.items()}
-    rows = {
-        "test": member_rows(df, "test", TEST_WINDOWS, args.workers),
-        "tune": member_rows(df, "tune", args.tune_windows, args.workers),
-    }
-    if args.rows is not None:
+    rows = {region: Rows(*parts) for region, parts in cached.items() if region in windows}
+    for region, n in windows.items():
+        if region not in rows and n > 0:
+            rows[region] = member_rows(df, region, n, args.workers)
+    if args.rows is not None and set(rows) != set(cached):
         plain = {k: (r.frame, r.scales, r.labels) for k, r in rows.items()}
         args.rows.write_bytes(pickle.dumps(plain))
     return rows
+
+
+def fresh_check(tables: dict[str, pd.DataFrame], names: Sequence[str]) -> list[dict[str, Any]]:
+    """Per criterion, the variant chosen on every family's tune windows, on test and early."""
+    families = sorted(f for f in tables["tune"]["family"].unique() if f != "all")
+    out = []
+    for criterion in CRITERIA:
+        pick = choose(tables["tune"], families, names, criterion)
+        for model in (pick, TODAY):
+            entry: dict[str, Any] = {"criterion": criterion, "model": model}
+            for region in ("test", "early"):
+                if region not in tables:
+                    continue
+                t = tables[region][tables[region]["model"] == model].set_index("family")
+                entry[region] = {
+                    f: [
+                        float(t.loc[f, "gmean"]),
+                        float(t.loc[f, "worst"]),
+                        float(t.loc[f, "coverage_q0.9"]),
+                    ]
+                    for f in [*families, "all"]
+                }
+            out.append(entry)
+    return out
 
 
 def print_tables(tables: dict[str, pd.DataFrame], names: Sequence[str]) -> None:
@@ -511,6 +549,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--tune-windows", type=int, default=TUNE_WINDOWS)
+    parser.add_argument(
+        "--early-windows",
+        type=int,
+        default=EARLY_WINDOWS,
+        help="cutoffs per series over 25-50 %% (a fresh check of the tune choice; 0: none)",
+    )
     parser.add_argument("--rows", type=Path, help="pickle caching the members' backtests")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--committed", type=Path, default=RESULTS)
@@ -528,7 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = load_rows(args, df)
     rules = variants()
     names = [r.name for r in rules]
-    tables = {region: scored_rules(rows[region], rules) for region in ("tune", "test")}
+    tables = {region: scored_rules(r, rules) for region, r in rows.items()}
     print_tables(tables, names)
     committed = committed_cells(args.committed) if args.committed.exists() else None
     check = reproduction(rows["test"], committed) if committed is not None else {}
@@ -556,14 +600,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 + "".join(f"{e['singles'].get(s, math.nan):>12.3f}" for s in SINGLES)
                 + f"  {best[0]} {best[1]:.3f}"
             )
+    fresh = fresh_check(tables, names)
+    print("\nchosen on every family's tune windows; test and early (25-50 %, fresh) regions:")
+    for e in fresh:
+        for region in ("test", "early"):
+            if region in e:
+                cells = "  ".join(
+                    f"{f} {v[0]:.3f} ({v[1]:.2f}) {v[2]:.3f}" for f, v in e[region].items()
+                )
+                print(f"{e['criterion']:<11}{e['model']:<40}{region:<6}{cells}")
     payload = {
         "protocol": {
             "members": "persistence, gbm, global_gbm: candidate_models at the plan's horizon, "
             "Calibrated, fitted on the plan's max_train",
             "test_windows": TEST_WINDOWS,
             "tune_windows": args.tune_windows,
+            "early_windows": args.early_windows,
             "horizons": HORIZONS,
-            "regions": REGIONS,
+            "regions": REGIONS_HERE,
             "score": "per family, geometric mean over series x horizon cells of MASE over "
             "persistence's (cells with persistence MASE 0 left out)",
             "choice": "per held-out family, on the other families' tune windows, among "
@@ -576,6 +630,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tables": {k: v.to_dict(orient="records") for k, v in tables.items()},
         "reproduction": check,
         "leave_one_family_out": held,
+        "chosen_on_every_family": fresh,
         "wall_seconds": time.perf_counter() - started,
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
