@@ -21,9 +21,10 @@ to the oracle, in hindsight), the oracle, Foresight and the two references.
   forecast job does before storing them (:mod:`forecaster.peak.online`); each step the
   bound goes through ``policy.decide``. Its quantile is swept from 0.05 to 0.999,
   then past it through the pool's ``safety_margin`` (q0.999 plus 0.5 to 60 times the
-  series' volatility), so it reaches as low and as high a cost as the references; and
-  with a ``min_nodes`` floor at the prehistory's static sizes (``static-ksd``'s) under
-  a few quantiles (sizes chosen on the prehistory); and every quantile again with no
+  series' volatility), so it reaches as low and as high a cost as the references;
+  q0.9, q0.95 and q0.99 also plus 1 to 5 of it; with a ``min_nodes`` floor at the
+  prehistory's static sizes (``static-ksd``'s) under a few quantiles and under q0.99
+  plus 3 (sizes chosen on the prehistory); and every quantile again with no
   scale-down hold, as the buffers are
   (:mod:`benchmarks.decision_sweep`).
   ``--model champion`` replays the per-horizon champion (the fallback when a version

@@ -4,11 +4,15 @@ A frontier is every setting a user could choose, so a coarse grid understates a 
 wherever the cap falls between two of its points (the best gap at a cost or less is a
 step function of the grid). Foresight and the buffers are swept at the same density.
 
-- Foresight: its pool's ``quantile``; past the highest, its ``safety_margin``; and a
+- Foresight: its pool's ``quantile``; past the highest, its ``safety_margin``; a few
+  lower quantiles with a margin too (:data:`LOW_MARGIN_QUANTILES` x :data:`LOW_MARGINS`:
+  a pool's ``quantile`` and ``safety_margin`` are set together, and a margin on a
+  lower quantile buys headroom at the jumps for less than a higher quantile); and a
   ``min_nodes`` floor (a pool setting the policy's bounds serve) at each static size of
-  the prehistory, combined with a few quantiles, so that where a fixed size is the
-  cheapest way to stop waiting Foresight can be that size and still follow the peaks
-  above it.
+  the prehistory, combined with a few quantiles and with :data:`FLOOR_MARGINS`, so that
+  where a fixed size is the cheapest way to stop waiting Foresight can be that size
+  and still follow the peaks above it with headroom. Margins apply only where the
+  forecast carries a volatility scale (the peak model).
 - Persistence and seasonal naive + ``k`` standard deviations: ``k`` from 0 to 6.
 - A static ``mean + k sd`` of the prehistory's demand: ``k`` from 0 to 6.
 - The pool's scale-down hold, for Foresight and the buffers alike: every quantile and
@@ -48,8 +52,14 @@ MARGINS: Final = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0, 30.0, 60.0)
 """``safety_margin`` values swept at the highest quantile (volatility units)."""
 STATIC_KS: Final = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0)
 """``k`` of the static size ``mean + k sd`` of the prehistory's demand."""
+LOW_MARGIN_QUANTILES: Final = (0.9, 0.95, 0.99)
+"""Quantiles below the highest also swept with each of :data:`LOW_MARGINS`."""
+LOW_MARGINS: Final = (1.0, 2.0, 3.0, 5.0)
+"""``safety_margin`` values swept at each of :data:`LOW_MARGIN_QUANTILES` (volatility units)."""
 FLOOR_QUANTILES: Final = (0.05, 0.9, 0.99)
 """Quantiles combined with each ``min_nodes`` floor."""
+FLOOR_MARGINS: Final = ((0.99, 3.0),)
+"""``(quantile, safety_margin)`` pairs also combined with each ``min_nodes`` floor."""
 FLOOR_MIN_COST: Final = 1.0
 """The floors swept: those whose static size alone cost, on the prehistory, at least this
 multiple of the GPUs its demand occupied (:func:`prehistory_cost`); a cheaper one sits
@@ -103,7 +113,7 @@ def foresight_settings(
     Args:
         pool: the case's pool.
         margins: whether the forecast carries a scale (the peak model) so the safety
-            margin applies.
+            margin applies (else no setting with a margin is swept).
         floors: ``min_nodes`` values to sweep, each with its static size's cost on the
             prehistory (:func:`prehistory_cost`; those below :data:`FLOOR_MIN_COST` are
             skipped).
@@ -118,8 +128,16 @@ def foresight_settings(
         top = QUANTILES[-1]
         for m in MARGINS:
             yield f"q{top:g}+m{m:g}", pool.model_copy(update={"quantile": top, "safety_margin": m})
+        for q in LOW_MARGIN_QUANTILES:
+            for m in LOW_MARGINS:
+                yield f"q{q:g}+m{m:g}", pool.model_copy(update={"quantile": q, "safety_margin": m})
     for nodes, cost in sorted(floors.items()):
         if not (cost >= FLOOR_MIN_COST and 0 < nodes <= pool.max_nodes):
             continue
         for q in FLOOR_QUANTILES:
             yield f"q{q:g}+min{nodes}", pool.model_copy(update={"quantile": q, "min_nodes": nodes})
+        for q, m in FLOOR_MARGINS if margins else ():
+            yield (
+                f"q{q:g}+min{nodes}+m{m:g}",
+                pool.model_copy(update={"quantile": q, "min_nodes": nodes, "safety_margin": m}),
+            )

@@ -8,7 +8,10 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.decision_sweep import (
+    FLOOR_MARGINS,
     FLOOR_QUANTILES,
+    LOW_MARGIN_QUANTILES,
+    LOW_MARGINS,
     MARGINS,
     NO_HOLD,
     QUANTILES,
@@ -30,10 +33,14 @@ def test_floors_below_the_prehistory_demand_are_left_out_each_with_a_few_quantil
     floors_in = {3: 0.9, 5: 1.1, 8: 1.4, 12: 1.7, 30: 1.2}
     swept = dict(foresight_settings(POOL, margins=True, floors=floors_in))
     floors = {label: pool for label, pool in swept.items() if "+min" in label}
-    assert len(swept) == 2 * len(QUANTILES) + len(MARGINS) + len(floors)
+    margined = len(MARGINS) + len(LOW_MARGIN_QUANTILES) * len(LOW_MARGINS)
+    assert len(swept) == 2 * len(QUANTILES) + margined + len(floors)
     # 0.9x sits below the demand; 30 nodes is above the pool's max_nodes (20).
     assert {pool.min_nodes for pool in floors.values()} == {5, 8, 12}
-    assert sorted({pool.quantile for pool in floors.values()}) == sorted(FLOOR_QUANTILES)
+    assert len(floors) == 3 * (len(FLOOR_QUANTILES) + len(FLOOR_MARGINS))
+    assert sorted({pool.quantile for pool in floors.values()}) == sorted(
+        set(FLOOR_QUANTILES) | {q for q, _ in FLOOR_MARGINS}
+    )
     assert swept["q0.9+min8"].min_nodes == 8
     assert swept["q0.9+min8"].quantile == 0.9
 
@@ -41,6 +48,29 @@ def test_floors_below_the_prehistory_demand_are_left_out_each_with_a_few_quantil
 def test_without_a_scale_no_margin_is_swept() -> None:
     labels = [label for label, _ in foresight_settings(POOL, margins=False, floors={})]
     assert labels == [f"q{q:g}" for q in QUANTILES] + [f"q{q:g}+nohold" for q in QUANTILES]
+    floored = dict(foresight_settings(POOL, margins=False, floors={8: 1.4}))
+    assert all(pool.safety_margin == 0 for pool in floored.values())
+
+
+def test_margins_are_swept_on_lower_quantiles_and_over_each_floor_as_pool_settings() -> None:
+    swept = dict(foresight_settings(POOL, margins=True, floors={8: 1.4}))
+    top = QUANTILES[-1]
+    margined = {label: pool for label, pool in swept.items() if pool.safety_margin > 0}
+    on_quantiles = {
+        (pool.quantile, pool.safety_margin) for pool in margined.values() if pool.min_nodes == 0
+    }
+    assert on_quantiles == {(top, m) for m in MARGINS} | {
+        (q, m) for q in LOW_MARGIN_QUANTILES for m in LOW_MARGINS
+    }
+    assert all(q < top for q in LOW_MARGIN_QUANTILES)
+    q, m = FLOOR_MARGINS[0]
+    floored = swept[f"q{q:g}+min8+m{m:g}"]
+    assert (floored.quantile, floored.min_nodes, floored.safety_margin) == (q, 8, m)
+    # Every margin is a pool's own quantile and safety_margin, held as the pool's default.
+    assert all(pool.scale_down == POOL.scale_down for pool in margined.values())
+    assert {label for label, pool in margined.items() if pool.min_nodes} == {
+        f"q{q:g}+min8+m{m:g}" for q, m in FLOOR_MARGINS
+    }
 
 
 def test_every_quantile_is_also_swept_without_the_hold_unless_the_pool_has_none() -> None:
