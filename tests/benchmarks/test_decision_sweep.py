@@ -66,8 +66,10 @@ def test_margins_are_swept_on_lower_quantiles_and_over_each_floor_as_pool_settin
     q, m = FLOOR_MARGINS[0]
     floored = swept[f"q{q:g}+min8+m{m:g}"]
     assert (floored.quantile, floored.min_nodes, floored.safety_margin) == (q, 8, m)
-    # Every margin is a pool's own quantile and safety_margin, held as the pool's default.
+    # Every margin is a pool's own quantile and safety_margin, held as the pool's default:
+    # a pools file could say each of them.
     assert all(pool.scale_down == POOL.scale_down for pool in margined.values())
+    assert all(PoolConfig.model_validate(p.model_dump()) == p for p in margined.values())
     assert {label for label, pool in margined.items() if pool.min_nodes} == {
         f"q{q:g}+min8+m{m:g}" for q, m in FLOOR_MARGINS
     }
