@@ -59,8 +59,12 @@ May 23-31): a window the benchmark's own figures never see, where a setting may 
 chosen before this replay scores it.
 
 Run: ``python benchmarks/decision_quality.py [--quick] [--data FILE] [--series ID]``.
-Prints tables, writes ``benchmarks/results/decision_quality.json`` and one frontier PNG
-per case and lead under ``benchmarks/results/decision_quality/``.
+Prints tables, writes ``benchmarks/results/decision_quality.json`` (the figures; each
+case's runs, every setting of every policy, in a file of their own under
+``decision_quality_runs/`` beside it, which the JSON names) and one frontier PNG per case
+and lead under ``benchmarks/results/decision_quality/``. ``--rescore`` recomputes the
+figures from a saved file; ``--merge FILE...`` rescores the cases of several (one
+case/lead per process, as ``benchmarks/results/decision_quality_heldout/``) into one.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ from benchmarks.decision_fleets import on_step as fleet_on_step  # noqa: E402
 from benchmarks.decision_report import (  # noqa: E402
     minutes,
     report,
+    saved_cases,
     score,
 )
 from benchmarks.decision_sweep import (  # noqa: E402
@@ -499,6 +504,36 @@ def plot_case(case: dict[str, Any], figures: Path, note: str) -> Path:
     return png.relative_to(ROOT) if png.is_relative_to(ROOT) else png
 
 
+def rescored(
+    parser: argparse.ArgumentParser,
+    console: Console,
+    sources: Sequence[Path],
+    output: Path,
+    leads: Sequence[int],
+) -> int:
+    """Rescore the saved cases of ``sources`` together and write them to ``output``."""
+    missing = [str(p) for p in sources if not p.is_file()]
+    if missing:
+        parser.error(f"no saved run at {', '.join(missing)}: pass results files it wrote")
+    saved = [json.loads(p.read_text()) for p in sources]
+    for key in ("mode", "not_held_out"):
+        if len({json.dumps(s.get(key)) for s in saved}) > 1:
+            parser.error(f"the files differ in {key!r}: only runs made the same way merge")
+    cases = [score(c) for p in sources for c in saved_cases(p)]
+    seen = [(c["case"], c["lead_minutes"]) for c in cases]
+    if len(set(seen)) < len(seen):
+        parser.error("a case/lead is in more than one file: pass each once")
+    return report(
+        console,
+        cases,
+        sum(s["elapsed_seconds"] for s in saved),
+        output,
+        leads,
+        mode=saved[0].get("mode", ""),
+        not_held_out=saved[0].get("not_held_out", ()),
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run every case, print the tables, write the JSON and the figures."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -537,6 +572,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rescore", action="store_true", help="recompute tables from the saved JSON, no replay"
     )
     parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="rescore the cases of several saved runs (e.g. one case/lead each) together "
+        "into --output, no replay; their runs stay in the files they are in",
+    )
+    parser.add_argument(
         "--prehistory-days",
         type=float,
         default=PREHISTORY.days,
@@ -571,20 +614,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = Console(width=220)
     leads: list[int] = args.leads
-    if args.rescore:
-        if not args.output.is_file():
-            parser.error(f"--rescore reads --output {args.output}, which does not exist")
-        saved = json.loads(args.output.read_text())
-        cases = [score(c) for c in saved["cases"]]
-        return report(
-            console,
-            cases,
-            saved["elapsed_seconds"],
-            args.output,
-            leads,
-            mode=saved.get("mode", ""),
-            not_held_out=saved.get("not_held_out", ()),
-        )
+    if args.rescore or args.merge:
+        return rescored(parser, console, args.merge or [args.output], args.output, leads)
     scale_down = None
     if args.scale_down:
         window, _, rest = str(args.scale_down).partition(",")

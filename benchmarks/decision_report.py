@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -24,6 +25,10 @@ from pipelines.simulate.frontier import Point, frontier, interpolated
 
 SUBJECT = "foresight"
 REFS = ("ref-persistence", "ref-seasonal_naive")
+RUNS_FILE = "runs_file"
+"""A saved case's key naming the file its runs are in (relative to the results file)."""
+RUNS_FROM = "_runs_from"
+"""Where a loaded case's runs were read from (in memory only, never written)."""
 HEADLINE = ("earth_total", 10, "<=1.05", 0.9)
 """The headline target: Earth total, 10-min lead, best gap at cost <= 1.05 x oracle >= 0.9."""
 
@@ -335,9 +340,58 @@ def report(
         "cases": cases,
     }
     output.parent.mkdir(parents=True, exist_ok=True)
+    payload["cases"] = [_runs_beside(c, output) for c in cases]
     output.write_text(json.dumps(payload, indent=1, default=str))
-    console.print(f"Written {output}")
+    console.print(f"Written {output} (each case names the file its runs are in)")
     return 0
+
+
+def runs_dir(output: Path) -> Path:
+    """Where a results file keeps its cases' runs: ``<stem>_runs`` beside it."""
+    return output.with_name(f"{output.stem}_runs")
+
+
+def _runs_beside(case: dict[str, Any], output: Path) -> dict[str, Any]:
+    """The case as the results file holds it: its runs in a file of their own.
+
+    The runs are most of a case's bytes (every setting of every policy); the file keeps
+    the figures read from them and names where they are. A case whose runs were read
+    from a file (:func:`saved_cases`) keeps naming that file; the others are written to
+    :func:`runs_dir`.
+    """
+    out = {k: v for k, v in case.items() if k not in ("runs", RUNS_FROM)}
+    source = case.get(RUNS_FROM)
+    # Runs read from the file being rewritten must move out first: they would be lost.
+    if source is None or Path(source).resolve() == output.resolve():
+        folder = runs_dir(output)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{case['case'].replace('/', '_')}_lead{case['lead_minutes']}.json"
+        path.write_text(json.dumps({"runs": case["runs"]}, default=str))
+        source = path
+    out[RUNS_FILE] = os.path.relpath(Path(source).resolve(), output.resolve().parent)
+    return out
+
+
+def saved_cases(path: Path) -> list[dict[str, Any]]:
+    """The cases of a results file, each with its runs (read from the file it names).
+
+    Files written before the runs moved out hold them inline; a file may also name such
+    a file, whose case of the same name and lead is then read.
+    """
+    saved = json.loads(path.read_text())
+    return [_with_runs(case, path) for case in saved["cases"]]
+
+
+def _with_runs(case: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A saved case of ``path`` with its runs, and where they were read from."""
+    if "runs" in case:
+        return {**case, RUNS_FROM: path.resolve()}
+    source = (path.parent / case[RUNS_FILE]).resolve()
+    held = json.loads(source.read_text())
+    if "cases" in held:  # a results file with its runs inline: its case of that name and lead
+        key = (case["case"], case["lead_minutes"])
+        held = next(c for c in held["cases"] if (c["case"], c["lead_minutes"]) == key)
+    return {**case, "runs": held["runs"], RUNS_FROM: source}
 
 
 def _num(value: Any) -> float:
