@@ -139,6 +139,18 @@ def read_series(args: argparse.Namespace) -> pd.DataFrame | None:
     return df
 
 
+def series_or_exit_code(prog: str, args: argparse.Namespace) -> pd.DataFrame | int:
+    """:func:`read_series`, or the exit code once a line has said what to pass instead."""
+    try:
+        df = read_series(args)
+    except INPUT_ERRORS as exc:
+        return input_error(prog, exc)
+    if df is None:
+        print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
+        return 1
+    return df
+
+
 def load_series(data_dir: Path) -> pd.DataFrame:
     """Today's series from the shared traces, named ``<entity>/<signal>`` (not validated)."""
     frames = [
@@ -346,13 +358,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     add_input_options(parser, "series ids")
     args = parser.parse_args(argv)
-    try:
-        df = read_series(args)
-    except INPUT_ERRORS as exc:
-        return input_error(parser.prog, exc)
-    if df is None:
-        print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
-        return 1
+    df = series_or_exit_code(parser.prog, args)
+    if isinstance(df, int):
+        return df
     settings = load_settings(root=ROOT)
     steps = df.groupby(UID)[DS].apply(lambda s: s.diff().median())
     started = time.perf_counter()

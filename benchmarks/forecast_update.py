@@ -44,8 +44,8 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.forecast_accuracy import read_series  # noqa: E402
-from benchmarks.inputs import INPUT_ERRORS, add_input_options, input_error  # noqa: E402
+from benchmarks.forecast_accuracy import series_or_exit_code  # noqa: E402
+from benchmarks.inputs import add_input_options  # noqa: E402
 from forecaster.champion import ChampionForecaster  # noqa: E402
 from forecaster.metrics import horizon_steps, naive_scale  # noqa: E402
 from forecaster.models.guarded import GUARDED, with_combinations  # noqa: E402
@@ -211,13 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS)
     add_input_options(parser, "series ids")
     args = parser.parse_args(argv)
-    try:
-        df = read_series(args)
-    except INPUT_ERRORS as exc:
-        return input_error(parser.prog, exc)
-    if df is None:
-        print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
-        return 1
+    df = series_or_exit_code(parser.prog, args)
+    if isinstance(df, int):
+        return df
     after = [pd.Timedelta(a) for a in args.after]
     console = Console()
     # A fleet is the series of one step that cover the same days (one trace): the

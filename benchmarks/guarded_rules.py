@@ -64,9 +64,9 @@ from benchmarks.forecast_accuracy import (  # noqa: E402
     RESULTS,
     TEST_WINDOWS,
     default_cutoffs,
-    read_series,
+    series_or_exit_code,
 )
-from benchmarks.inputs import INPUT_ERRORS, add_input_options, input_error  # noqa: E402
+from benchmarks.inputs import add_input_options  # noqa: E402
 from forecaster.estimator import Estimator  # noqa: E402
 from forecaster.fleet import fleet_backtest  # noqa: E402
 from forecaster.metrics import HORIZON, horizon_steps, score_backtest  # noqa: E402
@@ -562,13 +562,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_input_options(parser, "series ids")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    try:
-        df = read_series(args)
-    except INPUT_ERRORS as exc:
-        return input_error(parser.prog, exc)
-    if df is None:
-        print("no shared traces (../shared/data or --data-dir); pass --data FILE instead.")
-        return 1
+    df = series_or_exit_code(parser.prog, args)
+    if isinstance(df, int):
+        return df
     rows = load_rows(args, df)
     rules = variants()
     names = [r.name for r in rules]
